@@ -1,0 +1,47 @@
+/* core.h — what every part of the library shares: error reporting, logging, aligned
+ * allocation, dtype facts. Internal; nothing here is exported. */
+#ifndef NXE_CORE_H
+#define NXE_CORE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nxe/nxe.h"
+
+#if defined(__GNUC__)
+#define NXE_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define NXE_PRINTF(fmt, args)
+#endif
+
+/* Records `status` and a formatted message for nxe_last_error(); returns `status`. */
+nxe_status nxe_error(nxe_status status, const char *fmt, ...) NXE_PRINTF(2, 3);
+nxe_status nxe_error_v(nxe_status status, const char *fmt, va_list args);
+/* Prefixes the current thread's message with `fmt` (for context on the way up). */
+void nxe_error_prefix(const char *fmt, ...) NXE_PRINTF(1, 2);
+
+/* Delivers a message to the host's log callback, if one is set and the level is enabled. */
+void nxe_log(int32_t level, const char *fmt, ...) NXE_PRINTF(2, 3);
+
+/* 64-byte aligned allocation; NULL on failure (and on size 0 with zeroed=false). */
+void *nxe_alloc(size_t size);
+void *nxe_alloc_zeroed(size_t size);
+void nxe_free(void *ptr);
+char *nxe_strdup(const char *s);
+
+/* dtype facts; unknown dtypes answer 0 / "?". */
+size_t nxe_dtype_size(int32_t dtype);
+const char *nxe_dtype_name(int32_t dtype);
+bool nxe_dtype_valid(int32_t dtype);
+
+/* Element count of a shape; false when it overflows int64 or a dimension is negative. */
+bool nxe_shape_numel(int32_t ndim, const int64_t *shape, int64_t *numel);
+/* "[2, 3, 4]" into buf. */
+const char *nxe_shape_str(int32_t ndim, const int64_t *shape, char *buf, size_t size);
+
+/* Multiplication of sizes with overflow detection. */
+bool nxe_mul_overflow_size(size_t a, size_t b, size_t *out);
+
+#endif

@@ -1,0 +1,150 @@
+/* threadpool.c — fixed workers that sleep between jobs and share one parallel-for.
+ * Chunks are claimed from an atomic counter; the caller works too and waits for the rest. */
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "core/threadpool.h"
+#include "core/core.h"
+
+struct nxe_thread_pool {
+    int32_t num_threads; /* including the caller */
+    pthread_t *workers;
+    int32_t num_workers;
+    pthread_mutex_t mutex;
+    pthread_cond_t wake;
+    pthread_cond_t done;
+    uint64_t generation;  /* bumped for every job, guarded by mutex */
+    int32_t busy_workers; /* workers still inside the current job */
+    bool stopping;
+    /* the current job */
+    nxe_range_fn fn;
+    void *ctx;
+    int64_t n;
+    int64_t chunk;
+    atomic_int_fast64_t next;
+};
+
+static void run_chunks(nxe_thread_pool *pool)
+{
+    for (;;) {
+        int64_t begin = atomic_fetch_add(&pool->next, pool->chunk);
+        if (begin >= pool->n)
+            return;
+        int64_t end = begin + pool->chunk < pool->n ? begin + pool->chunk : pool->n;
+        pool->fn(pool->ctx, begin, end);
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    nxe_thread_pool *pool = arg;
+    uint64_t seen = 0;
+    pthread_mutex_lock(&pool->mutex);
+    for (;;) {
+        while (!pool->stopping && pool->generation == seen)
+            pthread_cond_wait(&pool->wake, &pool->mutex);
+        if (pool->stopping)
+            break;
+        seen = pool->generation;
+        pthread_mutex_unlock(&pool->mutex);
+        run_chunks(pool);
+        pthread_mutex_lock(&pool->mutex);
+        if (--pool->busy_workers == 0)
+            pthread_cond_signal(&pool->done);
+    }
+    pthread_mutex_unlock(&pool->mutex);
+    return NULL;
+}
+
+nxe_status nxe_thread_pool_create(int32_t num_threads, nxe_thread_pool **out)
+{
+    if (!out)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "thread pool: out must not be NULL");
+    *out = NULL;
+    if (num_threads < 1 || num_threads > 1024)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                         "thread pool: %d threads is outside [1, 1024]", num_threads);
+    nxe_thread_pool *pool = nxe_alloc_zeroed(sizeof *pool);
+    if (!pool)
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "thread pool: out of memory");
+    pool->num_threads = num_threads;
+    pthread_mutex_init(&pool->mutex, NULL);
+    pthread_cond_init(&pool->wake, NULL);
+    pthread_cond_init(&pool->done, NULL);
+    if (num_threads > 1) {
+        pool->workers = nxe_alloc_zeroed(sizeof(pthread_t) * (size_t)(num_threads - 1));
+        if (!pool->workers) {
+            nxe_thread_pool_release(pool);
+            return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "thread pool: out of memory");
+        }
+        for (int32_t i = 0; i < num_threads - 1; i++) {
+            if (pthread_create(&pool->workers[i], NULL, worker_main, pool) != 0) {
+                nxe_thread_pool_release(pool);
+                return nxe_error(NXE_ERROR_OUT_OF_MEMORY,
+                                 "thread pool: could not start worker %d of %d", i + 1,
+                                 num_threads - 1);
+            }
+            pool->num_workers++;
+        }
+    }
+    *out = pool;
+    return NXE_OK;
+}
+
+void nxe_thread_pool_release(nxe_thread_pool *pool)
+{
+    if (!pool)
+        return;
+    pthread_mutex_lock(&pool->mutex);
+    pool->stopping = true;
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->mutex);
+    for (int32_t i = 0; i < pool->num_workers; i++)
+        pthread_join(pool->workers[i], NULL);
+    pthread_cond_destroy(&pool->done);
+    pthread_cond_destroy(&pool->wake);
+    pthread_mutex_destroy(&pool->mutex);
+    nxe_free(pool->workers);
+    nxe_free(pool);
+}
+
+int32_t nxe_thread_pool_size(const nxe_thread_pool *pool)
+{
+    return pool ? pool->num_threads : 1;
+}
+
+void nxe_parallel_for(nxe_thread_pool *pool, int64_t n, int64_t grain, nxe_range_fn fn,
+                      void *ctx)
+{
+    if (n <= 0)
+        return;
+    if (grain < 1)
+        grain = 1;
+    if (!pool || pool->num_workers == 0 || n <= grain) {
+        fn(ctx, 0, n);
+        return;
+    }
+    /* A few chunks per thread balance uneven work without much claiming traffic. */
+    int64_t target_chunks = (int64_t)pool->num_threads * 4;
+    int64_t chunk = (n + target_chunks - 1) / target_chunks;
+    if (chunk < grain)
+        chunk = grain;
+
+    pthread_mutex_lock(&pool->mutex);
+    pool->fn = fn;
+    pool->ctx = ctx;
+    pool->n = n;
+    pool->chunk = chunk;
+    atomic_store(&pool->next, 0);
+    pool->busy_workers = pool->num_workers;
+    pool->generation++;
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->mutex);
+
+    run_chunks(pool);
+
+    pthread_mutex_lock(&pool->mutex);
+    while (pool->busy_workers > 0)
+        pthread_cond_wait(&pool->done, &pool->mutex);
+    pthread_mutex_unlock(&pool->mutex);
+}

@@ -1,0 +1,26 @@
+/* threadpool.h — a fixed set of workers with one blocking parallel-for.
+ * The pool never decides how work is split: callers give a range and a grain, so results
+ * do not depend on the thread count. */
+#ifndef NXE_THREADPOOL_H
+#define NXE_THREADPOOL_H
+
+#include <stdint.h>
+
+#include "nxe/nxe.h"
+
+typedef struct nxe_thread_pool nxe_thread_pool;
+
+/* Body of a parallel loop over [begin, end). */
+typedef void (*nxe_range_fn)(void *ctx, int64_t begin, int64_t end);
+
+/* num_threads counts the calling thread: 1 starts no worker. */
+nxe_status nxe_thread_pool_create(int32_t num_threads, nxe_thread_pool **out);
+void nxe_thread_pool_release(nxe_thread_pool *pool);
+int32_t nxe_thread_pool_size(const nxe_thread_pool *pool);
+
+/* Runs fn over [0, n) in chunks of at least `grain` items, on the caller and the workers,
+ * and returns when all chunks are done. pool may be NULL (runs inline). Not reentrant. */
+void nxe_parallel_for(nxe_thread_pool *pool, int64_t n, int64_t grain, nxe_range_fn fn,
+                      void *ctx);
+
+#endif

@@ -1,0 +1,412 @@
+/* graph.c — contexts, graphs, tensors and ops as the C API builds them. Every argument is
+ * checked here; the compiler (csrc/runtime/compile.c) checks the graph as a whole. */
+#include <stdio.h>
+#include <string.h>
+
+#include "graph/graph_internal.h"
+
+#define MAX_NAME_LENGTH 4096
+
+nxe_status nxe_grow_array(void **items, int32_t *capacity, int32_t needed, size_t size)
+{
+    if (needed <= *capacity)
+        return NXE_OK;
+    if (needed > INT32_MAX / 2)
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "graph too large (%d items)", needed);
+    int32_t next = *capacity ? *capacity * 2 : 16;
+    while (next < needed)
+        next *= 2;
+    void *grown = nxe_alloc((size_t)next * size);
+    if (!grown)
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "out of memory growing a graph array");
+    if (*items)
+        memcpy(grown, *items, (size_t)*capacity * size);
+    nxe_free(*items);
+    *items = grown;
+    *capacity = next;
+    return NXE_OK;
+}
+
+/* ---- contexts ---- */
+
+NXE_API nxe_status nxe_context_create(nxe_context **out)
+{
+    if (!out)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_context_create: out must not be NULL");
+    *out = NULL;
+    nxe_context *ctx = nxe_alloc_zeroed(sizeof *ctx);
+    if (!ctx)
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "nxe_context_create: out of memory");
+    atomic_init(&ctx->refcount, 1);
+    *out = ctx;
+    return NXE_OK;
+}
+
+NXE_API void nxe_context_release(nxe_context *ctx)
+{
+    if (ctx && atomic_fetch_sub(&ctx->refcount, 1) == 1)
+        nxe_free(ctx);
+}
+
+/* ---- graphs ---- */
+
+NXE_API nxe_status nxe_graph_create(nxe_context *ctx, nxe_graph **out)
+{
+    if (!out)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_graph_create: out must not be NULL");
+    *out = NULL;
+    if (!ctx)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_graph_create: context is NULL");
+    nxe_graph *graph = nxe_alloc_zeroed(sizeof *graph);
+    if (!graph)
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "nxe_graph_create: out of memory");
+    atomic_fetch_add(&ctx->refcount, 1);
+    graph->context = ctx;
+    *out = graph;
+    return NXE_OK;
+}
+
+static void attr_clear(nxe_attr *attr)
+{
+    nxe_free(attr->name);
+    nxe_free(attr->string_value);
+    nxe_free(attr->ints);
+    nxe_free(attr->floats);
+}
+
+static void op_free(nxe_op *op)
+{
+    for (int32_t i = 0; i < op->num_attrs; i++)
+        attr_clear(&op->attrs[i]);
+    nxe_free(op->attrs);
+    nxe_free(op->inputs);
+    nxe_free(op->outputs);
+    nxe_free(op->name);
+    nxe_free(op);
+}
+
+static void tensor_free(nxe_tensor *tensor)
+{
+    nxe_free(tensor->name);
+    nxe_free(tensor->scales);
+    nxe_free(tensor->data);
+    nxe_free(tensor);
+}
+
+NXE_API void nxe_graph_release(nxe_graph *graph)
+{
+    if (!graph)
+        return;
+    for (int32_t i = 0; i < graph->num_ops; i++)
+        op_free(graph->ops[i]);
+    for (int32_t i = 0; i < graph->num_tensors; i++)
+        tensor_free(graph->tensors[i]);
+    nxe_free(graph->ops);
+    nxe_free(graph->tensors);
+    nxe_context_release(graph->context);
+    nxe_free(graph);
+}
+
+/* ---- tensors ---- */
+
+static nxe_tensor *find_tensor(const nxe_graph *graph, const char *name)
+{
+    for (int32_t i = 0; i < graph->num_tensors; i++)
+        if (strcmp(graph->tensors[i]->name, name) == 0)
+            return graph->tensors[i];
+    return NULL;
+}
+
+static const char *kind_name(int32_t kind)
+{
+    switch (kind) {
+    case NXE_TENSOR_INPUT: return "INPUT";
+    case NXE_TENSOR_OUTPUT: return "OUTPUT";
+    case NXE_TENSOR_CONSTANT: return "CONSTANT";
+    case NXE_TENSOR_TRANSIENT: return "TRANSIENT";
+    case NXE_TENSOR_VARIABLE: return "VARIABLE";
+    default: return "?";
+    }
+}
+
+static bool kind_may_be_inferred(int32_t kind)
+{
+    return kind == NXE_TENSOR_OUTPUT || kind == NXE_TENSOR_TRANSIENT;
+}
+
+static nxe_status check_spec(const nxe_tensor_spec *spec, const char *name)
+{
+    const char *where = "nxe_graph_add_tensor";
+    if (spec->kind < NXE_TENSOR_INPUT || spec->kind > NXE_TENSOR_VARIABLE)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: tensor '%s' has unknown kind %d",
+                         where, name, spec->kind);
+    bool inferable = kind_may_be_inferred(spec->kind);
+    if (!nxe_dtype_valid(spec->dtype) && !(inferable && spec->dtype == NXE_DTYPE_NONE))
+        return nxe_error(NXE_ERROR_DTYPE_MISMATCH,
+                         "%s: tensor '%s' has invalid dtype %d%s", where, name, spec->dtype,
+                         inferable ? "" : " (only OUTPUT and TRANSIENT tensors may leave it to inference)");
+    if (spec->ndim > NXE_MAX_RANK)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                         "%s: tensor '%s' has rank %d; nxe supports rank up to %d", where, name,
+                         spec->ndim, NXE_MAX_RANK);
+    if (spec->ndim < -1 || (spec->ndim == -1 && !inferable))
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                         "%s: %s tensor '%s' needs a rank in [0, %d], got %d", where,
+                         kind_name(spec->kind), name, NXE_MAX_RANK, spec->ndim);
+    if (spec->ndim > 0 && !spec->shape)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                         "%s: tensor '%s' has rank %d but shape is NULL", where, name, spec->ndim);
+    for (int32_t i = 0; i < spec->ndim; i++) {
+        int64_t d = spec->shape[i];
+        if (d < -1 || (d == -1 && !inferable))
+            return nxe_error(NXE_ERROR_SHAPE_MISMATCH,
+                             "%s: %s tensor '%s' has invalid dimension %lld at axis %d", where,
+                             kind_name(spec->kind), name, (long long)d, i);
+    }
+    if (spec->ndim >= 0) {
+        int64_t known[NXE_MAX_RANK];
+        for (int32_t i = 0; i < spec->ndim; i++)
+            known[i] = spec->shape[i] < 0 ? 0 : spec->shape[i];
+        int64_t numel;
+        size_t bytes;
+        if (!nxe_shape_numel(spec->ndim, known, &numel) ||
+            nxe_mul_overflow_size((size_t)numel, nxe_dtype_size(spec->dtype), &bytes))
+            return nxe_error(NXE_ERROR_SHAPE_MISMATCH, "%s: tensor '%s' is too large", where,
+                             name);
+    }
+    return NXE_OK;
+}
+
+NXE_API nxe_status nxe_graph_add_tensor(nxe_graph *graph, const nxe_tensor_spec *spec,
+                                        nxe_tensor **out)
+{
+    if (!out)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_graph_add_tensor: out must not be NULL");
+    *out = NULL;
+    if (!graph || !spec)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_graph_add_tensor: %s is NULL",
+                         graph ? "spec" : "graph");
+    if (spec->struct_size < sizeof(nxe_tensor_spec))
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                         "nxe_graph_add_tensor: spec.struct_size is %u, expected at least %zu "
+                         "(initialize with NXE_TENSOR_SPEC_INIT)",
+                         spec->struct_size, sizeof(nxe_tensor_spec));
+    char generated[32];
+    const char *name = spec->name;
+    if (!name || !name[0]) {
+        snprintf(generated, sizeof generated, "tensor_%d", graph->num_tensors);
+        name = generated;
+    }
+    if (strlen(name) > MAX_NAME_LENGTH)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                         "nxe_graph_add_tensor: tensor name longer than %d bytes", MAX_NAME_LENGTH);
+    nxe_status status = check_spec(spec, name);
+    if (status != NXE_OK)
+        return status;
+    if (find_tensor(graph, name))
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                         "nxe_graph_add_tensor: the graph already has a tensor named '%s'", name);
+    status = nxe_grow_array((void **)&graph->tensors, &graph->tensor_capacity,
+                            graph->num_tensors + 1, sizeof(nxe_tensor *));
+    if (status != NXE_OK)
+        return status;
+    nxe_tensor *tensor = nxe_alloc_zeroed(sizeof *tensor);
+    char *name_copy = nxe_strdup(name);
+    if (!tensor || !name_copy) {
+        nxe_free(tensor);
+        nxe_free(name_copy);
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "nxe_graph_add_tensor: out of memory");
+    }
+    tensor->graph = graph;
+    tensor->index = graph->num_tensors;
+    tensor->name = name_copy;
+    tensor->kind = spec->kind;
+    tensor->dtype = spec->dtype;
+    tensor->ndim = spec->ndim;
+    for (int32_t i = 0; i < spec->ndim; i++)
+        tensor->shape[i] = spec->shape[i];
+    tensor->inferred_dtype = tensor->dtype;
+    tensor->inferred_ndim = tensor->ndim;
+    memcpy(tensor->inferred_shape, tensor->shape, sizeof tensor->shape);
+    tensor->quant.type = NXE_QUANT_NONE;
+    graph->tensors[graph->num_tensors++] = tensor;
+    *out = tensor;
+    return NXE_OK;
+}
+
+NXE_API nxe_status nxe_graph_find_tensor(nxe_graph *graph, const char *name, nxe_tensor **out)
+{
+    if (!out)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_graph_find_tensor: out must not be NULL");
+    *out = NULL;
+    if (!graph || !name)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_graph_find_tensor: %s is NULL",
+                         graph ? "name" : "graph");
+    *out = find_tensor(graph, name);
+    if (!*out)
+        return nxe_error(NXE_ERROR_NOT_FOUND, "nxe_graph_find_tensor: no tensor named '%s'", name);
+    return NXE_OK;
+}
+
+NXE_API nxe_status nxe_tensor_set_kind(nxe_tensor *tensor, int32_t kind)
+{
+    if (!tensor)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_tensor_set_kind: tensor is NULL");
+    if (!kind_may_be_inferred(kind) || !kind_may_be_inferred(tensor->kind))
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                         "nxe_tensor_set_kind: tensor '%s' is %s; only TRANSIENT and OUTPUT "
+                         "tensors can be switched, to each other (asked for kind %d)",
+                         tensor->name, kind_name(tensor->kind), kind);
+    tensor->kind = kind;
+    return NXE_OK;
+}
+
+NXE_API nxe_status nxe_tensor_set_data(nxe_tensor *tensor, const void *data, size_t size)
+{
+    if (!tensor)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_tensor_set_data: tensor is NULL");
+    if (tensor->kind != NXE_TENSOR_CONSTANT && tensor->kind != NXE_TENSOR_VARIABLE)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                         "nxe_tensor_set_data: tensor '%s' is %s; only CONSTANT and VARIABLE "
+                         "tensors hold data",
+                         tensor->name, kind_name(tensor->kind));
+    int64_t numel;
+    nxe_shape_numel(tensor->ndim, tensor->shape, &numel);
+    size_t expected = (size_t)numel * nxe_dtype_size(tensor->dtype);
+    if (size != expected)
+        return nxe_error(NXE_ERROR_SHAPE_MISMATCH,
+                         "nxe_tensor_set_data: tensor '%s' (%s, %lld elements) takes %zu bytes, "
+                         "got %zu",
+                         tensor->name, nxe_dtype_name(tensor->dtype), (long long)numel, expected,
+                         size);
+    if (!data && size > 0)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_tensor_set_data: data is NULL for '%s'",
+                         tensor->name);
+    void *copy = nxe_alloc(size);
+    if (!copy)
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY,
+                         "nxe_tensor_set_data: out of memory for %zu bytes of '%s'", size,
+                         tensor->name);
+    if (size)
+        memcpy(copy, data, size);
+    nxe_free(tensor->data);
+    tensor->data = copy;
+    tensor->data_size = size;
+    return NXE_OK;
+}
+
+static nxe_status check_quantizable(const nxe_tensor *tensor, const char *where)
+{
+    if (!tensor)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: tensor is NULL", where);
+    return NXE_OK;
+}
+
+static void clear_quant(nxe_tensor *tensor)
+{
+    nxe_free(tensor->scales);
+    tensor->scales = NULL;
+    tensor->quant = (nxe_quant){.type = NXE_QUANT_NONE};
+}
+
+NXE_API nxe_status nxe_tensor_set_quant_asymmetric(nxe_tensor *tensor, float scale,
+                                                   int32_t zero_point)
+{
+    const char *where = "nxe_tensor_set_quant_asymmetric";
+    nxe_status status = check_quantizable(tensor, where);
+    if (status != NXE_OK)
+        return status;
+    if (!(scale > 0.0f) || scale > 3.0e38f)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                         "%s: tensor '%s' needs a finite positive scale, got %g", where,
+                         tensor->name, (double)scale);
+    clear_quant(tensor);
+    tensor->quant.type = NXE_QUANT_ASYMMETRIC;
+    tensor->quant.scale = scale;
+    tensor->quant.zero_point = zero_point;
+    return NXE_OK;
+}
+
+NXE_API nxe_status nxe_tensor_set_quant_per_channel(nxe_tensor *tensor, int32_t axis,
+                                                    const float *scales, int32_t count)
+{
+    const char *where = "nxe_tensor_set_quant_per_channel";
+    nxe_status status = check_quantizable(tensor, where);
+    if (status != NXE_OK)
+        return status;
+    if (!scales || count <= 0)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: tensor '%s' needs scales (got %s, %d)",
+                         where, tensor->name, scales ? "scales" : "NULL", count);
+    if (tensor->ndim >= 0) {
+        if (axis < 0 || axis >= tensor->ndim)
+            return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                             "%s: axis %d is out of range for tensor '%s' of rank %d", where,
+                             axis, tensor->name, tensor->ndim);
+        if (tensor->shape[axis] >= 0 && tensor->shape[axis] != count)
+            return nxe_error(NXE_ERROR_SHAPE_MISMATCH,
+                             "%s: tensor '%s' has %lld channels on axis %d but %d scales were given",
+                             where, tensor->name, (long long)tensor->shape[axis], axis, count);
+    } else if (axis < 0 || axis >= NXE_MAX_RANK) {
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: axis %d is out of range", where, axis);
+    }
+    for (int32_t i = 0; i < count; i++)
+        if (!(scales[i] > 0.0f) || scales[i] > 3.0e38f)
+            return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                             "%s: scale %d of tensor '%s' is %g; scales must be finite and positive",
+                             where, i, tensor->name, (double)scales[i]);
+    float *copy = nxe_alloc(sizeof(float) * (size_t)count);
+    if (!copy)
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "%s: out of memory", where);
+    memcpy(copy, scales, sizeof(float) * (size_t)count);
+    clear_quant(tensor);
+    tensor->scales = copy;
+    tensor->quant.type = NXE_QUANT_SYMMETRIC_PER_CHANNEL;
+    tensor->quant.axis = axis;
+    tensor->quant.num_scales = count;
+    tensor->quant.scales = copy;
+    return NXE_OK;
+}
+
+NXE_API nxe_status nxe_tensor_set_quant_dynamic_fixed_point(nxe_tensor *tensor,
+                                                            int32_t fractional_length)
+{
+    const char *where = "nxe_tensor_set_quant_dynamic_fixed_point";
+    nxe_status status = check_quantizable(tensor, where);
+    if (status != NXE_OK)
+        return status;
+    if (fractional_length < -64 || fractional_length > 64)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                         "%s: fractional length %d of tensor '%s' is outside [-64, 64]", where,
+                         fractional_length, tensor->name);
+    clear_quant(tensor);
+    tensor->quant.type = NXE_QUANT_DYNAMIC_FIXED_POINT;
+    tensor->quant.fractional_length = fractional_length;
+    return NXE_OK;
+}
+
+NXE_API nxe_status nxe_tensor_get_info(const nxe_tensor *tensor, nxe_tensor_info *info)
+{
+    if (!tensor || !info)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_tensor_get_info: %s is NULL",
+                         tensor ? "info" : "tensor");
+    if (info->struct_size < sizeof(nxe_tensor_info))
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                         "nxe_tensor_get_info: info.struct_size is %u, expected at least %zu",
+                         info->struct_size, sizeof(nxe_tensor_info));
+    nxe_tensor_info result = {.struct_size = info->struct_size};
+    result.name = tensor->name;
+    result.dtype = tensor->inferred_dtype;
+    result.kind = tensor->kind;
+    result.ndim = tensor->inferred_ndim;
+    for (int32_t i = 0; i < tensor->inferred_ndim; i++)
+        result.shape[i] = tensor->inferred_shape[i];
+    result.quant_type = tensor->quant.type;
+    result.scale = tensor->quant.scale;
+    result.zero_point = tensor->quant.zero_point;
+    result.axis = tensor->quant.axis;
+    result.num_scales = tensor->quant.num_scales;
+    result.scales = tensor->quant.scales;
+    result.fractional_length = tensor->quant.fractional_length;
+    *info = result;
+    return NXE_OK;
+}

@@ -1,0 +1,115 @@
+/* op_def.h — the contract between the graph compiler and one op family: a schema (what the
+ * registry publishes), a shape/dtype rule run at compile time, and a run function that lowers
+ * to kernels. Ops never allocate per run and never see the graph. */
+#ifndef NXE_OP_DEF_H
+#define NXE_OP_DEF_H
+
+#include "core/core.h"
+#include "core/threadpool.h"
+
+/* Quantization of one tensor (internal mirror of the public setters). */
+typedef struct nxe_quant {
+    int32_t type;          /* enum nxe_quant_type */
+    float scale;
+    int32_t zero_point;
+    int32_t axis;
+    int32_t num_scales;
+    const float *scales;
+    int32_t fractional_length;
+} nxe_quant;
+
+/* One tensor as an op sees it. At infer time `data` is set for CONSTANT tensors only
+ * (NULL otherwise); at run time it is the tensor's buffer. An absent optional input has
+ * dtype NXE_DTYPE_NONE. */
+typedef struct nxe_value {
+    int32_t dtype;
+    int32_t ndim;          /* -1 = unknown (outputs before inference) */
+    int64_t shape[NXE_MAX_RANK];
+    const nxe_quant *quant; /* never NULL at infer or run: type NONE when unquantized */
+    void *data;
+} nxe_value;
+
+/* The op instance, as far as an op's infer function may see it: its names and attributes. */
+typedef struct nxe_node nxe_node;
+
+const char *nxe_node_type(const nxe_node *node);
+const char *nxe_node_name(const nxe_node *node);
+/* Attribute getters return the value set on the node, else the schema default. An attribute
+ * without default that was not set fails with a message naming op and attribute. */
+nxe_status nxe_node_attr_int(const nxe_node *node, const char *name, int64_t *value);
+nxe_status nxe_node_attr_float(const nxe_node *node, const char *name, double *value);
+/* The string lives as long as the node. */
+nxe_status nxe_node_attr_string(const nxe_node *node, const char *name, const char **value);
+/* Copies up to `capacity` values; *count receives the full count (fails if > capacity). */
+nxe_status nxe_node_attr_ints(const nxe_node *node, const char *name, int64_t *values,
+                              int32_t capacity, int32_t *count);
+nxe_status nxe_node_attr_floats(const nxe_node *node, const char *name, float *values,
+                                int32_t capacity, int32_t *count);
+/* Records an error prefixed with "op 'Type' ('name'): " and returns `status`. */
+nxe_status nxe_node_error(const nxe_node *node, nxe_status status, const char *fmt, ...)
+    NXE_PRINTF(3, 4);
+
+/* Compile-time rule. Inputs have settled dtypes and shapes (and data, for constants); their
+ * dtypes already passed the schema's masks. Outputs arrive as declared by the user (dtype
+ * NXE_DTYPE_NONE / ndim -1 / dims -1 where left to inference; quant as declared): the rule may
+ * read them (QuantizeLinear takes its dtype and quantization from the declared output) and
+ * must set every output's dtype, ndim and shape. The compiler then rejects a result that
+ * contradicts what was declared. Fills `params` (params_size bytes, zeroed) with everything
+ * run needs; params hold plain values, never pointers, so a plan can be saved. */
+typedef nxe_status (*nxe_op_infer_fn)(const nxe_node *node, const nxe_value *inputs,
+                                      int32_t num_inputs, nxe_value *outputs,
+                                      int32_t num_outputs, void *params);
+
+/* Run-time body. Shapes and dtypes are those infer settled; outputs' data are written.
+ * May fail only on data-dependent errors (e.g. an index out of range), with NXE_ERROR_RUNTIME
+ * and a message. Uses `pool` (maybe NULL) for parallel work; results must not depend on the
+ * number of threads. */
+typedef nxe_status (*nxe_op_run_fn)(const void *params, const nxe_value *inputs,
+                                    int32_t num_inputs, nxe_value *outputs,
+                                    int32_t num_outputs, nxe_thread_pool *pool);
+
+typedef struct nxe_op_def {
+    nxe_op_info info;      /* the published schema */
+    size_t params_size;
+    nxe_op_infer_fn infer;
+    nxe_op_run_fn run;
+} nxe_op_def;
+
+/* Each op family file exports a table; the registry (csrc/graph/registry.c) lists them. */
+typedef struct nxe_op_family {
+    const nxe_op_def *defs;
+    int32_t count;
+} nxe_op_family;
+
+const nxe_op_def *nxe_op_def_find(const char *op_type);
+
+/* Dtype masks for schemas. */
+#define NXE_MASK(dt) (1u << (dt))
+#define NXE_MASK_FLOAT (NXE_MASK(NXE_DTYPE_F32))
+#define NXE_MASK_INDEX (NXE_MASK(NXE_DTYPE_I32) | NXE_MASK(NXE_DTYPE_I64))
+#define NXE_MASK_ALL                                                                         \
+    (NXE_MASK(NXE_DTYPE_F32) | NXE_MASK(NXE_DTYPE_F16) | NXE_MASK(NXE_DTYPE_BF16) |          \
+     NXE_MASK(NXE_DTYPE_I8) | NXE_MASK(NXE_DTYPE_U8) | NXE_MASK(NXE_DTYPE_I16) |             \
+     NXE_MASK(NXE_DTYPE_I32) | NXE_MASK(NXE_DTYPE_I64) | NXE_MASK(NXE_DTYPE_BOOL))
+#define NXE_INFO(name_, summary_, ins, outs, attrs_)                                         \
+    {sizeof(nxe_op_info), name_, summary_, (int32_t)(sizeof(ins) / sizeof((ins)[0])), ins,   \
+     (int32_t)(sizeof(outs) / sizeof((outs)[0])), outs,                                      \
+     (int32_t)(sizeof(attrs_) / sizeof((attrs_)[0])), attrs_}
+#define NXE_INFO_NOATTR(name_, summary_, ins, outs)                                          \
+    {sizeof(nxe_op_info), name_, summary_, (int32_t)(sizeof(ins) / sizeof((ins)[0])), ins,   \
+     (int32_t)(sizeof(outs) / sizeof((outs)[0])), outs, 0, NULL}
+
+/* Shared shape helpers for op rules. */
+/* numpy broadcasting of two shapes; fails with a node error naming both shapes. */
+nxe_status nxe_broadcast_shapes(const nxe_node *node, int32_t ndim_a, const int64_t *a,
+                                int32_t ndim_b, const int64_t *b, int32_t *ndim_out,
+                                int64_t *out);
+/* Normalizes a possibly negative axis into [0, ndim); node error when out of range. */
+nxe_status nxe_normalize_axis(const nxe_node *node, int64_t axis, int32_t ndim, int32_t *out);
+int64_t nxe_value_numel(const nxe_value *value);
+size_t nxe_value_bytes(const nxe_value *value);
+/* Fails (DTYPE_MISMATCH, naming the input) unless value dtype is in mask. */
+nxe_status nxe_check_dtype(const nxe_node *node, const char *what, const nxe_value *value,
+                           uint32_t mask);
+
+#endif
