@@ -27,13 +27,19 @@ nxe_status nxe_error(nxe_status status, const char *fmt, ...)
 void nxe_error_prefix(const char *fmt, ...)
 {
     char prefix[NXE_ERROR_CAPACITY];
-    char previous[NXE_ERROR_CAPACITY];
     va_list args;
     va_start(args, fmt);
     vsnprintf(prefix, sizeof prefix, fmt, args);
     va_end(args);
-    memcpy(previous, last_error, sizeof previous);
-    snprintf(last_error, sizeof last_error, "%s%s", prefix, previous);
+    size_t prefix_length = strlen(prefix);
+    if (prefix_length >= NXE_ERROR_CAPACITY - 1)
+        return;
+    size_t kept = strlen(last_error);
+    if (kept > NXE_ERROR_CAPACITY - 1 - prefix_length)
+        kept = NXE_ERROR_CAPACITY - 1 - prefix_length;
+    memmove(last_error + prefix_length, last_error, kept);
+    memcpy(last_error, prefix, prefix_length);
+    last_error[prefix_length + kept] = '\0';
 }
 
 NXE_API const char *nxe_last_error(void)
