@@ -113,6 +113,13 @@ int32_t nxe_thread_pool_size(const nxe_thread_pool *pool)
     return pool ? pool->num_threads : 1;
 }
 
+int64_t nxe_parallel_grain(double work_per_item, double target_work)
+{
+    if (work_per_item >= target_work)
+        return 1;
+    return (int64_t)(target_work / (work_per_item + 1.0)) + 1;
+}
+
 void nxe_parallel_for(nxe_thread_pool *pool, int64_t n, int64_t grain, nxe_range_fn fn,
                       void *ctx)
 {

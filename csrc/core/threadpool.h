@@ -18,6 +18,10 @@ nxe_status nxe_thread_pool_create(int32_t num_threads, nxe_thread_pool **out);
 void nxe_thread_pool_release(nxe_thread_pool *pool);
 int32_t nxe_thread_pool_size(const nxe_thread_pool *pool);
 
+/* Items per parallel_for chunk so that a chunk holds about `target_work` units of work when
+ * each item costs `work_per_item` (at least 1). */
+int64_t nxe_parallel_grain(double work_per_item, double target_work);
+
 /* Runs fn over [0, n) in chunks of at least `grain` items, on the caller and the workers,
  * and returns when all chunks are done. pool may be NULL (runs inline). Not reentrant. */
 void nxe_parallel_for(nxe_thread_pool *pool, int64_t n, int64_t grain, nxe_range_fn fn,

@@ -473,10 +473,12 @@ nxe_status nxe_node_attr_ints(const nxe_node *node, const char *name, int64_t *v
     if (status != NXE_OK)
         return status;
     if (attr != &scratch) {
-        if (attr->count > capacity)
+        if (attr->count > capacity) {
+            *count = attr->count;
             return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
                                   "attribute '%s' has %d values; at most %d are accepted", name,
                                   attr->count, capacity);
+        }
         memcpy(values, attr->ints, sizeof(int64_t) * (size_t)attr->count);
         *count = attr->count;
         return NXE_OK;
@@ -498,10 +500,12 @@ nxe_status nxe_node_attr_floats(const nxe_node *node, const char *name, float *v
     if (status != NXE_OK)
         return status;
     if (attr != &scratch) {
-        if (attr->count > capacity)
+        if (attr->count > capacity) {
+            *count = attr->count;
             return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
                                   "attribute '%s' has %d values; at most %d are accepted", name,
                                   attr->count, capacity);
+        }
         memcpy(values, attr->floats, sizeof(float) * (size_t)attr->count);
         *count = attr->count;
         return NXE_OK;
