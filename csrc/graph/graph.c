@@ -74,7 +74,7 @@ static void attr_clear(nxe_attr *attr)
     nxe_free(attr->floats);
 }
 
-static void op_free(nxe_op *op)
+void nxe_op_free(nxe_op *op)
 {
     for (int32_t i = 0; i < op->num_attrs; i++)
         attr_clear(&op->attrs[i]);
@@ -98,7 +98,7 @@ NXE_API void nxe_graph_release(nxe_graph *graph)
     if (!graph)
         return;
     for (int32_t i = 0; i < graph->num_ops; i++)
-        op_free(graph->ops[i]);
+        nxe_op_free(graph->ops[i]);
     for (int32_t i = 0; i < graph->num_tensors; i++)
         tensor_free(graph->tensors[i]);
     nxe_free(graph->ops);
@@ -194,7 +194,11 @@ NXE_API nxe_status nxe_graph_add_tensor(nxe_graph *graph, const nxe_tensor_spec 
     char generated[32];
     const char *name = spec->name;
     if (!name || !name[0]) {
-        snprintf(generated, sizeof generated, "tensor_%d", graph->num_tensors);
+        /* skip serials a user already took for names of their own */
+        int32_t serial = graph->num_tensors;
+        do
+            snprintf(generated, sizeof generated, "tensor_%d", serial++);
+        while (find_tensor(graph, generated));
         name = generated;
     }
     if (strlen(name) > MAX_NAME_LENGTH)
@@ -245,6 +249,28 @@ NXE_API nxe_status nxe_graph_find_tensor(nxe_graph *graph, const char *name, nxe
     *out = find_tensor(graph, name);
     if (!*out)
         return nxe_error(NXE_ERROR_NOT_FOUND, "nxe_graph_find_tensor: no tensor named '%s'", name);
+    return NXE_OK;
+}
+
+NXE_API nxe_status nxe_tensor_set_name(nxe_tensor *tensor, const char *name)
+{
+    if (!tensor || !name || !name[0])
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_tensor_set_name: %s",
+                         !tensor ? "tensor is NULL" : "name is NULL or empty");
+    if (strlen(name) > MAX_NAME_LENGTH)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                         "nxe_tensor_set_name: tensor name longer than %d bytes", MAX_NAME_LENGTH);
+    const nxe_tensor *other = find_tensor(tensor->graph, name);
+    if (other == tensor)
+        return NXE_OK;
+    if (other)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                         "nxe_tensor_set_name: the graph already has a tensor named '%s'", name);
+    char *copy = nxe_strdup(name);
+    if (!copy)
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "nxe_tensor_set_name: out of memory");
+    nxe_free(tensor->name);
+    tensor->name = copy;
     return NXE_OK;
 }
 

@@ -83,6 +83,9 @@ static inline const nxe_node *nxe_op_node(const nxe_op *op)
 /* The unquoted text of a schema's JSON string default, in static storage; NULL if too long. */
 const char *nxe_registry_unquoted(const char *quoted);
 
+/* Frees an op and what it owns (not its tensors). */
+void nxe_op_free(nxe_op *op);
+
 /* Grows *items (an array of `size`-byte elements) to hold at least `needed`. */
 nxe_status nxe_grow_array(void **items, int32_t *capacity, int32_t needed, size_t size);
 

@@ -50,6 +50,28 @@ NXE_API nxe_status nxe_graph_add_op(nxe_graph *graph, const char *op_type, const
     return NXE_OK;
 }
 
+NXE_API nxe_status nxe_graph_remove_op(nxe_graph *graph, nxe_op *op)
+{
+    if (!graph || !op)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_graph_remove_op: %s is NULL",
+                         graph ? "op" : "graph");
+    if (op->graph != graph || op->index >= graph->num_ops || graph->ops[op->index] != op)
+        return nxe_error(NXE_ERROR_NOT_FOUND, "nxe_graph_remove_op: op '%s' is not in this graph",
+                         op->name);
+    for (int32_t i = 0; i < op->num_inputs; i++)
+        if (op->inputs[i])
+            op->inputs[i]->num_consumers--;
+    for (int32_t i = 0; i < op->num_outputs; i++)
+        op->outputs[i]->producer = NULL;
+    for (int32_t i = op->index; i + 1 < graph->num_ops; i++) {
+        graph->ops[i] = graph->ops[i + 1];
+        graph->ops[i]->index = i;
+    }
+    graph->num_ops--;
+    nxe_op_free(op);
+    return NXE_OK;
+}
+
 static const nxe_op_attr_info *schema_attr(const nxe_op_def *def, const char *name)
 {
     for (int32_t i = 0; i < def->info.num_attrs; i++)

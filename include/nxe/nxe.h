@@ -52,7 +52,9 @@
 #endif
 
 #ifndef NXE_API
-#if defined(_WIN32)
+#if defined(_WIN32) && defined(NXE_BUILDING)
+#define NXE_API __declspec(dllexport)
+#elif defined(_WIN32)
 #define NXE_API __declspec(dllimport)
 #else
 #define NXE_API __attribute__((visibility("default")))
@@ -197,10 +199,14 @@ typedef struct nxe_tensor_spec {
 } nxe_tensor_spec;
 #define NXE_TENSOR_SPEC_INIT {sizeof(nxe_tensor_spec), NULL, NXE_DTYPE_F32, NXE_TENSOR_TRANSIENT, -1, NULL}
 
-/* Adds a tensor to the graph; it belongs to the graph. */
+/* Adds a tensor to the graph; it belongs to the graph. A rank above NXE_MAX_RANK fails with
+ * NXE_ERROR_INVALID_ARGUMENT, a negative dimension where none may be unknown with
+ * NXE_ERROR_SHAPE_MISMATCH. */
 NXE_API nxe_status nxe_graph_add_tensor(nxe_graph *graph, const nxe_tensor_spec *spec,
                                         nxe_tensor **out);
 NXE_API nxe_status nxe_graph_find_tensor(nxe_graph *graph, const char *name, nxe_tensor **out);
+/* Renames a tensor before compiling; the name must be unique within the graph. */
+NXE_API nxe_status nxe_tensor_set_name(nxe_tensor *tensor, const char *name);
 /* Switches a tensor between TRANSIENT and OUTPUT before compiling (other kinds are fixed). */
 NXE_API nxe_status nxe_tensor_set_kind(nxe_tensor *tensor, int32_t kind);
 /* Copies `size` bytes (exactly the tensor's byte size) into a CONSTANT or VARIABLE tensor. */
@@ -242,7 +248,11 @@ NXE_API nxe_status nxe_tensor_get_info(const nxe_tensor *tensor, nxe_tensor_info
 /* Adds an op of a registered type ("Conv2d", "Add", ...); `name` may be NULL. */
 NXE_API nxe_status nxe_graph_add_op(nxe_graph *graph, const char *op_type, const char *name,
                                     nxe_op **out);
-/* Attributes are checked against the op's schema: unknown names and wrong types fail. */
+/* Removes an op from the graph, undoing its bindings (e.g. after a failed attribute or
+ * binding call). Tensors it produced lose their producer; the op handle becomes invalid. */
+NXE_API nxe_status nxe_graph_remove_op(nxe_graph *graph, nxe_op *op);
+/* Attributes are checked against the op's schema: an unknown name fails with
+ * NXE_ERROR_NOT_FOUND, a wrong type with NXE_ERROR_INVALID_ARGUMENT. */
 NXE_API nxe_status nxe_op_set_attr_int(nxe_op *op, const char *name, int64_t value);
 NXE_API nxe_status nxe_op_set_attr_float(nxe_op *op, const char *name, double value);
 NXE_API nxe_status nxe_op_set_attr_string(nxe_op *op, const char *name, const char *value);
@@ -250,8 +260,9 @@ NXE_API nxe_status nxe_op_set_attr_ints(nxe_op *op, const char *name, const int6
                                         int32_t count);
 NXE_API nxe_status nxe_op_set_attr_floats(nxe_op *op, const char *name, const float *values,
                                           int32_t count);
-/* Binds tensors to the op's inputs/outputs in schema order, once per op. A NULL entry leaves
- * an optional input absent. A tensor may be produced by one op only. */
+/* Binds tensors to the op's inputs/outputs in schema order, once per op (a second call fails
+ * with NXE_ERROR_INVALID_STATE). A NULL entry leaves an optional input absent. A tensor may be
+ * produced by one op only, and INPUT and CONSTANT tensors by none (NXE_ERROR_INVALID_GRAPH). */
 NXE_API nxe_status nxe_op_bind_inputs(nxe_op *op, nxe_tensor *const *tensors, int32_t count);
 NXE_API nxe_status nxe_op_bind_outputs(nxe_op *op, nxe_tensor *const *tensors, int32_t count);
 
@@ -292,7 +303,8 @@ typedef struct nxe_op_info {
     const nxe_op_attr_info *attrs;
 } nxe_op_info;
 
-/* Registry entries are static: the pointers stay valid for the life of the process. */
+/* Registry entries are static: the pointers stay valid for the life of the process.
+ * An index out of range fails with NXE_ERROR_NOT_FOUND. */
 NXE_API nxe_status nxe_op_registry_count(int32_t *count);
 NXE_API nxe_status nxe_op_registry_get(int32_t index, const nxe_op_info **info);
 NXE_API nxe_status nxe_op_registry_find(const char *op_type, const nxe_op_info **info);

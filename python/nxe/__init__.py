@@ -1,0 +1,73 @@
+"""nxe: an embeddable neural-network inference engine. This package binds its C library.
+
+    g = nxe.Graph()
+    x = g.input("x", (2, 3), "f32")
+    y = g.Relu(x)
+    g.mark_output(y)
+    out = g.compile().run({"x": x_value})
+"""
+
+from __future__ import annotations
+
+from ._binding import ffi, lib
+from .errors import (
+    BufferTooSmallError,
+    DtypeMismatchError,
+    Error,
+    FormatError,
+    InternalError,
+    InvalidArgumentError,
+    InvalidGraphError,
+    InvalidStateError,
+    IoError,
+    NotFoundError,
+    OutOfMemoryError,
+    RunError,
+    ShapeMismatchError,
+    UnsupportedError,
+)
+from .executable import Executable
+from .graph import Graph, Tensor
+from .log import set_log_callback
+from .registry import ops
+
+DTYPES = ("f32", "f16", "bf16", "i8", "u8", "i16", "i32", "i64", "bool")
+
+
+def version() -> str:
+    """Version of the loaded library, "MAJOR.MINOR.PATCH"."""
+    return ffi.string(lib.nxe_version_string()).decode()
+
+
+def api_version() -> tuple[int, int]:
+    """(major, minor) API version of the loaded library."""
+    packed = lib.nxe_api_version()
+    return packed >> 16, packed & 0xFFFF
+
+
+__version__ = version()
+
+__all__ = [
+    "BufferTooSmallError",
+    "DTYPES",
+    "DtypeMismatchError",
+    "Error",
+    "Executable",
+    "FormatError",
+    "Graph",
+    "InternalError",
+    "InvalidArgumentError",
+    "InvalidGraphError",
+    "InvalidStateError",
+    "IoError",
+    "NotFoundError",
+    "OutOfMemoryError",
+    "RunError",
+    "ShapeMismatchError",
+    "Tensor",
+    "UnsupportedError",
+    "api_version",
+    "ops",
+    "set_log_callback",
+    "version",
+]

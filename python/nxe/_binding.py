@@ -1,0 +1,68 @@
+"""Opens the libnxe.so bundled in this package with cffi (ABI mode) and checks that it is
+the library these declarations were generated for. check() is the one path from a C status
+to a Python exception.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from cffi import FFI
+
+from ._cdef import CDEF
+from .errors import error_for_status
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+LIB_DIR = PACKAGE_DIR / "lib"
+INCLUDE_DIR = PACKAGE_DIR / "include"
+PKGCONFIG_DIR = LIB_DIR / "pkgconfig"
+
+if sys.platform == "darwin":
+    LIBRARY_PATH = LIB_DIR / "libnxe.dylib"
+else:
+    LIBRARY_PATH = LIB_DIR / "libnxe.so"
+# NXE_LIBRARY points the package at another build of the same version (the sanitizer build
+# the test run uses); the version and layout checks below still apply to it.
+LIBRARY_PATH = Path(os.environ.get("NXE_LIBRARY") or LIBRARY_PATH)
+
+TENSOR_DESC_SIZE = 80
+
+ffi = FFI()
+ffi.cdef(CDEF)
+
+if not LIBRARY_PATH.is_file():
+    raise ImportError(f"nxe: the bundled library {LIBRARY_PATH} is missing; reinstall the package")
+# An absolute path: the loader never searches LD_LIBRARY_PATH or the system for it.
+lib = ffi.dlopen(str(LIBRARY_PATH))
+
+if ffi.sizeof("nxe_tensor_desc") != TENSOR_DESC_SIZE:
+    raise ImportError(
+        f"nxe: nxe_tensor_desc is {ffi.sizeof('nxe_tensor_desc')} bytes in these declarations, "
+        f"but the ABI fixes it at {TENSOR_DESC_SIZE}; the binding was generated wrongly"
+    )
+
+_loaded_major = lib.nxe_api_version() >> 16
+if _loaded_major != lib.NXE_API_VERSION_MAJOR:
+    raise ImportError(
+        f"nxe: {LIBRARY_PATH} has API major version {_loaded_major}, but this package was built "
+        f"for {lib.NXE_API_VERSION_MAJOR}"
+    )
+
+
+def last_error() -> str:
+    return ffi.string(lib.nxe_last_error()).decode("utf-8", "replace")
+
+
+def check(status: int) -> None:
+    """Raises the nxe.Error subclass for a failed status, carrying nxe_last_error()."""
+    if status != lib.NXE_OK:
+        raise error_for_status(status, last_error())
+
+
+def text(pointer) -> str | None:
+    """A C string owned by the library as str (None for NULL)."""
+    if pointer == ffi.NULL:
+        return None
+    return ffi.string(pointer).decode("utf-8", "replace")

@@ -1,0 +1,95 @@
+"""Generates the cffi declarations of the nxe Python binding from the public C headers.
+
+Runs at build time: the C preprocessor flattens the headers, pycparser parses them and
+prints the declarations back, and the headers' integer #define constants are appended.
+Nothing here is edited by hand; a new public header only needs adding to the list.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from pycparser import c_ast, c_generator, c_parser
+
+# Fixed-width and size types normally come from <stdint.h>/<stddef.h>, which the headers skip
+# under NXE_NO_SYSTEM_HEADERS. They are declared here only so pycparser can parse; cffi
+# knows them already, so they are dropped from the output.
+PRELUDE_TYPEDEFS = {
+    "int8_t": "signed char",
+    "uint8_t": "unsigned char",
+    "int16_t": "short",
+    "uint16_t": "unsigned short",
+    "int32_t": "int",
+    "uint32_t": "unsigned int",
+    "int64_t": "long long",
+    "uint64_t": "unsigned long long",
+    "size_t": "unsigned long",
+}
+
+INTEGER_DEFINE = re.compile(
+    r"^\s*#\s*define\s+(NXE_[A-Z0-9_]+)\s+(\(?\s*-?(?:0[xX][0-9a-fA-F]+|\d+)[uUlL]*\s*\)?)\s*(?:/[*/].*)?$"
+)
+
+
+def preprocess(cc: list[str], include_dir: Path, headers: list[Path]) -> str:
+    prelude = "".join(f"typedef {c} {name};\n" for name, c in PRELUDE_TYPEDEFS.items())
+    includes = "".join(f'#include "{h.resolve()}"\n' for h in headers)
+    command = [*cc, "-E", "-P", "-x", "c", "-DNXE_NO_SYSTEM_HEADERS", "-DNXE_API=",
+               f"-I{include_dir}", "-"]
+    result = subprocess.run(command, input=prelude + includes, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"gen_cdef: preprocessing failed ({' '.join(command)}):\n{result.stderr}")
+    return result.stdout
+
+
+def declarations(preprocessed: str) -> str:
+    ast = c_parser.CParser().parse(preprocessed, filename="<nxe headers>")
+    generator = c_generator.CGenerator()
+    lines = []
+    for node in ast.ext:
+        if isinstance(node, c_ast.Typedef) and node.name in PRELUDE_TYPEDEFS:
+            continue
+        lines.append(generator.visit(node) + ";")
+    return "\n".join(lines)
+
+
+def integer_defines(headers: list[Path]) -> str:
+    """`#define NXE_X <integer>` lines, which cffi accepts as integer constants."""
+    lines = []
+    for header in headers:
+        for line in header.read_text().splitlines():
+            match = INTEGER_DEFINE.match(line)
+            if match:
+                value = re.sub(r"[uUlL]+(?=\s*\)?$)", "", match.group(2).strip("() "))
+                lines.append(f"#define {match.group(1)} {value}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    if "--" not in argv:
+        sys.exit("gen_cdef: usage: gen_cdef.py --output F --include-dir D --headers H... -- CC...")
+    split = argv.index("--")
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--output", type=Path, required=True)
+    parser.add_argument("--include-dir", type=Path, required=True)
+    parser.add_argument("--headers", type=Path, nargs="+", required=True)
+    args = parser.parse_args(argv[:split])
+    cc = argv[split + 1:] or ["cc"]
+
+    cdef = declarations(preprocess(cc, args.include_dir, args.headers))
+    cdef += "\n" + integer_defines(args.headers) + "\n"
+    names = tuple(h.name for h in args.headers)
+    args.output.write_text(
+        f'"""cffi declarations generated at build time from {", ".join(names)}; do not edit."""\n\n'
+        f"HEADERS = {names!r}\n"
+        f"CDEF = {cdef!r}\n"
+    )
+
+
+if __name__ == "__main__":
+    main()
