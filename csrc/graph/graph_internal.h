@@ -68,6 +68,9 @@ struct nxe_graph {
     nxe_op **ops;
     int32_t num_ops;
     int32_t op_capacity;
+    /* set when the graph was built from a model file: binaries are tagged with it */
+    bool has_source_fingerprint;
+    uint8_t source_fingerprint[32];
 };
 
 /* The node view handed to op rules is the op itself. */

@@ -357,6 +357,129 @@ typedef struct nxe_memory_info {
 } nxe_memory_info;
 NXE_API nxe_status nxe_executable_memory_info(const nxe_executable *exe, nxe_memory_info *info);
 
+/* ---- Zero-copy I/O and run statistics ---------------------------------------------------
+ * An executable owns a staging buffer: first the result area where outputs are produced,
+ * then room for inputs the caller creates with nxe_executable_create_input. A run copies an
+ * input into its staging slot unless it already lies inside the staging buffer. */
+
+/* Allocates input `index` inside the staging buffer (64-byte aligned, after what is already
+ * there) and describes it in `desc` (data, data_size, dtype, shape). The memory stays valid
+ * until nxe_executable_reset_staging or release. Fails with NXE_ERROR_BUFFER_TOO_SMALL when
+ * the staging buffer is full. */
+NXE_API nxe_status nxe_executable_create_input(nxe_executable *exe, int32_t index,
+                                               nxe_tensor_desc *desc);
+/* Forgets every nxe_executable_create_input allocation; their memory may be reused. */
+NXE_API nxe_status nxe_executable_reset_staging(nxe_executable *exe);
+/* Runs once and describes each output in `outputs` (filled in, not read) with data pointing
+ * into the executable's result buffer: no copy. Valid until the next run, reset or release of
+ * the executable; the caller must not free it. */
+NXE_API nxe_status nxe_executable_run_nocopy(nxe_executable *exe, const nxe_tensor_desc *inputs,
+                                             int32_t num_inputs, nxe_tensor_desc *outputs,
+                                             int32_t num_outputs);
+
+typedef struct nxe_run_stats {
+    uint32_t struct_size;        /* sizeof(nxe_run_stats) */
+    uint64_t runs;               /* completed runs since creation or load */
+    uint64_t inputs_copied;      /* over all runs: inputs copied into staging */
+    uint64_t inputs_in_place;    /* over all runs: inputs already in staging (zero-copy) */
+    uint64_t bytes_copied_in;
+    uint64_t bytes_copied_out;   /* outputs copied to caller buffers by nxe_executable_run */
+    uint64_t staging_bytes;      /* capacity of the staging buffer */
+    uint64_t staging_used;       /* result area plus created inputs */
+} nxe_run_stats;
+NXE_API nxe_status nxe_executable_stats(const nxe_executable *exe, nxe_run_stats *stats);
+
+/* ---- Compiled binaries (.nxb) -----------------------------------------------------------
+ * A binary holds the plan, the weights as the kernels use them, the memory plan, the I/O
+ * specs, the ISA and kernel-ABI tag, the source model's fingerprint, checksums and the
+ * portable model it came from. Loading it needs no graph building and no passes. */
+
+/* Compiles `graph` and serializes the result: with buffer NULL only *size is set; then call
+ * again with a buffer of *size bytes (NXE_ERROR_BUFFER_TOO_SMALL reports the size needed). */
+NXE_API nxe_status nxe_graph_compile_to_binary(nxe_graph *graph,
+                                               const nxe_compile_options *options,
+                                               void *buffer, size_t *size);
+
+typedef struct nxe_load_options {
+    uint32_t struct_size;     /* sizeof(nxe_load_options) */
+    int32_t num_threads;      /* 0 = one per online CPU */
+    int32_t verify;           /* nonzero: check every section's checksum before use */
+    int32_t allow_recompile;  /* nonzero: a binary for an ISA or kernel ABI this machine lacks
+                                 is recompiled from its embedded model; zero: that is an error */
+    uint64_t staging_bytes;   /* staging capacity; 0 = the result area plus room for every
+                                 input twice */
+} nxe_load_options;
+#define NXE_LOAD_OPTIONS_INIT {sizeof(nxe_load_options), 0, 1, 1, 0}
+
+/* Maps the file read-only; constant data is used in place from the mapping, which lives as
+ * long as the executable. */
+NXE_API nxe_status nxe_executable_load_file(const char *path, const nxe_load_options *options,
+                                            nxe_executable **out);
+/* Loads from memory the caller keeps: `data` is copied, the caller may free it afterwards. */
+NXE_API nxe_status nxe_executable_load_memory(const void *data, size_t size,
+                                              const nxe_load_options *options,
+                                              nxe_executable **out);
+
+typedef struct nxe_executable_info {
+    uint32_t struct_size;       /* sizeof(nxe_executable_info) */
+    uint8_t fingerprint[32];    /* SHA-256 fingerprint of the source model */
+    char isa[16];               /* ISA the plan's kernels need, e.g. "ref" */
+    int32_t kernel_abi;         /* kernel ABI version of the plan */
+    int32_t loaded;             /* nonzero: loaded from a binary */
+    int32_t recompiled;         /* nonzero: the binary was recompiled from its embedded model */
+    int32_t num_constants;      /* distinct constant buffers after de-duplication */
+} nxe_executable_info;
+NXE_API nxe_status nxe_executable_get_info(const nxe_executable *exe, nxe_executable_info *info);
+
+/* ---- Model files (.nxm) -----------------------------------------------------------------
+ * A portable graph with its weights and metadata. Its fingerprint is a SHA-256 over canonical
+ * content (format major version, the graph, the metadata, and each tensor's name, dtype,
+ * shape, quantization and bytes in name order), so re-aligning a file keeps it. */
+
+typedef struct nxe_model nxe_model;
+
+typedef struct nxe_model_options {
+    uint32_t struct_size;  /* sizeof(nxe_model_options) */
+    int32_t lazy;          /* nonzero: skip the tensor-data checksum and fingerprint check at
+                              open; nxe_model_verify does them later */
+} nxe_model_options;
+#define NXE_MODEL_OPTIONS_INIT {sizeof(nxe_model_options), 0}
+
+NXE_API nxe_status nxe_model_open_file(const char *path, const nxe_model_options *options,
+                                       nxe_model **out);
+/* `data` is copied. */
+NXE_API nxe_status nxe_model_open_memory(const void *data, size_t size,
+                                         const nxe_model_options *options, nxe_model **out);
+NXE_API void nxe_model_release(nxe_model *model);
+/* Checks every checksum and recomputes the fingerprint. */
+NXE_API nxe_status nxe_model_verify(const nxe_model *model);
+NXE_API nxe_status nxe_model_fingerprint(const nxe_model *model, uint8_t fingerprint[32]);
+/* UTF-8 JSON, not NUL-terminated, owned by the model. `metadata` is part of the fingerprint;
+ * `annotations` (provenance, parity reports) are not. */
+NXE_API nxe_status nxe_model_metadata(const nxe_model *model, const char **json, size_t *size);
+NXE_API nxe_status nxe_model_annotations(const nxe_model *model, const char **json,
+                                         size_t *size);
+NXE_API nxe_status nxe_model_tensor_count(const nxe_model *model, int32_t *count);
+/* Describes stored tensor `index`; desc->data points into the model (read-only, valid until
+ * release). info may be NULL. */
+NXE_API nxe_status nxe_model_tensor(const nxe_model *model, int32_t index, nxe_tensor_info *info,
+                                    nxe_tensor_desc *desc);
+/* Builds a new graph from the model; the graph remembers the model's fingerprint. */
+NXE_API nxe_status nxe_model_build_graph(const nxe_model *model, nxe_context *ctx,
+                                         nxe_graph **out);
+
+typedef struct nxe_model_write_options {
+    uint32_t struct_size;         /* sizeof(nxe_model_write_options) */
+    const char *metadata_json;    /* NULL = "{}" */
+    const char *annotations_json; /* NULL = "{}" */
+    uint32_t alignment;           /* of sections and tensor data: power of two >= 64; 0 = 64 */
+} nxe_model_write_options;
+#define NXE_MODEL_WRITE_OPTIONS_INIT {sizeof(nxe_model_write_options), NULL, NULL, 0}
+
+/* Serializes the graph as a model file, two-call pattern as nxe_graph_compile_to_binary. */
+NXE_API nxe_status nxe_graph_save_model(nxe_graph *graph, const nxe_model_write_options *options,
+                                        void *buffer, size_t *size);
+
 #ifdef __cplusplus
 }
 #endif
