@@ -233,6 +233,7 @@ NXE_API nxe_status nxe_graph_add_tensor(nxe_graph *graph, const nxe_tensor_spec 
     tensor->inferred_ndim = tensor->ndim;
     memcpy(tensor->inferred_shape, tensor->shape, sizeof tensor->shape);
     tensor->quant.type = NXE_QUANT_NONE;
+    nxe_graph_edited(graph);
     graph->tensors[graph->num_tensors++] = tensor;
     *out = tensor;
     return NXE_OK;
@@ -269,6 +270,7 @@ NXE_API nxe_status nxe_tensor_set_name(nxe_tensor *tensor, const char *name)
     char *copy = nxe_strdup(name);
     if (!copy)
         return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "nxe_tensor_set_name: out of memory");
+    nxe_graph_edited(tensor->graph);
     nxe_free(tensor->name);
     tensor->name = copy;
     return NXE_OK;
@@ -283,6 +285,7 @@ NXE_API nxe_status nxe_tensor_set_kind(nxe_tensor *tensor, int32_t kind)
                          "nxe_tensor_set_kind: tensor '%s' is %s; only TRANSIENT and OUTPUT "
                          "tensors can be switched, to each other (asked for kind %d)",
                          tensor->name, kind_name(tensor->kind), kind);
+    nxe_graph_edited(tensor->graph);
     tensor->kind = kind;
     return NXE_OK;
 }
@@ -315,6 +318,7 @@ NXE_API nxe_status nxe_tensor_set_data(nxe_tensor *tensor, const void *data, siz
                          tensor->name);
     if (size)
         memcpy(copy, data, size);
+    nxe_graph_edited(tensor->graph);
     nxe_free(tensor->data);
     tensor->data = copy;
     tensor->data_size = size;
@@ -330,6 +334,7 @@ static nxe_status check_quantizable(const nxe_tensor *tensor, const char *where)
 
 static void clear_quant(nxe_tensor *tensor)
 {
+    nxe_graph_edited(tensor->graph);
     nxe_free(tensor->scales);
     tensor->scales = NULL;
     tensor->quant = (nxe_quant){.type = NXE_QUANT_NONE};

@@ -73,6 +73,12 @@ struct nxe_graph {
     uint8_t source_fingerprint[32];
 };
 
+/* Any successful edit makes the graph differ from the model file it was built from. */
+static inline void nxe_graph_edited(nxe_graph *graph)
+{
+    graph->has_source_fingerprint = false;
+}
+
 /* The node view handed to op rules is the op itself. */
 static inline const nxe_op *nxe_node_op(const nxe_node *node)
 {

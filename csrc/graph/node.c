@@ -45,6 +45,7 @@ NXE_API nxe_status nxe_graph_add_op(nxe_graph *graph, const char *op_type, const
     op->index = graph->num_ops;
     op->def = def;
     op->name = name_copy;
+    nxe_graph_edited(graph);
     graph->ops[graph->num_ops++] = op;
     *out = op;
     return NXE_OK;
@@ -68,6 +69,7 @@ NXE_API nxe_status nxe_graph_remove_op(nxe_graph *graph, nxe_op *op)
         graph->ops[i]->index = i;
     }
     graph->num_ops--;
+    nxe_graph_edited(graph);
     nxe_op_free(op);
     return NXE_OK;
 }
@@ -108,6 +110,7 @@ static nxe_status attr_slot(nxe_op *op, const char *name, int32_t type, const ch
                          "%s: attribute '%s' of op '%s' ('%s') is of type %s, not %s", where,
                          name, op_label_type(op), op->name, attr_type_name(info->type),
                          attr_type_name(type));
+    nxe_graph_edited(op->graph);
     for (int32_t i = 0; i < op->num_attrs; i++) {
         if (strcmp(op->attrs[i].name, name) == 0) {
             nxe_attr *attr = &op->attrs[i];
@@ -266,6 +269,7 @@ NXE_API nxe_status nxe_op_bind_inputs(nxe_op *op, nxe_tensor *const *tensors, in
         if (tensors[i])
             tensors[i]->num_consumers++;
     }
+    nxe_graph_edited(op->graph);
     op->inputs = copy;
     op->num_inputs = count;
     op->inputs_bound = true;
@@ -322,6 +326,7 @@ NXE_API nxe_status nxe_op_bind_outputs(nxe_op *op, nxe_tensor *const *tensors, i
         copy[i] = tensors[i];
         tensors[i]->producer = op;
     }
+    nxe_graph_edited(op->graph);
     op->outputs = copy;
     op->num_outputs = count;
     op->outputs_bound = true;

@@ -1,2 +1,1035 @@
-/* binary_loader.c — placeholder; filled in by its owner. */
-#include "runtime/executable_internal.h"
+/* binary_loader.c — the small executor's loader: maps a compiled binary (.nxb), checks every
+ * byte of its plan and turns it into an executable without the graph builder, shape rules
+ * or passes. Constants are used in place from the mapping. Only a binary for another ISA or
+ * kernel ABI goes through the model reader and the compiler (allow_recompile). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph_internal.h"
+#include "model/container.h"
+#include "runtime/binary.h"
+
+typedef struct load_request {
+    int32_t num_threads;
+    bool verify;
+    bool allow_recompile;
+    uint64_t staging_bytes;
+} load_request;
+
+typedef struct plan_buffer {
+    uint64_t offset; /* in DATA */
+    uint64_t size;
+} plan_buffer;
+
+/* What the decoder keeps beside the executable while it checks cross-references. */
+typedef struct plan_state {
+    const nxe_section *data_section;
+    const uint8_t *data;       /* DATA's first byte */
+    plan_buffer *buffers;
+    int32_t num_buffers;
+    int32_t *buffer_of;        /* per tensor: buffer index or -1 */
+    bool *settled;             /* per tensor: dtype, rank and every dim known */
+    bool *produced;            /* per tensor: written by a step decoded so far */
+    bool *is_io;               /* per tensor: listed as a graph input or output */
+    uint64_t staging_default;
+    nxe_op *ops;               /* per step: its attributes, for the shape rule at the end */
+    int32_t num_ops;
+} plan_state;
+
+static void free_attrs(nxe_op *op)
+{
+    for (int32_t a = 0; a < op->num_attrs; a++) {
+        nxe_free(op->attrs[a].name);
+        nxe_free(op->attrs[a].string_value);
+        nxe_free(op->attrs[a].ints);
+        nxe_free(op->attrs[a].floats);
+    }
+    nxe_free(op->attrs);
+}
+
+static void plan_state_free(plan_state *state)
+{
+    for (int32_t s = 0; s < state->num_ops; s++)
+        free_attrs(&state->ops[s]);
+    nxe_free(state->ops);
+    nxe_free(state->buffers);
+    nxe_free(state->buffer_of);
+    nxe_free(state->settled);
+    nxe_free(state->produced);
+    nxe_free(state->is_io);
+}
+
+static nxe_status out_of_memory(void)
+{
+    return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "out of memory");
+}
+
+/* ---- buffers ---- */
+
+static int compare_buffers(const void *a, const void *b)
+{
+    const plan_buffer *x = a, *y = b;
+    if (x->offset != y->offset)
+        return x->offset < y->offset ? -1 : 1;
+    return x->size < y->size ? -1 : x->size > y->size;
+}
+
+static nxe_status read_buffers(nxe_reader *r, plan_state *state)
+{
+    uint32_t count;
+    nxe_status status = nxe_read_count(r, NXE_PLAN_MAX_BUFFERS, 16, &count);
+    if (status != NXE_OK)
+        return status;
+    state->buffers = nxe_alloc(sizeof(plan_buffer) * ((size_t)count + 1));
+    plan_buffer *sorted = nxe_alloc(sizeof(plan_buffer) * ((size_t)count + 1));
+    if (!state->buffers || !sorted) {
+        nxe_free(sorted);
+        return out_of_memory();
+    }
+    state->num_buffers = (int32_t)count;
+    uint64_t data_size = state->data_section->size;
+    for (uint32_t b = 0; b < count && status == NXE_OK; b++) {
+        plan_buffer *buffer = &state->buffers[b];
+        status = nxe_read_u64(r, &buffer->offset);
+        if (status == NXE_OK)
+            status = nxe_read_u64(r, &buffer->size);
+        if (status != NXE_OK)
+            break;
+        if (buffer->offset % NXE_PLAN_DATA_ALIGNMENT != 0)
+            status = nxe_reader_error(r, "buffer %u at DATA offset %llu is not %u-byte aligned",
+                                      b, (unsigned long long)buffer->offset,
+                                      NXE_PLAN_DATA_ALIGNMENT);
+        else if (buffer->offset > data_size || buffer->size > data_size - buffer->offset)
+            status = nxe_reader_error(r,
+                                      "buffer %u ([%llu, +%llu)) runs past the end of the "
+                                      "%llu-byte DATA section",
+                                      b, (unsigned long long)buffer->offset,
+                                      (unsigned long long)buffer->size,
+                                      (unsigned long long)data_size);
+        sorted[b] = *buffer;
+    }
+    if (status == NXE_OK && count > 1) {
+        qsort(sorted, count, sizeof *sorted, compare_buffers);
+        uint64_t end = 0;
+        for (uint32_t b = 0; b < count && status == NXE_OK; b++) {
+            if (sorted[b].size == 0)
+                continue;
+            if (sorted[b].offset < end)
+                status = nxe_reader_error(r, "buffers overlap in DATA at offset %llu",
+                                          (unsigned long long)sorted[b].offset);
+            end = sorted[b].offset + sorted[b].size;
+        }
+    }
+    nxe_free(sorted);
+    return status;
+}
+
+/* ---- tensors ---- */
+
+static nxe_status read_quant(nxe_reader *r, nxe_exe_tensor *t, bool settled)
+{
+    nxe_quant *quant = &t->quant;
+    nxe_status status = nxe_read_i32(r, &quant->type);
+    if (status != NXE_OK)
+        return status;
+    switch (quant->type) {
+    case NXE_QUANT_NONE:
+        return NXE_OK;
+    case NXE_QUANT_ASYMMETRIC:
+        status = nxe_read_f32(r, &quant->scale);
+        if (status == NXE_OK)
+            status = nxe_read_i32(r, &quant->zero_point);
+        return status;
+    case NXE_QUANT_DYNAMIC_FIXED_POINT:
+        return nxe_read_i32(r, &quant->fractional_length);
+    case NXE_QUANT_SYMMETRIC_PER_CHANNEL:
+        break;
+    default:
+        return nxe_reader_error(r, "tensor '%s' has unknown quantization type %d", t->name,
+                                quant->type);
+    }
+    uint32_t count;
+    status = nxe_read_i32(r, &quant->axis);
+    if (status == NXE_OK)
+        status = nxe_read_count(r, NXE_PLAN_MAX_SCALES, sizeof(float), &count);
+    if (status != NXE_OK)
+        return status;
+    /* Per-channel kernels index scales by channel: the count must be the channel count. */
+    if (count == 0 || quant->axis < 0 || quant->axis >= NXE_MAX_RANK ||
+        (settled && (quant->axis >= t->ndim || t->shape[quant->axis] != (int64_t)count)))
+        return nxe_reader_error(r, "tensor '%s' has %u per-channel scales on axis %d, which "
+                                "does not match its shape", t->name, count, quant->axis);
+    t->scales = nxe_alloc(sizeof(float) * ((size_t)count + 1));
+    if (!t->scales)
+        return out_of_memory();
+    for (uint32_t i = 0; i < count && status == NXE_OK; i++) {
+        status = nxe_read_f32(r, &t->scales[i]);
+        if (status == NXE_OK && !(t->scales[i] > 0.0f && t->scales[i] <= 3.0e38f))
+            status = nxe_reader_error(r, "scale %u of tensor '%s' is not finite and positive",
+                                      i, t->name);
+    }
+    quant->num_scales = (int32_t)count;
+    quant->scales = t->scales;
+    return status;
+}
+
+/* Kind, dtype and shape; `settled` when the tensor has a definite dtype, rank and dims. */
+static nxe_status read_tensor_spec(nxe_reader *r, nxe_exe_tensor *t, bool *settled)
+{
+    nxe_status status = nxe_read_string(r, NXE_PLAN_MAX_NAME, &t->name);
+    if (status == NXE_OK)
+        status = nxe_read_i32(r, &t->kind);
+    if (status == NXE_OK)
+        status = nxe_read_i32(r, &t->dtype);
+    if (status == NXE_OK)
+        status = nxe_read_i32(r, &t->ndim);
+    if (status != NXE_OK)
+        return status;
+    if (t->kind < NXE_TENSOR_INPUT || t->kind > NXE_TENSOR_VARIABLE)
+        return nxe_reader_error(r, "tensor '%s' has unknown kind %d", t->name, t->kind);
+    if (t->dtype < NXE_DTYPE_NONE || t->dtype >= NXE_DTYPE_COUNT)
+        return nxe_reader_error(r, "tensor '%s' has unknown dtype %d", t->name, t->dtype);
+    if (t->ndim < -1 || t->ndim > NXE_MAX_RANK)
+        return nxe_reader_error(r, "tensor '%s' has rank %d; ranks are -1 (unknown) to %d",
+                                t->name, t->ndim, NXE_MAX_RANK);
+    *settled = nxe_dtype_valid(t->dtype) && t->ndim >= 0;
+    for (int32_t d = 0; d < t->ndim && status == NXE_OK; d++) {
+        status = nxe_read_i64(r, &t->shape[d]);
+        if (status == NXE_OK && t->shape[d] < -1)
+            status = nxe_reader_error(r, "tensor '%s' has dimension %d = %lld", t->name, d,
+                                      (long long)t->shape[d]);
+        if (t->shape[d] < 0)
+            *settled = false;
+    }
+    return status;
+}
+
+static nxe_status read_placement(nxe_reader *r, nxe_executable *exe, plan_state *state,
+                                 int32_t i)
+{
+    nxe_exe_tensor *t = &exe->tensors[i];
+    uint8_t placement;
+    nxe_status status = nxe_read_u8(r, &placement);
+    if (status != NXE_OK)
+        return status;
+    state->buffer_of[i] = -1;
+    if (placement == NXE_PLAN_NONE)
+        return NXE_OK;
+    if (placement == NXE_PLAN_ARENA) {
+        status = nxe_read_u64(r, &t->arena_offset);
+        if (status != NXE_OK)
+            return status;
+        if (t->kind != NXE_TENSOR_TRANSIENT)
+            return nxe_reader_error(r, "tensor '%s' of kind %d is placed in the arena", t->name,
+                                    t->kind);
+        if (t->arena_offset % 64 != 0 || t->arena_offset > exe->arena_bytes ||
+            t->bytes > exe->arena_bytes - t->arena_offset)
+            return nxe_reader_error(r,
+                                    "tensor '%s' ([%llu, +%zu)) lies outside the %llu-byte "
+                                    "arena or is not 64-byte aligned",
+                                    t->name, (unsigned long long)t->arena_offset, t->bytes,
+                                    (unsigned long long)exe->arena_bytes);
+        t->in_arena = true;
+        exe->transient_bytes += t->bytes;
+        return NXE_OK;
+    }
+    if (placement != NXE_PLAN_DATA)
+        return nxe_reader_error(r, "tensor '%s' has unknown placement %u", t->name, placement);
+    uint32_t buffer;
+    status = nxe_read_u32(r, &buffer);
+    if (status != NXE_OK)
+        return status;
+    if (t->kind != NXE_TENSOR_CONSTANT && t->kind != NXE_TENSOR_VARIABLE)
+        return nxe_reader_error(r, "tensor '%s' of kind %d is given data", t->name, t->kind);
+    if (buffer >= (uint32_t)state->num_buffers)
+        return nxe_reader_error(r, "tensor '%s' refers to buffer %u; DATA holds %d", t->name,
+                                buffer, state->num_buffers);
+    if (state->buffers[buffer].size != t->bytes)
+        return nxe_reader_error(r, "tensor '%s' has %zu bytes but its buffer %u has %llu",
+                                t->name, t->bytes, buffer,
+                                (unsigned long long)state->buffers[buffer].size);
+    state->buffer_of[i] = (int32_t)buffer;
+    return NXE_OK;
+}
+
+static nxe_status read_tensor(nxe_reader *r, nxe_executable *exe, plan_state *state, int32_t i)
+{
+    nxe_exe_tensor *t = &exe->tensors[i];
+    bool settled = false;
+    nxe_status status = read_tensor_spec(r, t, &settled);
+    if (status == NXE_OK)
+        status = read_quant(r, t, settled);
+    uint64_t bytes = 0;
+    if (status == NXE_OK)
+        status = nxe_read_u64(r, &bytes);
+    if (status != NXE_OK)
+        return status;
+    uint64_t expected = 0;
+    if (settled) {
+        int64_t numel;
+        size_t product;
+        if (!nxe_shape_numel(t->ndim, t->shape, &numel) ||
+            nxe_mul_overflow_size((size_t)numel, nxe_dtype_size(t->dtype), &product) ||
+            product > NXE_PLAN_MAX_BYTES)
+            return nxe_reader_error(r, "tensor '%s' is larger than the %llu-byte limit", t->name,
+                                    (unsigned long long)NXE_PLAN_MAX_BYTES);
+        expected = product;
+    }
+    /* A tensor no step uses records 0 bytes. */
+    if (bytes != 0 && bytes != expected)
+        return nxe_reader_error(r, "tensor '%s' records %llu bytes; its dtype and shape make %llu",
+                                t->name, (unsigned long long)bytes, (unsigned long long)expected);
+    t->bytes = (size_t)bytes;
+    state->settled[i] = settled;
+    return read_placement(r, exe, state, i);
+}
+
+static nxe_status read_tensors(nxe_reader *r, nxe_executable *exe, plan_state *state)
+{
+    for (int32_t i = 0; i < exe->num_tensors; i++) {
+        nxe_status status = read_tensor(r, exe, state, i);
+        if (status != NXE_OK)
+            return status;
+    }
+    return NXE_OK;
+}
+
+/* ---- steps ---- */
+
+/* Same rule as binding in the graph builder: required parameters present, no extra ones
+ * unless the last parameter repeats. */
+static nxe_status check_io_count(nxe_reader *r, const nxe_op_def *def, const char *op_name,
+                                 const nxe_op_param_info *params, int32_t num_params,
+                                 uint32_t count, const char *what)
+{
+    bool variadic = num_params > 0 && params[num_params - 1].variadic;
+    int32_t required = 0;
+    for (int32_t i = 0; i < num_params; i++)
+        if (!params[i].optional && !(variadic && i == num_params - 1))
+            required = i + 1;
+    if (variadic && !params[num_params - 1].optional)
+        required = num_params;
+    if ((int64_t)count < required || (!variadic && (int64_t)count > num_params))
+        return nxe_reader_error(r, "op '%s' ('%s') has %u %s; its schema takes %d to %d%s",
+                                def->info.name, op_name, count, what, required, num_params,
+                                variadic ? " or more" : "");
+    return NXE_OK;
+}
+
+static nxe_status read_step_tensors(nxe_reader *r, nxe_executable *exe, plan_state *state,
+                                    nxe_exe_step *step, bool outputs)
+{
+    const nxe_op_info *info = &step->def->info;
+    const nxe_op_param_info *params = outputs ? info->outputs : info->inputs;
+    int32_t num_params = outputs ? info->num_outputs : info->num_inputs;
+    const char *what = outputs ? "outputs" : "inputs";
+    uint32_t count;
+    nxe_status status = nxe_read_count(r, NXE_PLAN_MAX_OP_IO, 4, &count);
+    if (status == NXE_OK)
+        status = check_io_count(r, step->def, step->op_name, params, num_params, count, what);
+    if (status != NXE_OK)
+        return status;
+    int32_t **ids = outputs ? &step->output_ids : &step->input_ids;
+    nxe_value **values = outputs ? &step->output_values : &step->input_values;
+    *ids = nxe_alloc(sizeof(int32_t) * ((size_t)count + 1));
+    *values = nxe_alloc_zeroed(sizeof(nxe_value) * ((size_t)count + 1));
+    if (!*ids || !*values)
+        return out_of_memory();
+    if (outputs)
+        step->num_outputs = (int32_t)count;
+    else
+        step->num_inputs = (int32_t)count;
+    for (uint32_t j = 0; j < count; j++) {
+        /* A variadic last parameter repeats (check_io_count rules out the rest). */
+        const nxe_op_param_info *param =
+            &params[j < (uint32_t)num_params ? j : (uint32_t)num_params - 1];
+        int32_t id;
+        status = nxe_read_i32(r, &id);
+        if (status != NXE_OK)
+            return status;
+        (*ids)[j] = id;
+        nxe_value *value = &(*values)[j];
+        if (id == -1 && !outputs && param->optional) {
+            *value = (nxe_value){.dtype = NXE_DTYPE_NONE, .quant = &nxe_no_quant};
+            continue;
+        }
+        if (id < 0 || id >= exe->num_tensors)
+            return nxe_reader_error(r, "op '%s' ('%s'): %s %u is tensor %d; the plan has %d",
+                                    info->name, step->op_name, what, j, id, exe->num_tensors);
+        const nxe_exe_tensor *t = &exe->tensors[id];
+        if (!state->settled[id] || !(param->dtypes & NXE_MASK(t->dtype)))
+            return nxe_reader_error(r, "op '%s' ('%s'): %s %u ('%s', tensor '%s') has dtype %s "
+                                    "or an unsettled shape the schema does not accept",
+                                    info->name, step->op_name, what, j, param->name, t->name,
+                                    nxe_dtype_name(t->dtype));
+        if (outputs) {
+            if (t->kind == NXE_TENSOR_INPUT || t->kind == NXE_TENSOR_CONSTANT)
+                return nxe_reader_error(r, "op '%s' ('%s') writes %s tensor '%s'", info->name,
+                                        step->op_name,
+                                        t->kind == NXE_TENSOR_INPUT ? "input" : "constant",
+                                        t->name);
+            if (state->produced[id])
+                return nxe_reader_error(r, "op '%s' ('%s') writes tensor '%s', which an earlier "
+                                        "step already wrote", info->name, step->op_name, t->name);
+            state->produced[id] = true;
+        } else if ((t->kind == NXE_TENSOR_TRANSIENT || t->kind == NXE_TENSOR_OUTPUT) &&
+                   !state->produced[id]) {
+            return nxe_reader_error(r, "op '%s' ('%s') reads tensor '%s' before any step writes "
+                                    "it", info->name, step->op_name, t->name);
+        }
+        *value = (nxe_value){.dtype = t->dtype, .ndim = t->ndim, .quant = &t->quant};
+        memcpy(value->shape, t->shape, sizeof value->shape);
+    }
+    return NXE_OK;
+}
+
+/* Reads one attribute value of the schema's type. */
+static nxe_status read_attr_value(nxe_reader *r, nxe_attr *attr)
+{
+    uint32_t count;
+    nxe_status status;
+    switch (attr->type) {
+    case NXE_ATTR_INT:
+        return nxe_read_i64(r, &attr->int_value);
+    case NXE_ATTR_FLOAT:
+        return nxe_read_f64(r, &attr->float_value);
+    case NXE_ATTR_STRING:
+        return nxe_read_string(r, NXE_PLAN_MAX_NAME, &attr->string_value);
+    case NXE_ATTR_INTS:
+        status = nxe_read_count(r, NXE_PLAN_MAX_ATTR_VALUES, 8, &count);
+        if (status != NXE_OK)
+            return status;
+        attr->ints = nxe_alloc(sizeof(int64_t) * ((size_t)count + 1));
+        if (!attr->ints)
+            return out_of_memory();
+        attr->count = (int32_t)count;
+        for (uint32_t i = 0; i < count && status == NXE_OK; i++)
+            status = nxe_read_i64(r, &attr->ints[i]);
+        return status;
+    default: /* NXE_ATTR_FLOATS */
+        status = nxe_read_count(r, NXE_PLAN_MAX_ATTR_VALUES, 4, &count);
+        if (status != NXE_OK)
+            return status;
+        attr->floats = nxe_alloc(sizeof(float) * ((size_t)count + 1));
+        if (!attr->floats)
+            return out_of_memory();
+        attr->count = (int32_t)count;
+        for (uint32_t i = 0; i < count && status == NXE_OK; i++)
+            status = nxe_read_f32(r, &attr->floats[i]);
+        return status;
+    }
+}
+
+/* The step's attributes, each named by the op's schema with the schema's type, at most once. */
+static nxe_status read_attrs(nxe_reader *r, const nxe_exe_step *step, nxe_op *op)
+{
+    const nxe_op_info *info = &step->def->info;
+    uint32_t count;
+    nxe_status status = nxe_read_count(r, (uint32_t)info->num_attrs, 8, &count);
+    if (status != NXE_OK)
+        return status;
+    op->attrs = nxe_alloc_zeroed(sizeof(nxe_attr) * ((size_t)count + 1));
+    if (!op->attrs)
+        return out_of_memory();
+    for (uint32_t a = 0; a < count; a++) {
+        nxe_attr *attr = &op->attrs[a];
+        op->num_attrs = (int32_t)a + 1;
+        uint32_t type;
+        status = nxe_read_string(r, NXE_PLAN_MAX_NAME, &attr->name);
+        if (status == NXE_OK)
+            status = nxe_read_u32(r, &type);
+        if (status != NXE_OK)
+            return status;
+        const nxe_op_attr_info *schema = NULL;
+        for (int32_t k = 0; k < info->num_attrs && !schema; k++)
+            if (strcmp(info->attrs[k].name, attr->name) == 0)
+                schema = &info->attrs[k];
+        if (!schema || (uint32_t)schema->type != type)
+            return nxe_reader_error(r, "op '%s' ('%s') has no attribute '%s' of type %u",
+                                    info->name, step->op_name, attr->name, type);
+        for (uint32_t k = 0; k < a; k++)
+            if (strcmp(op->attrs[k].name, attr->name) == 0)
+                return nxe_reader_error(r, "op '%s' ('%s') sets attribute '%s' twice",
+                                        info->name, step->op_name, attr->name);
+        attr->type = schema->type;
+        status = read_attr_value(r, attr);
+        if (status != NXE_OK)
+            return status;
+    }
+    return NXE_OK;
+}
+
+static nxe_status read_step(nxe_reader *r, nxe_executable *exe, plan_state *state,
+                            nxe_exe_step *step, nxe_op *op)
+{
+    char *op_type = NULL;
+    nxe_status status = nxe_read_string(r, NXE_PLAN_MAX_NAME, &op_type);
+    if (status != NXE_OK)
+        return status;
+    step->def = nxe_op_def_find(op_type);
+    if (!step->def)
+        status = nxe_reader_error(r, "unknown op type '%s' (this library has no such op)",
+                                  op_type);
+    nxe_free(op_type);
+    if (status == NXE_OK)
+        status = nxe_read_string(r, NXE_PLAN_MAX_NAME, &step->op_name);
+    if (status == NXE_OK)
+        status = read_attrs(r, step, op);
+    if (status != NXE_OK)
+        return status;
+    status = read_step_tensors(r, exe, state, step, false);
+    if (status == NXE_OK)
+        status = read_step_tensors(r, exe, state, step, true);
+    return status;
+}
+
+static nxe_status read_steps(nxe_reader *r, nxe_executable *exe, plan_state *state)
+{
+    uint32_t count;
+    nxe_status status = nxe_read_count(r, NXE_PLAN_MAX_STEPS, 20, &count);
+    if (status != NXE_OK)
+        return status;
+    nxe_free(exe->steps);
+    exe->num_steps = 0;
+    exe->steps = nxe_alloc_zeroed(sizeof(nxe_exe_step) * ((size_t)count + 1));
+    if (!exe->steps)
+        return out_of_memory();
+    exe->num_steps = (int32_t)count;
+    state->ops = nxe_alloc_zeroed(sizeof(nxe_op) * ((size_t)count + 1));
+    if (!state->ops)
+        return out_of_memory();
+    state->num_ops = (int32_t)count;
+    for (uint32_t s = 0; s < count; s++)
+        exe->steps[s].source_op = -1;
+    for (uint32_t s = 0; s < count && status == NXE_OK; s++)
+        status = read_step(r, exe, state, &exe->steps[s], &state->ops[s]);
+    return status;
+}
+
+/* ---- inputs, outputs and the final cross-checks ---- */
+
+static nxe_status read_io(nxe_reader *r, nxe_executable *exe, plan_state *state, bool outputs)
+{
+    const char *what = outputs ? "output" : "input";
+    int32_t kind = outputs ? NXE_TENSOR_OUTPUT : NXE_TENSOR_INPUT;
+    uint32_t count;
+    nxe_status status = nxe_read_count(r, (uint32_t)exe->num_tensors, 4, &count);
+    if (status != NXE_OK)
+        return status;
+    int32_t *ids = nxe_alloc(sizeof(int32_t) * ((size_t)count + 1));
+    if (!ids)
+        return out_of_memory();
+    if (outputs) {
+        exe->output_ids = ids;
+        exe->num_outputs = (int32_t)count;
+    } else {
+        exe->input_ids = ids;
+        exe->num_inputs = (int32_t)count;
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        status = nxe_read_i32(r, &ids[i]);
+        if (status != NXE_OK)
+            return status;
+        int32_t id = ids[i];
+        if (id < 0 || id >= exe->num_tensors)
+            return nxe_reader_error(r, "%s %u is tensor %d; the plan has %d", what, i, id,
+                                    exe->num_tensors);
+        const nxe_exe_tensor *t = &exe->tensors[id];
+        int64_t numel = 0;
+        if (state->settled[id])
+            nxe_shape_numel(t->ndim, t->shape, &numel);
+        if (t->kind != kind || !state->settled[id] || state->is_io[id] ||
+            t->bytes != (size_t)numel * nxe_dtype_size(t->dtype))
+            return nxe_reader_error(r, "%s %u is tensor '%s', which is not a distinct %s tensor "
+                                    "with a settled shape and its byte size", what, i, t->name,
+                                    what);
+        if (outputs && !state->produced[id])
+            return nxe_reader_error(r, "output %u ('%s') is written by no step", i, t->name);
+        state->is_io[id] = true;
+    }
+    if (!outputs)
+        return NXE_OK;
+    if (count == 0)
+        return nxe_reader_error(r, "the plan has no output");
+    return NXE_OK;
+}
+
+/* Every tensor a step touches must have its bytes where the run will look for them. */
+static nxe_status check_step_tensors(nxe_executable *exe, const plan_state *state)
+{
+    for (int32_t s = 0; s < exe->num_steps; s++) {
+        const nxe_exe_step *step = &exe->steps[s];
+        for (int32_t k = 0; k < step->num_inputs + step->num_outputs; k++) {
+            int32_t id = k < step->num_inputs ? step->input_ids[k]
+                                              : step->output_ids[k - step->num_inputs];
+            if (id < 0)
+                continue;
+            const nxe_exe_tensor *t = &exe->tensors[id];
+            int64_t numel;
+            nxe_shape_numel(t->ndim, t->shape, &numel);
+            bool has_bytes = t->bytes == (size_t)numel * nxe_dtype_size(t->dtype);
+            bool placed;
+            switch (t->kind) {
+            case NXE_TENSOR_INPUT:
+            case NXE_TENSOR_OUTPUT:
+                placed = state->is_io[id];
+                break;
+            case NXE_TENSOR_TRANSIENT:
+                placed = t->in_arena;
+                break;
+            default:
+                placed = state->buffer_of[id] >= 0;
+                break;
+            }
+            if (!has_bytes || !placed)
+                return nxe_error(NXE_ERROR_FORMAT,
+                                 "PLAN section: op '%s' ('%s') uses tensor '%s', which has no "
+                                 "storage of its size",
+                                 step->def->info.name, step->op_name, t->name);
+        }
+    }
+    return NXE_OK;
+}
+
+/* Constants point into DATA in place (one per distinct buffer); variables get a copy. */
+static nxe_status bind_data(nxe_executable *exe, const plan_state *state)
+{
+    int32_t *constant_of = nxe_alloc(sizeof(int32_t) * ((size_t)state->num_buffers + 1));
+    exe->constants = nxe_alloc_zeroed(sizeof(nxe_exe_constant) * ((size_t)exe->num_tensors + 1));
+    if (!constant_of || !exe->constants) {
+        nxe_free(constant_of);
+        return out_of_memory();
+    }
+    for (int32_t b = 0; b < state->num_buffers; b++)
+        constant_of[b] = -1;
+    nxe_status status = NXE_OK;
+    for (int32_t i = 0; i < exe->num_tensors && status == NXE_OK; i++) {
+        nxe_exe_tensor *t = &exe->tensors[i];
+        int32_t b = state->buffer_of[i];
+        if (b < 0)
+            continue;
+        uint8_t *bytes = (uint8_t *)(uintptr_t)(state->data + state->buffers[b].offset);
+        if (t->kind == NXE_TENSOR_VARIABLE) {
+            t->storage = nxe_alloc(t->bytes);
+            if (!t->storage) {
+                status = out_of_memory();
+                break;
+            }
+            memcpy(t->storage, bytes, t->bytes);
+            t->owns_storage = true;
+            exe->constant_bytes += t->bytes;
+        } else {
+            if (constant_of[b] < 0) {
+                constant_of[b] = exe->num_constants++;
+                exe->constants[constant_of[b]] = (nxe_exe_constant){bytes, t->bytes, false};
+                exe->constant_bytes += t->bytes;
+            }
+            t->constant = constant_of[b];
+            t->storage = bytes;
+        }
+        exe->data[i] = t->storage;
+    }
+    nxe_free(constant_of);
+    return status;
+}
+
+static nxe_status check_memory_plan(nxe_executable *exe, const plan_state *state,
+                                    uint64_t recorded_transient)
+{
+    uint64_t aligned = 0;
+    for (int32_t i = 0; i < exe->num_tensors; i++)
+        if (exe->tensors[i].in_arena)
+            aligned += (exe->tensors[i].bytes + 63) / 64 * 64;
+    if (exe->arena_bytes > aligned || recorded_transient != exe->transient_bytes)
+        return nxe_error(NXE_ERROR_FORMAT,
+                         "PLAN section: the arena of %llu bytes (%llu transient) does not match "
+                         "its tensors (%llu bytes, %llu aligned)",
+                         (unsigned long long)exe->arena_bytes,
+                         (unsigned long long)recorded_transient,
+                         (unsigned long long)exe->transient_bytes, (unsigned long long)aligned);
+    uint64_t minimum = nxe_executable_staging_minimum(exe);
+    uint64_t largest = nxe_executable_staging_default(exe);
+    if (largest > NXE_PLAN_MAX_BYTES || state->staging_default < minimum ||
+        state->staging_default > largest)
+        return nxe_error(NXE_ERROR_FORMAT,
+                         "PLAN section: staging capacity %llu is outside [%llu, %llu] (or above "
+                         "the %llu-byte limit)",
+                         (unsigned long long)state->staging_default,
+                         (unsigned long long)minimum, (unsigned long long)largest,
+                         (unsigned long long)NXE_PLAN_MAX_BYTES);
+    return NXE_OK;
+}
+
+/* Runs each op's shape rule on the shapes and attributes the plan records: the rule makes the
+ * params the kernels will use, and what it infers must be exactly what the plan says. */
+static nxe_status derive_params(nxe_executable *exe, plan_state *state)
+{
+    for (int32_t s = 0; s < exe->num_steps; s++) {
+        nxe_exe_step *step = &exe->steps[s];
+        nxe_op *op = &state->ops[s];
+        op->def = step->def;
+        op->name = step->op_name;
+        for (int32_t j = 0; j < step->num_inputs; j++) {
+            int32_t id = step->input_ids[j];
+            if (id >= 0 && exe->tensors[id].kind == NXE_TENSOR_CONSTANT)
+                step->input_values[j].data = exe->tensors[id].storage;
+        }
+        step->params = nxe_alloc_zeroed(step->def->params_size ? step->def->params_size : 1);
+        if (!step->params)
+            return out_of_memory();
+        nxe_status status = step->def->infer(nxe_op_node(op), step->input_values,
+                                             step->num_inputs, step->output_values,
+                                             step->num_outputs, step->params);
+        for (int32_t j = 0; j < step->num_inputs; j++)
+            step->input_values[j].data = NULL;
+        if (status != NXE_OK) {
+            nxe_error_prefix("PLAN section: step %d: ", s);
+            return NXE_ERROR_FORMAT;
+        }
+        for (int32_t j = 0; j < step->num_outputs; j++) {
+            const nxe_exe_tensor *t = &exe->tensors[step->output_ids[j]];
+            const nxe_value *v = &step->output_values[j];
+            bool same = v->dtype == t->dtype && v->ndim == t->ndim;
+            for (int32_t d = 0; same && d < t->ndim; d++)
+                same = v->shape[d] == t->shape[d];
+            if (!same) {
+                char recorded[128], inferred[128];
+                return nxe_error(NXE_ERROR_FORMAT,
+                                 "PLAN section: op '%s' ('%s') makes tensor '%s' %s %s, but the "
+                                 "plan records %s %s",
+                                 step->def->info.name, step->op_name, t->name,
+                                 nxe_dtype_name(v->dtype),
+                                 nxe_shape_str(v->ndim, v->shape, inferred, sizeof inferred),
+                                 nxe_dtype_name(t->dtype),
+                                 nxe_shape_str(t->ndim, t->shape, recorded, sizeof recorded));
+            }
+        }
+    }
+    return NXE_OK;
+}
+
+/* Decodes the tensors, steps and I/O lists, then cross-checks them. */
+static nxe_status decode_plan_tensors(nxe_reader *r, nxe_executable *exe, plan_state *state,
+                                      uint64_t recorded_transient)
+{
+    nxe_status status = read_tensors(r, exe, state);
+    if (status == NXE_OK)
+        status = read_steps(r, exe, state);
+    if (status == NXE_OK)
+        status = read_io(r, exe, state, false);
+    if (status == NXE_OK)
+        status = read_io(r, exe, state, true);
+    if (status == NXE_OK)
+        status = nxe_reader_expect_end(r);
+    if (status == NXE_OK)
+        status = check_step_tensors(exe, state);
+    if (status == NXE_OK)
+        status = check_memory_plan(exe, state, recorded_transient);
+    if (status == NXE_OK)
+        status = bind_data(exe, state);
+    if (status == NXE_OK)
+        status = derive_params(exe, state);
+    return status;
+}
+
+/* Decodes everything after the PLAN prefix into a new executable without arena, staging or
+ * threads. */
+static nxe_status decode_plan(nxe_reader *r, const nxe_container *container,
+                              const nxe_section *data_section, nxe_executable **out)
+{
+    *out = NULL;
+    plan_state state = {.data_section = data_section,
+                        .data = container->base + data_section->offset};
+    uint64_t arena_bytes, recorded_transient;
+    uint32_t num_tensors;
+    nxe_status status = nxe_read_u64(r, &arena_bytes);
+    if (status == NXE_OK)
+        status = nxe_read_u64(r, &recorded_transient);
+    if (status == NXE_OK)
+        status = nxe_read_u64(r, &state.staging_default);
+    if (status == NXE_OK && arena_bytes > NXE_PLAN_MAX_BYTES)
+        status = nxe_reader_error(r, "an arena of %llu bytes exceeds the %llu-byte limit",
+                                  (unsigned long long)arena_bytes,
+                                  (unsigned long long)NXE_PLAN_MAX_BYTES);
+    if (status == NXE_OK)
+        status = read_buffers(r, &state);
+    if (status == NXE_OK)
+        status = nxe_read_count(r, NXE_PLAN_MAX_TENSORS, 29, &num_tensors);
+    nxe_executable *exe = NULL;
+    if (status == NXE_OK)
+        status = nxe_executable_alloc((int32_t)num_tensors, 0, &exe);
+    if (status == NXE_OK) {
+        size_t n = (size_t)num_tensors + 1;
+        exe->arena_bytes = arena_bytes;
+        state.buffer_of = nxe_alloc(sizeof(int32_t) * n);
+        state.settled = nxe_alloc_zeroed(sizeof(bool) * n);
+        state.produced = nxe_alloc_zeroed(sizeof(bool) * n);
+        state.is_io = nxe_alloc_zeroed(sizeof(bool) * n);
+        if (!state.buffer_of || !state.settled || !state.produced || !state.is_io)
+            status = out_of_memory();
+    }
+    for (uint32_t i = 0; status == NXE_OK && i < num_tensors; i++)
+        state.buffer_of[i] = -1;
+    if (status == NXE_OK)
+        status = decode_plan_tensors(r, exe, &state, recorded_transient);
+    plan_state_free(&state);
+    if (status != NXE_OK) {
+        nxe_executable_release(exe);
+        return status;
+    }
+    *out = exe;
+    return NXE_OK;
+}
+
+/* ---- loading ---- */
+
+/* The part of PLAN every version keeps. */
+typedef struct plan_prefix {
+    uint32_t kernel_abi;
+    char *isa;
+    uint32_t relax_precision;
+    const uint8_t *fingerprint;
+} plan_prefix;
+
+static nxe_status read_prefix(nxe_reader *r, plan_prefix *prefix)
+{
+    *prefix = (plan_prefix){0};
+    nxe_status status = nxe_read_u32(r, &prefix->kernel_abi);
+    if (status == NXE_OK)
+        status = nxe_read_string(r, NXE_ISA_TAG_CAPACITY - 1, &prefix->isa);
+    if (status == NXE_OK)
+        status = nxe_read_u32(r, &prefix->relax_precision);
+    if (status == NXE_OK)
+        status = nxe_read_bytes(r, 32, &prefix->fingerprint);
+    return status;
+}
+
+static nxe_status load_request_from(const nxe_load_options *options, const char *where,
+                                    load_request *request)
+{
+    nxe_load_options opts = NXE_LOAD_OPTIONS_INIT;
+    if (options) {
+        if (options->struct_size < sizeof(nxe_load_options))
+            return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                             "%s: options.struct_size is %u, expected at least %zu "
+                             "(initialize with NXE_LOAD_OPTIONS_INIT)",
+                             where, options->struct_size, sizeof(nxe_load_options));
+        opts = *options;
+    }
+    if (opts.num_threads < 0 || opts.num_threads > 1024)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: num_threads %d is outside [0, 1024]",
+                         where, opts.num_threads);
+    if (opts.staging_bytes > NXE_PLAN_MAX_BYTES)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                         "%s: staging_bytes %llu exceeds the %llu-byte limit", where,
+                         (unsigned long long)opts.staging_bytes,
+                         (unsigned long long)NXE_PLAN_MAX_BYTES);
+    *request = (load_request){.num_threads = opts.num_threads,
+                              .verify = opts.verify != 0,
+                              .allow_recompile = opts.allow_recompile != 0,
+                              .staging_bytes = opts.staging_bytes};
+    return NXE_OK;
+}
+
+/* A plan for another ISA or kernel ABI: rebuild it from the embedded portable model. */
+static nxe_status recompile(const nxe_container *container, const plan_prefix *prefix,
+                            const load_request *request, const char *what, nxe_executable **out)
+{
+    const nxe_section *embedded = nxe_container_find(container, NXE_SECTION_EMBEDDED_MODEL);
+    if (!embedded)
+        return nxe_error(NXE_ERROR_UNSUPPORTED,
+                         "%s: the binary was compiled for ISA '%s' with kernel ABI %u, this "
+                         "library runs ISA '%s' with kernel ABI %d, and the binary holds no "
+                         "embedded model to recompile from",
+                         what, prefix->isa, prefix->kernel_abi, NXE_ISA_REF,
+                         NXE_KERNEL_ABI_VERSION);
+    if (request->verify) {
+        nxe_status status = nxe_container_verify(container, embedded, what);
+        if (status != NXE_OK)
+            return status;
+    }
+    nxe_model *model = NULL;
+    nxe_context *context = NULL;
+    nxe_graph *graph = NULL;
+    nxe_status status = nxe_model_open_memory(container->base + embedded->offset,
+                                              (size_t)embedded->size, NULL, &model);
+    if (status == NXE_OK)
+        status = nxe_context_create(&context);
+    if (status == NXE_OK)
+        status = nxe_model_build_graph(model, context, &graph);
+    nxe_compile_request compile = {.num_threads = request->num_threads,
+                                   .relax_precision = (int32_t)prefix->relax_precision,
+                                   .staging_bytes = request->staging_bytes};
+    if (status == NXE_OK)
+        status = nxe_compile_graph(graph, &compile, out);
+    if (status != NXE_OK)
+        nxe_error_prefix("%s: recompiling from the embedded model: ", what);
+    nxe_graph_release(graph);
+    nxe_context_release(context);
+    nxe_model_release(model);
+    if (status != NXE_OK)
+        return status;
+    nxe_executable *exe = *out;
+    exe->loaded = true;
+    exe->recompiled = true;
+    memcpy(exe->fingerprint, prefix->fingerprint, sizeof exe->fingerprint);
+    nxe_log(NXE_LOG_INFO,
+            "%s: compiled for ISA '%s' with kernel ABI %u; recompiled from the embedded model "
+            "for ISA '%s' with kernel ABI %d",
+            what, prefix->isa, prefix->kernel_abi, NXE_ISA_REF, NXE_KERNEL_ABI_VERSION);
+    return NXE_OK;
+}
+
+static nxe_status load_plan(const nxe_container *container, const load_request *request,
+                            const char *what, nxe_file_map *file, nxe_executable **out)
+{
+    const nxe_section *plan = nxe_container_find(container, NXE_SECTION_PLAN);
+    const nxe_section *data = nxe_container_find(container, NXE_SECTION_DATA);
+    if (!plan || !data)
+        return nxe_error(NXE_ERROR_FORMAT, "%s: the binary has no %s section", what,
+                         plan ? "DATA" : "PLAN");
+    /* The embedded model is checked only when it is about to be used (recompile): hashing
+     * it would double the cost of every verified load. */
+    for (int32_t i = 0; request->verify && i < container->num_sections; i++) {
+        if (container->sections[i].type == NXE_SECTION_EMBEDDED_MODEL)
+            continue;
+        nxe_status status = nxe_container_verify(container, &container->sections[i], what);
+        if (status != NXE_OK)
+            return status;
+    }
+    nxe_reader r = nxe_reader_make(container->base + plan->offset, (size_t)plan->size,
+                                   "PLAN section", (size_t)plan->offset);
+    plan_prefix prefix;
+    nxe_status status = read_prefix(&r, &prefix);
+    if (status != NXE_OK)
+        nxe_error_prefix("%s: ", what);
+    if (status == NXE_OK && (prefix.kernel_abi != NXE_KERNEL_ABI_VERSION ||
+                             !nxe_isa_runs_here(prefix.isa))) {
+        if (request->allow_recompile)
+            status = recompile(container, &prefix, request, what, out);
+        else
+            status = nxe_error(NXE_ERROR_UNSUPPORTED,
+                               "%s: the binary was compiled for ISA '%s' with kernel ABI %u; "
+                               "this library runs ISA '%s' with kernel ABI %d (load with "
+                               "allow_recompile to rebuild it from its embedded model)",
+                               what, prefix.isa, prefix.kernel_abi, NXE_ISA_REF,
+                               NXE_KERNEL_ABI_VERSION);
+        nxe_free(prefix.isa);
+        return status;
+    }
+    nxe_executable *exe = NULL;
+    if (status == NXE_OK) {
+        status = decode_plan(&r, container, data, &exe);
+        if (status != NXE_OK)
+            nxe_error_prefix("%s: ", what);
+    }
+    if (status == NXE_OK) {
+        /* From here the executable owns the mapping its constants point into. */
+        exe->file = *file;
+        *file = (nxe_file_map){0};
+        exe->loaded = true;
+        exe->kernel_abi = (int32_t)prefix.kernel_abi;
+        exe->relax_precision = (int32_t)prefix.relax_precision;
+        memcpy(exe->isa, prefix.isa, strlen(prefix.isa) + 1);
+        memcpy(exe->fingerprint, prefix.fingerprint, sizeof exe->fingerprint);
+        if (exe->arena_bytes > 0) {
+            exe->arena = nxe_alloc((size_t)exe->arena_bytes);
+            if (!exe->arena)
+                status = nxe_error(NXE_ERROR_OUT_OF_MEMORY,
+                                   "%s: out of memory for a %llu-byte arena", what,
+                                   (unsigned long long)exe->arena_bytes);
+        }
+    }
+    nxe_free(prefix.isa);
+    for (int32_t i = 0; status == NXE_OK && i < exe->num_tensors; i++)
+        if (exe->tensors[i].in_arena)
+            exe->data[i] = (uint8_t *)exe->arena + exe->tensors[i].arena_offset;
+    if (status == NXE_OK)
+        status = nxe_executable_init_staging(exe, request->staging_bytes, what);
+    if (status == NXE_OK) {
+        status = nxe_thread_pool_create(request->num_threads ? request->num_threads
+                                                             : nxe_default_thread_count(),
+                                        &exe->pool);
+        if (status != NXE_OK)
+            nxe_error_prefix("%s: ", what);
+    }
+    if (status != NXE_OK) {
+        nxe_executable_release(exe);
+        return status;
+    }
+    *out = exe;
+    return NXE_OK;
+}
+
+/* Takes the file: it ends up in the executable or is released. */
+static nxe_status load_file_map(nxe_file_map *file, const load_request *request,
+                                const char *where, const char *name, nxe_executable **out)
+{
+    char what[300];
+    snprintf(what, sizeof what, "%s: %s", where, name);
+    nxe_container container;
+    nxe_status status = nxe_container_parse(file->data, file->size, nxe_binary_magic, what,
+                                            &container);
+    if (status == NXE_OK)
+        status = load_plan(&container, request, what, file, out);
+    nxe_file_map_release(file);
+    if (status == NXE_OK)
+        nxe_log(NXE_LOG_INFO, "%s: %d steps, %d distinct constants, arena %llu bytes, staging "
+                "%llu bytes", what, (*out)->num_steps, (*out)->num_constants,
+                (unsigned long long)(*out)->arena_bytes,
+                (unsigned long long)(*out)->staging_bytes);
+    return status;
+}
+
+NXE_API nxe_status nxe_executable_load_file(const char *path, const nxe_load_options *options,
+                                            nxe_executable **out)
+{
+    const char *where = "nxe_executable_load_file";
+    if (!out)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: out is NULL", where);
+    *out = NULL;
+    if (!path)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: path is NULL", where);
+    load_request request;
+    nxe_status status = load_request_from(options, where, &request);
+    if (status != NXE_OK)
+        return status;
+    nxe_file_map file;
+    status = nxe_file_map_open(path, &file);
+    if (status != NXE_OK) {
+        nxe_error_prefix("%s: ", where);
+        return status;
+    }
+    char name[260];
+    snprintf(name, sizeof name, "'%s'", path);
+    return load_file_map(&file, &request, where, name, out);
+}
+
+NXE_API nxe_status nxe_executable_load_memory(const void *data, size_t size,
+                                              const nxe_load_options *options,
+                                              nxe_executable **out)
+{
+    const char *where = "nxe_executable_load_memory";
+    if (!out)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: out is NULL", where);
+    *out = NULL;
+    if (!data)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: data is NULL", where);
+    load_request request;
+    nxe_status status = load_request_from(options, where, &request);
+    if (status != NXE_OK)
+        return status;
+    /* Too short to hold a header: no point in copying it. */
+    if (size < NXE_CONTAINER_HEADER_SIZE)
+        return nxe_error(NXE_ERROR_FORMAT,
+                         "%s: %zu bytes is too short for an nxe file header (%d)", where, size,
+                         NXE_CONTAINER_HEADER_SIZE);
+    uint8_t *copy = nxe_alloc(size);
+    if (!copy)
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "%s: out of memory copying %zu bytes", where,
+                         size);
+    memcpy(copy, data, size);
+    nxe_file_map file = {.data = copy, .size = size, .mapped = false};
+    return load_file_map(&file, &request, where, "binary in memory", out);
+}

@@ -1,16 +1,16 @@
 /* compile.c — turns a graph into an executable: checks bindings, orders ops topologically
- * (naming the ops of any cycle), runs each op's shape/dtype rule, plans the arena and copies
- * what the plan needs so the executable outlives the graph. */
+ * (naming the ops of any cycle), runs each op's shape/dtype rule, plans the arena, stores
+ * equal constants once and copies what the plan needs so the executable outlives the graph. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "core/sha256.h"
 #include "graph/graph_internal.h"
+#include "model/graph_codec.h"
 #include "runtime/executable_internal.h"
 #include "transform/memory_plan.h"
-
-static const nxe_quant no_quant = {.type = NXE_QUANT_NONE};
 
 /* Every op bound; every tensor produced or given; every input used. */
 static nxe_status check_bindings(const nxe_graph *graph)
@@ -230,6 +230,7 @@ static nxe_status infer_graph(nxe_graph *graph, const int32_t *order, nxe_execut
         const nxe_op *op = graph->ops[order[s]];
         nxe_exe_step *step = &exe->steps[s];
         step->def = op->def;
+        step->source_op = op->index;
         step->num_inputs = op->num_inputs;
         step->num_outputs = op->num_outputs;
         step->op_name = nxe_strdup(op->name);
@@ -245,7 +246,8 @@ static nxe_status infer_graph(nxe_graph *graph, const int32_t *order, nxe_execut
             const nxe_tensor *t = op->inputs[j];
             step->input_ids[j] = t ? t->index : -1;
             if (!t) {
-                step->input_values[j] = (nxe_value){.dtype = NXE_DTYPE_NONE, .quant = &no_quant};
+                step->input_values[j] = (nxe_value){.dtype = NXE_DTYPE_NONE,
+                                                    .quant = &nxe_no_quant};
                 continue;
             }
             value_of_tensor(t, &step->input_values[j]);
@@ -271,58 +273,178 @@ static nxe_status infer_graph(nxe_graph *graph, const int32_t *order, nxe_execut
     return NXE_OK;
 }
 
-/* Copies tensor facts and data into the executable and plans the arena. */
-static nxe_status lay_out_tensors(const nxe_graph *graph, nxe_executable *exe)
+/* ---- constants ---- */
+
+/* De-duplication state: constants are keyed on their spec plus the SHA-256 of ALL their
+ * bytes (never a prefix), and a digest match is confirmed byte for byte. Digests are computed
+ * only for constants whose spec matches an earlier one. */
+typedef struct constant_pool {
+    int32_t *representative; /* per distinct constant: the first tensor holding it */
+    uint8_t (*digests)[32];  /* per tensor */
+    bool *hashed;            /* per tensor */
+} constant_pool;
+
+static bool same_spec(const nxe_exe_tensor *a, const nxe_exe_tensor *b)
 {
-    nxe_buffer_request *requests = nxe_alloc_zeroed(sizeof(nxe_buffer_request) * (size_t)(graph->num_tensors + 1));
-    int32_t *request_tensor = nxe_alloc(sizeof(int32_t) * (size_t)(graph->num_tensors + 1));
-    uint64_t *offsets = nxe_alloc(sizeof(uint64_t) * (size_t)(graph->num_tensors + 1));
-    if (!requests || !request_tensor || !offsets) {
-        nxe_free(requests);
-        nxe_free(request_tensor);
-        nxe_free(offsets);
-        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "compile: out of memory");
+    return a->dtype == b->dtype && a->ndim == b->ndim && a->bytes == b->bytes &&
+           memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) == 0 &&
+           nxe_quant_equal(&a->quant, &b->quant);
+}
+
+static const uint8_t *constant_digest(const nxe_graph *graph, constant_pool *pool, int32_t i,
+                                      size_t bytes)
+{
+    if (!pool->hashed[i]) {
+        nxe_sha256(graph->tensors[i]->data, bytes, pool->digests[i]);
+        pool->hashed[i] = true;
     }
-    int32_t num_requests = 0;
+    return pool->digests[i];
+}
+
+/* Gives constant tensor `i` its storage: an equal earlier constant's, or a new one (a copy,
+ * or the graph's own bytes when `borrow`). */
+static nxe_status place_constant(const nxe_graph *graph, nxe_executable *exe, constant_pool *pool,
+                                 int32_t i, bool borrow)
+{
+    nxe_exe_tensor *et = &exe->tensors[i];
+    const void *bytes = graph->tensors[i]->data;
+    for (int32_t c = 0; c < exe->num_constants; c++) {
+        int32_t r = pool->representative[c];
+        if (!same_spec(&exe->tensors[r], et))
+            continue;
+        if (memcmp(constant_digest(graph, pool, r, et->bytes),
+                   constant_digest(graph, pool, i, et->bytes), 32) == 0 &&
+            memcmp(graph->tensors[r]->data, bytes, et->bytes) == 0) {
+            et->constant = c;
+            et->storage = exe->constants[c].data;
+            return NXE_OK;
+        }
+    }
+    int32_t c = exe->num_constants;
+    nxe_exe_constant *constant = &exe->constants[c];
+    constant->bytes = et->bytes;
+    if (borrow) {
+        constant->data = (void *)(uintptr_t)bytes;
+    } else {
+        constant->data = nxe_alloc(et->bytes);
+        if (!constant->data)
+            return nxe_error(NXE_ERROR_OUT_OF_MEMORY,
+                             "compile: out of memory copying %zu bytes of '%s'", et->bytes,
+                             et->name);
+        memcpy(constant->data, bytes, et->bytes);
+        constant->owned = true;
+    }
+    pool->representative[c] = i;
+    exe->num_constants = c + 1;
+    exe->constant_bytes += et->bytes;
+    et->constant = c;
+    et->storage = constant->data;
+    return NXE_OK;
+}
+
+static nxe_status place_variable(const nxe_graph *graph, nxe_executable *exe, int32_t i,
+                                 bool borrow)
+{
+    nxe_exe_tensor *et = &exe->tensors[i];
+    const void *bytes = graph->tensors[i]->data;
+    if (borrow) {
+        et->storage = (void *)(uintptr_t)bytes;
+    } else {
+        et->storage = nxe_alloc(et->bytes);
+        if (!et->storage)
+            return nxe_error(NXE_ERROR_OUT_OF_MEMORY,
+                             "compile: out of memory copying %zu bytes of '%s'", et->bytes,
+                             et->name);
+        memcpy(et->storage, bytes, et->bytes);
+        et->owns_storage = true;
+    }
+    exe->constant_bytes += et->bytes;
+    return NXE_OK;
+}
+
+/* ---- tensors and the arena ---- */
+
+static nxe_status describe_tensor(const nxe_tensor *t, nxe_exe_tensor *et)
+{
+    et->name = nxe_strdup(t->name);
+    et->kind = t->kind;
+    et->dtype = t->inferred_dtype;
+    et->ndim = t->inferred_ndim;
+    memcpy(et->shape, t->inferred_shape, sizeof et->shape);
+    et->quant = t->quant;
+    if (!et->name)
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "compile: out of memory");
+    if (t->quant.num_scales > 0) {
+        et->scales = nxe_alloc(sizeof(float) * (size_t)t->quant.num_scales);
+        if (!et->scales)
+            return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "compile: out of memory");
+        memcpy(et->scales, t->quant.scales, sizeof(float) * (size_t)t->quant.num_scales);
+        et->quant.scales = et->scales;
+    }
+    return NXE_OK;
+}
+
+/* Lifetimes run from the producing step to the last consuming step; the plan gives each
+ * transient an arena offset. */
+static nxe_status plan_arena(nxe_executable *exe, const int32_t *request_tensor,
+                             nxe_buffer_request *requests, int32_t num_requests)
+{
+    uint64_t *offsets = nxe_alloc(sizeof(uint64_t) * (size_t)(num_requests + 1));
+    if (!offsets)
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "compile: out of memory");
+    for (int32_t r = 0; r < num_requests; r++)
+        requests[r].first_step = requests[r].last_step = -1;
+    for (int32_t s = 0; s < exe->num_steps; s++) {
+        const nxe_exe_step *step = &exe->steps[s];
+        for (int32_t r = 0; r < num_requests; r++) {
+            for (int32_t j = 0; j < step->num_outputs; j++)
+                if (step->output_ids[j] == request_tensor[r])
+                    requests[r].first_step = requests[r].last_step = s;
+            for (int32_t j = 0; j < step->num_inputs; j++)
+                if (step->input_ids[j] == request_tensor[r])
+                    requests[r].last_step = s;
+        }
+    }
+    nxe_status status = nxe_plan_memory(requests, num_requests, offsets, &exe->arena_bytes);
+    for (int32_t r = 0; status == NXE_OK && r < num_requests; r++)
+        exe->tensors[request_tensor[r]].arena_offset = offsets[r];
+    nxe_free(offsets);
+    return status;
+}
+
+/* Copies tensor facts and data into the executable and plans the arena. */
+static nxe_status lay_out_tensors(const nxe_graph *graph, nxe_executable *exe, bool serialize_only)
+{
+    size_t n = (size_t)graph->num_tensors + 1;
+    nxe_buffer_request *requests = nxe_alloc_zeroed(sizeof(nxe_buffer_request) * n);
+    int32_t *request_tensor = nxe_alloc(sizeof(int32_t) * n);
+    constant_pool pool = {
+        .representative = nxe_alloc(sizeof(int32_t) * n),
+        .digests = nxe_alloc(32 * n),
+        .hashed = nxe_alloc_zeroed(sizeof(bool) * n),
+    };
+    exe->constants = nxe_alloc_zeroed(sizeof(nxe_exe_constant) * n);
     nxe_status status = NXE_OK;
+    if (!requests || !request_tensor || !pool.representative || !pool.digests || !pool.hashed ||
+        !exe->constants)
+        status = nxe_error(NXE_ERROR_OUT_OF_MEMORY, "compile: out of memory");
+    int32_t num_requests = 0;
     for (int32_t i = 0; i < graph->num_tensors && status == NXE_OK; i++) {
         const nxe_tensor *t = graph->tensors[i];
         nxe_exe_tensor *et = &exe->tensors[i];
-        et->name = nxe_strdup(t->name);
-        et->kind = t->kind;
-        et->dtype = t->inferred_dtype;
-        et->ndim = t->inferred_ndim;
-        memcpy(et->shape, t->inferred_shape, sizeof et->shape);
-        et->quant = t->quant;
-        if (!et->name) {
-            status = nxe_error(NXE_ERROR_OUT_OF_MEMORY, "compile: out of memory");
+        status = describe_tensor(t, et);
+        if (status != NXE_OK)
             break;
-        }
-        if (t->quant.num_scales > 0) {
-            et->scales = nxe_alloc(sizeof(float) * (size_t)t->quant.num_scales);
-            if (!et->scales) {
-                status = nxe_error(NXE_ERROR_OUT_OF_MEMORY, "compile: out of memory");
-                break;
-            }
-            memcpy(et->scales, t->quant.scales, sizeof(float) * (size_t)t->quant.num_scales);
-            et->quant.scales = et->scales;
-        }
         bool used = t->producer || t->num_consumers > 0;
         if (!used || et->ndim < 0 || !nxe_dtype_valid(et->dtype))
             continue;
         int64_t numel;
         nxe_shape_numel(et->ndim, et->shape, &numel);
         et->bytes = (size_t)numel * nxe_dtype_size(et->dtype);
-        if (t->kind == NXE_TENSOR_CONSTANT || t->kind == NXE_TENSOR_VARIABLE) {
-            et->storage = nxe_alloc(et->bytes);
-            if (!et->storage) {
-                status = nxe_error(NXE_ERROR_OUT_OF_MEMORY,
-                                   "compile: out of memory copying %zu bytes of '%s'", et->bytes,
-                                   t->name);
-                break;
-            }
-            memcpy(et->storage, t->data, et->bytes);
-            exe->constant_bytes += et->bytes;
+        if (t->kind == NXE_TENSOR_CONSTANT) {
+            status = place_constant(graph, exe, &pool, i, serialize_only);
+        } else if (t->kind == NXE_TENSOR_VARIABLE) {
+            status = place_variable(graph, exe, i, serialize_only);
         } else if (t->kind == NXE_TENSOR_TRANSIENT) {
             et->in_arena = true;
             request_tensor[num_requests] = i;
@@ -331,39 +453,27 @@ static nxe_status lay_out_tensors(const nxe_graph *graph, nxe_executable *exe)
             num_requests++;
         }
     }
-    if (status == NXE_OK) {
-        /* Lifetimes: from the producing step to the last consuming step. */
-        for (int32_t r = 0; r < num_requests; r++)
-            requests[r].first_step = requests[r].last_step = -1;
-        for (int32_t s = 0; s < exe->num_steps; s++) {
-            const nxe_exe_step *step = &exe->steps[s];
-            for (int32_t r = 0; r < num_requests; r++) {
-                for (int32_t j = 0; j < step->num_outputs; j++)
-                    if (step->output_ids[j] == request_tensor[r])
-                        requests[r].first_step = requests[r].last_step = s;
-                for (int32_t j = 0; j < step->num_inputs; j++)
-                    if (step->input_ids[j] == request_tensor[r])
-                        requests[r].last_step = s;
-            }
-        }
-        status = nxe_plan_memory(requests, num_requests, offsets, &exe->arena_bytes);
-    }
-    if (status == NXE_OK && exe->arena_bytes > 0) {
+    if (status == NXE_OK)
+        status = plan_arena(exe, request_tensor, requests, num_requests);
+    if (status == NXE_OK && exe->arena_bytes > 0 && !serialize_only) {
         exe->arena = nxe_alloc((size_t)exe->arena_bytes);
         if (!exe->arena)
             status = nxe_error(NXE_ERROR_OUT_OF_MEMORY, "compile: out of memory for a %llu-byte arena",
                                (unsigned long long)exe->arena_bytes);
     }
-    for (int32_t r = 0; status == NXE_OK && r < num_requests; r++) {
-        exe->tensors[request_tensor[r]].arena_offset = offsets[r];
-    }
-    for (int32_t i = 0; status == NXE_OK && i < exe->num_tensors; i++) {
+    for (int32_t i = 0; status == NXE_OK && exe->arena && i < exe->num_tensors; i++) {
         nxe_exe_tensor *et = &exe->tensors[i];
-        exe->data[i] = et->in_arena ? (char *)exe->arena + et->arena_offset : et->storage;
+        if (et->in_arena)
+            exe->data[i] = (char *)exe->arena + et->arena_offset;
     }
+    for (int32_t i = 0; status == NXE_OK && i < exe->num_tensors; i++)
+        if (exe->tensors[i].storage)
+            exe->data[i] = exe->tensors[i].storage;
     nxe_free(requests);
     nxe_free(request_tensor);
-    nxe_free(offsets);
+    nxe_free(pool.representative);
+    nxe_free(pool.digests);
+    nxe_free(pool.hashed);
     return status;
 }
 
@@ -405,39 +515,41 @@ static void rebind_step_values(nxe_executable *exe)
     }
 }
 
-static int32_t default_thread_count(void)
+int32_t nxe_default_thread_count(void)
 {
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     return online < 1 ? 1 : online > 256 ? 256 : (int32_t)online;
 }
 
-NXE_API nxe_status nxe_graph_compile(nxe_graph *graph, const nxe_compile_options *options,
-                                     nxe_executable **out)
+nxe_status nxe_compile_request_from(const nxe_compile_options *options, const char *where,
+                                    nxe_compile_request *request)
 {
-    if (!out)
-        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_graph_compile: out must not be NULL");
-    *out = NULL;
-    if (!graph)
-        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_graph_compile: graph is NULL");
-    nxe_compile_options opts = NXE_COMPILE_OPTIONS_INIT;
+    *request = (nxe_compile_request){0};
     if (options) {
         if (options->struct_size < sizeof(nxe_compile_options))
             return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
-                             "nxe_graph_compile: options.struct_size is %u, expected at least %zu "
+                             "%s: options.struct_size is %u, expected at least %zu "
                              "(initialize with NXE_COMPILE_OPTIONS_INIT)",
-                             options->struct_size, sizeof(nxe_compile_options));
-        opts = *options;
+                             where, options->struct_size, sizeof(nxe_compile_options));
+        request->num_threads = options->num_threads;
+        request->relax_precision = options->relax_precision;
     }
-    if (opts.num_threads < 0 || opts.num_threads > 1024)
-        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
-                         "nxe_graph_compile: num_threads %d is outside [0, 1024]", opts.num_threads);
+    if (request->num_threads < 0 || request->num_threads > 1024)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: num_threads %d is outside [0, 1024]",
+                         where, request->num_threads);
+    return NXE_OK;
+}
 
+nxe_status nxe_compile_graph(nxe_graph *graph, const nxe_compile_request *request,
+                             nxe_executable **out)
+{
+    *out = NULL;
     nxe_status status = check_bindings(graph);
     if (status != NXE_OK)
         return status;
     int32_t *order = nxe_alloc(sizeof(int32_t) * (size_t)(graph->num_ops + 1));
     if (!order)
-        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "nxe_graph_compile: out of memory");
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "compile: out of memory");
     status = topological_order(graph, order);
     nxe_executable *exe = NULL;
     if (status == NXE_OK)
@@ -446,22 +558,50 @@ NXE_API nxe_status nxe_graph_compile(nxe_graph *graph, const nxe_compile_options
         status = infer_graph(graph, order, exe);
     nxe_free(order);
     if (status == NXE_OK)
-        status = lay_out_tensors(graph, exe);
+        status = lay_out_tensors(graph, exe, request->serialize_only);
     if (status == NXE_OK)
         status = collect_io(graph, exe);
     if (status == NXE_OK) {
         rebind_step_values(exe);
-        exe->relax_precision = opts.relax_precision;
-        status = nxe_thread_pool_create(opts.num_threads ? opts.num_threads : default_thread_count(),
-                                        &exe->pool);
+        exe->relax_precision = request->relax_precision;
+        if (graph->has_source_fingerprint)
+            memcpy(exe->fingerprint, graph->source_fingerprint, sizeof exe->fingerprint);
     }
+    if (status == NXE_OK && !request->serialize_only)
+        status = nxe_executable_init_staging(exe, request->staging_bytes, "compile");
+    if (status == NXE_OK && !request->serialize_only)
+        status = nxe_thread_pool_create(request->num_threads ? request->num_threads
+                                                             : nxe_default_thread_count(),
+                                        &exe->pool);
     if (status != NXE_OK) {
         nxe_executable_release(exe);
         return status;
     }
-    nxe_log(NXE_LOG_INFO, "compiled %d ops, arena %llu bytes (%llu without sharing), %d threads",
-            exe->num_steps, (unsigned long long)exe->arena_bytes,
-            (unsigned long long)exe->transient_bytes, nxe_thread_pool_size(exe->pool));
     *out = exe;
+    return NXE_OK;
+}
+
+NXE_API nxe_status nxe_graph_compile(nxe_graph *graph, const nxe_compile_options *options,
+                                     nxe_executable **out)
+{
+    const char *where = "nxe_graph_compile";
+    if (!out)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: out must not be NULL", where);
+    *out = NULL;
+    if (!graph)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: graph is NULL", where);
+    nxe_compile_request request;
+    nxe_status status = nxe_compile_request_from(options, where, &request);
+    if (status == NXE_OK)
+        status = nxe_compile_graph(graph, &request, out);
+    if (status != NXE_OK)
+        return status;
+    nxe_executable *exe = *out;
+    nxe_log(NXE_LOG_INFO,
+            "compiled %d ops, arena %llu bytes (%llu without sharing), %d distinct constants, "
+            "%d threads",
+            exe->num_steps, (unsigned long long)exe->arena_bytes,
+            (unsigned long long)exe->transient_bytes, exe->num_constants,
+            nxe_thread_pool_size(exe->pool));
     return NXE_OK;
 }

@@ -1,11 +1,31 @@
 /* executable_internal.h — a compiled plan: tensors as the executable keeps them, the steps
- * (one op run each) and the arena. Independent of the graph it came from. */
+ * (one op run each), the arena, the constants and the staging buffer. Independent of the
+ * graph it came from; the compiler and the binary loader both fill one in. */
 #ifndef NXE_EXECUTABLE_INTERNAL_H
 #define NXE_EXECUTABLE_INTERNAL_H
 
 #include "core/core.h"
+#include "core/file_map.h"
 #include "core/threadpool.h"
 #include "ops/op_def.h"
+
+/* Bump whenever the PLAN encoding (runtime/binary_writer.c) or a kernel's contract with the
+ * data a plan carries changes. Op params are not stored in plans: the loader re-derives them
+ * with the ops' shape rules from the recorded attributes and shapes, so a crafted plan cannot
+ * hand a kernel sizes its buffers do not have. A binary carrying another version is refused
+ * (or recompiled from its embedded model). */
+#define NXE_KERNEL_ABI_VERSION 2
+/* The ISA tag of plans this build compiles. Every op runs its portable reference kernel, so
+ * plans need nothing but "ref"; the optimized kernels add their tags through
+ * nxe_isa_runs_here. */
+#define NXE_ISA_REF "ref"
+#define NXE_ISA_TAG_CAPACITY 16
+
+/* The quantization of unquantized values and absent optional inputs. */
+extern const nxe_quant nxe_no_quant;
+
+/* Whether the kernels a plan tagged `isa` needs exist in this build and run on this CPU. */
+bool nxe_isa_runs_here(const char *isa);
 
 typedef struct nxe_exe_tensor {
     char *name;
@@ -18,13 +38,25 @@ typedef struct nxe_exe_tensor {
     size_t bytes;
     bool in_arena;     /* TRANSIENT */
     uint64_t arena_offset;
-    void *storage;     /* CONSTANT / VARIABLE contents, owned */
+    int32_t constant;  /* CONSTANT: index into nxe_executable.constants; -1 otherwise */
+    void *storage;     /* CONSTANT: the constant's bytes (shared, not owned by the tensor);
+                          VARIABLE: the current value */
+    bool owns_storage; /* VARIABLE storage to free with the executable */
 } nxe_exe_tensor;
+
+/* One distinct constant buffer: tensors with equal dtype, shape, quantization and bytes
+ * share it. */
+typedef struct nxe_exe_constant {
+    void *data;
+    size_t bytes;
+    bool owned;        /* false: the bytes live in the executable's file mapping */
+} nxe_exe_constant;
 
 typedef struct nxe_exe_step {
     const nxe_op_def *def;
     char *op_name;
-    void *params;
+    int32_t source_op;   /* index of the graph op it came from (compile only; -1 when loaded) */
+    void *params;        /* made by the op's shape rule, at compile and again at load */
     int32_t num_inputs;
     int32_t num_outputs;
     int32_t *input_ids;  /* tensor index, -1 for an absent optional input */
@@ -46,12 +78,61 @@ struct nxe_executable {
     void *arena;
     uint64_t arena_bytes;
     uint64_t transient_bytes;
-    uint64_t constant_bytes;
+    uint64_t constant_bytes;  /* distinct constants plus variables */
+    nxe_exe_constant *constants;
+    int32_t num_constants;
     nxe_thread_pool *pool;
     int32_t relax_precision;
+
+    /* What the plan is and where it came from (nxe_executable_get_info). */
+    uint8_t fingerprint[32];
+    char isa[NXE_ISA_TAG_CAPACITY];
+    int32_t kernel_abi;
+    bool loaded;
+    bool recompiled;
+    nxe_file_map file;    /* a loaded binary: constants point into it */
+
+    /* Staging (layout in executable.c): [result area][input slots][created inputs]. */
+    uint8_t *staging;
+    uint64_t staging_bytes;   /* capacity */
+    uint64_t *output_offsets; /* per output: offset of its result in staging */
+    uint64_t *input_offsets;  /* per input: offset of its slot in staging */
+    uint64_t slots_end;       /* end of the input slots = start of created inputs */
+    uint64_t created_end;     /* end of the created inputs */
+    nxe_run_stats stats;
 };
 
-/* An executable with `num_tensors` zeroed tensor slots and `num_steps` zeroed steps. */
+/* An executable with `num_tensors` zeroed tensor slots (constant index -1) and `num_steps`
+ * zeroed steps. */
 nxe_status nxe_executable_alloc(int32_t num_tensors, int32_t num_steps, nxe_executable **out);
+
+/* Bytes the result area and the input slots take: the least staging capacity. */
+uint64_t nxe_executable_staging_minimum(const nxe_executable *exe);
+/* The default capacity: the result area plus room for every input twice (its slot and one
+ * created copy), each rounded up to 64 bytes. */
+uint64_t nxe_executable_staging_default(const nxe_executable *exe);
+/* Lays out and allocates the staging buffer once tensors and I/O ids are final;
+ * `capacity` 0 means the default. `where` names the caller in messages. */
+nxe_status nxe_executable_init_staging(nxe_executable *exe, uint64_t capacity,
+                                       const char *where);
+
+/* Options of the internal compile shared by nxe_graph_compile, the binary writer and the
+ * loader's recompile path. */
+typedef struct nxe_compile_request {
+    int32_t num_threads;      /* 0 = one per online CPU */
+    int32_t relax_precision;
+    uint64_t staging_bytes;   /* 0 = default */
+    bool serialize_only;      /* the plan is written out, never run: constant and variable
+                                 bytes are borrowed from the graph, and no arena, staging or
+                                 threads are made */
+} nxe_compile_request;
+
+/* Validates `options` (may be NULL) into a request; `where` names the caller. */
+nxe_status nxe_compile_request_from(const nxe_compile_options *options, const char *where,
+                                    nxe_compile_request *request);
+nxe_status nxe_compile_graph(nxe_graph *graph, const nxe_compile_request *request,
+                             nxe_executable **out);
+/* Worker threads for a thread-count option: 0 means one per online CPU. */
+int32_t nxe_default_thread_count(void);
 
 #endif

@@ -385,7 +385,7 @@ typedef struct nxe_run_stats {
     uint64_t bytes_copied_in;
     uint64_t bytes_copied_out;   /* outputs copied to caller buffers by nxe_executable_run */
     uint64_t staging_bytes;      /* capacity of the staging buffer */
-    uint64_t staging_used;       /* result area plus created inputs */
+    uint64_t staging_used;       /* the result area, the input slots and created inputs */
 } nxe_run_stats;
 NXE_API nxe_status nxe_executable_stats(const nxe_executable *exe, nxe_run_stats *stats);
 
@@ -422,7 +422,9 @@ NXE_API nxe_status nxe_executable_load_memory(const void *data, size_t size,
 
 typedef struct nxe_executable_info {
     uint32_t struct_size;       /* sizeof(nxe_executable_info) */
-    uint8_t fingerprint[32];    /* SHA-256 fingerprint of the source model */
+    uint8_t fingerprint[32];    /* SHA-256 fingerprint of the source model; all zero for an
+                                   executable compiled in memory from a graph not built from
+                                   a model file */
     char isa[16];               /* ISA the plan's kernels need, e.g. "ref" */
     int32_t kernel_abi;         /* kernel ABI version of the plan */
     int32_t loaded;             /* nonzero: loaded from a binary */

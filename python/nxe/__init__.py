@@ -29,7 +29,9 @@ from .errors import (
 from .executable import Executable
 from .graph import Graph, Tensor
 from .log import set_log_callback
+from .model import Model, save_model
 from .registry import ops
+from .vm import VirtualMachine
 
 DTYPES = ("f32", "f16", "bf16", "i8", "u8", "i16", "i32", "i64", "bool")
 
@@ -60,14 +62,17 @@ __all__ = [
     "InvalidGraphError",
     "InvalidStateError",
     "IoError",
+    "Model",
     "NotFoundError",
     "OutOfMemoryError",
     "RunError",
     "ShapeMismatchError",
     "Tensor",
     "UnsupportedError",
+    "VirtualMachine",
     "api_version",
     "ops",
+    "save_model",
     "set_log_callback",
     "version",
 ]

@@ -36,6 +36,10 @@ if not LIBRARY_PATH.is_file():
     raise ImportError(f"nxe: the bundled library {LIBRARY_PATH} is missing; reinstall the package")
 # An absolute path: the loader never searches LD_LIBRARY_PATH or the system for it.
 lib = ffi.dlopen(str(LIBRARY_PATH))
+# cffi resolves a symbol on first use under the lock it also holds while parsing a type; a
+# finaliser resolving one while a parse runs the garbage collector would deadlock.
+for _name in dir(lib):
+    getattr(lib, _name)
 
 if ffi.sizeof("nxe_tensor_desc") != TENSOR_DESC_SIZE:
     raise ImportError(

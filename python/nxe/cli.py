@@ -1,11 +1,14 @@
 """The `nxe` command: what a C program needs to build against this installation, the op
-reference, and the README's example."""
+reference, the README's example, and what a model file holds."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import runpy
 import sys
+import textwrap
+from typing import Any
 
 from ._binding import INCLUDE_DIR, LIB_DIR, PACKAGE_DIR, PKGCONFIG_DIR
 
@@ -45,6 +48,61 @@ def _example(args: argparse.Namespace) -> int:
     return 0
 
 
+def _format_quant(quant: dict[str, Any]) -> str:
+    kind = quant["type"]
+    if kind == "asymmetric":
+        return f"asymmetric(scale={quant['scale']:.6g}, zero_point={quant['zero_point']})"
+    if kind == "per_channel":
+        return f"per_channel(axis={quant['axis']}, {len(quant['scales'])} scales)"
+    if kind == "dynamic_fixed_point":
+        return f"dynamic_fixed_point({quant['fractional_length']})"
+    return kind
+
+
+def _model_info(args: argparse.Namespace) -> int:
+    from .errors import Error
+    from .model import Model
+
+    try:
+        with Model(args.file, lazy=args.lazy) as model:
+            tensors = model.tensors
+            report = {
+                "file": args.file,
+                "format_version": "{}.{}".format(*model.format_version),
+                "fingerprint": model.fingerprint,
+                "metadata": model.metadata,
+                "annotations": model.annotations,
+                "tensors": [dict(t, shape=list(t["shape"])) for t in tensors],
+            }
+    except (Error, OSError) as error:
+        print(f"nxe model info: {error}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(report, indent=2, sort_keys=True))
+        return 0
+    print(f"file:         {report['file']}")
+    print(f"format:       {report['format_version']}")
+    print(f"fingerprint:  {report['fingerprint']}")
+    for key in ("metadata", "annotations"):
+        compact = json.dumps(report[key], sort_keys=True, ensure_ascii=False)
+        if len(compact) <= 100:
+            print(f"{key + ':':<13} {compact}")
+        else:
+            print(f"{key}:")
+            print(textwrap.indent(json.dumps(report[key], indent=2, sort_keys=True,
+                                             ensure_ascii=False), "  "))
+    total = sum(t["nbytes"] for t in tensors)
+    print(f"tensors:      {len(tensors)} stored, {total} bytes")
+    rows = [("name", "kind", "dtype", "shape", "quant", "bytes")]
+    rows += [(t["name"], t["kind"], t["dtype"], "[" + ", ".join(map(str, t["shape"])) + "]",
+              _format_quant(t["quant"]), str(t["nbytes"])) for t in tensors]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row[:-1], widths)]
+        print("  " + "  ".join(cells + [row[-1].rjust(widths[-1])]))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="nxe", description="nxe inference engine")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -63,6 +121,17 @@ def main(argv: list[str] | None = None) -> int:
 
     example = commands.add_parser("example", help="run the README's Python example")
     example.set_defaults(handler=_example)
+
+    model = commands.add_parser("model", help="inspect model files (.nxm)")
+    model_commands = model.add_subparsers(dest="model_command", required=True)
+    info = model_commands.add_parser(
+        "info", help="print a model file's format version, fingerprint, metadata, annotations "
+        "and stored tensors (after verifying it)")
+    info.add_argument("file", help="the .nxm file")
+    info.add_argument("--json", action="store_true", help="print one JSON object instead")
+    info.add_argument("--lazy", action="store_true",
+                      help="skip the tensor-data checksum and the fingerprint recomputation")
+    info.set_defaults(handler=_model_info)
 
     args = parser.parse_args(argv)
     return args.handler(args)

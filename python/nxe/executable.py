@@ -1,14 +1,16 @@
 """nxe.Executable: a compiled graph that runs on numpy arrays.
 
 Inputs are checked here against the executable's own descriptions so a wrong array gets a
-message naming the input; outputs are fresh arrays the library fills.
+message naming the input. run() returns fresh arrays the caller owns; run_nocopy() and
+create_input() return arrays living in the executable's staging buffer, which keep it alive.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import operator
+from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,7 +24,13 @@ from .errors import (
     ShapeMismatchError,
 )
 
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
 IoSpec = tuple[str, tuple[int, ...], str]
+
+_STATS_FIELDS = ("runs", "inputs_copied", "inputs_in_place", "bytes_copied_in",
+                 "bytes_copied_out", "staging_bytes", "staging_used")
 
 
 def _desc_dtype(desc: Any) -> int:
@@ -54,7 +62,7 @@ def _fill_desc(desc: Any, array: np.ndarray, dtype: int) -> None:
 class _Io:
     """One input or output as the executable describes it."""
 
-    __slots__ = ("index", "name", "shape", "dtype")
+    __slots__ = ("dtype", "index", "name", "shape")
 
     def __init__(self, index: int, name: str, shape: tuple[int, ...], dtype: int) -> None:
         self.index = index
@@ -66,12 +74,48 @@ class _Io:
         return (self.name, self.shape, _dtypes.name_of(self.dtype))
 
 
+class _StagingMemory:
+    """Shows numpy an array inside the executable's staging buffer (``__array_interface__``)
+    and holds the C executable, so the memory outlives every other reference to it."""
+
+    __slots__ = ("__array_interface__", "_owner")
+
+    def __init__(self, owner: Any, pointer: Any, shape: tuple[int, ...], dtype: np.dtype) -> None:
+        self._owner = owner
+        self.__array_interface__ = {
+            "version": 3,
+            "shape": shape,
+            "typestr": dtype.str,
+            "data": (int(ffi.cast("uintptr_t", pointer)), False),
+        }
+
+
+def _staging_array(owner: Any, desc: Any, io: _Io, what: str) -> np.ndarray:
+    dtype = _dtypes.numpy_of(io.dtype)
+    nbytes = int(np.prod(io.shape, dtype=np.int64)) * dtype.itemsize
+    if nbytes == 0:
+        return np.empty(io.shape, dtype)
+    if desc.data == ffi.NULL:
+        raise InvalidStateError(f"{what} '{io.name}': the library gave no data pointer")
+    if desc.data_size < nbytes:
+        raise InvalidStateError(f"{what} '{io.name}': the library gave {desc.data_size} bytes, "
+                                f"the tensor needs {nbytes}")
+    # Writable because DLPack consumers (numpy before DLPack 1.0, PyTorch) refuse read-only
+    # arrays; the memory is the executable's own scratch, so writes harm nothing else.
+    return np.asarray(_StagingMemory(owner, desc.data, io.shape, dtype))
+
+
 class Executable:
-    """Runs one request at a time. Independent of the Graph it came from."""
+    """Runs one request at a time. Independent of the Graph it came from.
+
+    The C executable is released when ``close()`` has been called (or this object is gone)
+    and no array from ``run_nocopy`` or ``create_input`` still uses its memory.
+    """
 
     def __init__(self, handle: Any,
                  variables: Mapping[str, tuple[Any, str | None]] | None = None) -> None:
-        self._handle = handle
+        # Arrays in the staging buffer hold this same object: the last holder releases it.
+        self._handle = ffi.gc(handle, lib.nxe_executable_release)
         num_inputs = ffi.new("int32_t *")
         num_outputs = ffi.new("int32_t *")
         try:
@@ -95,19 +139,15 @@ class Executable:
     # -- lifetime ------------------------------------------------------------------------
 
     def close(self) -> None:
-        if self._handle is not None:
-            lib.nxe_executable_release(self._handle)
-            self._handle = None
+        """Ends use of the executable. Its memory goes now, or with the last array from
+        ``run_nocopy``/``create_input`` that still points into it."""
+        self._handle = None
 
-    def __enter__(self) -> Executable:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def __del__(self) -> None:
-        if getattr(self, "_handle", None) is not None and lib is not None:
-            self.close()
 
     def _require_open(self) -> None:
         if self._handle is None:
@@ -177,22 +217,130 @@ class Executable:
             values = list(args)
         return [self._array_for(io, v, "input") for io, v in zip(self._inputs, values)]
 
+    def _input_descs(self, args: tuple[Any, ...]) -> tuple[Any, list[np.ndarray]]:
+        arrays = self._feeds(args)
+        descs = ffi.new("nxe_tensor_desc[]", max(len(arrays), 1))
+        for i, (io, array) in enumerate(zip(self._inputs, arrays)):
+            _fill_desc(descs[i], array, io.dtype)
+        # The arrays are returned too: the descriptors point into them.
+        return descs, arrays
+
     def run(self, *args: Any) -> dict[str, np.ndarray]:
         """Runs once: ``run({"x": x})`` or ``run(x)`` with arrays in input order.
 
-        Returns a new array per output, keyed by output name.
+        Returns a new array per output, keyed by output name, owned by the caller: later runs
+        leave it alone. An input made by ``create_input`` is used where it lies, without a copy.
         """
         self._require_open()
-        arrays = self._feeds(args)
+        in_descs, arrays = self._input_descs(args)
         results = [np.empty(io.shape, _dtypes.numpy_of(io.dtype)) for io in self._outputs]
-        in_descs = ffi.new("nxe_tensor_desc[]", max(len(arrays), 1))
         out_descs = ffi.new("nxe_tensor_desc[]", max(len(results), 1))
-        for i, (io, array) in enumerate(zip(self._inputs, arrays)):
-            _fill_desc(in_descs[i], array, io.dtype)
         for i, (io, array) in enumerate(zip(self._outputs, results)):
             _fill_desc(out_descs[i], array, io.dtype)
         check(lib.nxe_executable_run(self._handle, in_descs, len(arrays), out_descs, len(results)))
         return {io.name: array for io, array in zip(self._outputs, results)}
+
+    def run_nocopy(self, *args: Any) -> dict[str, np.ndarray]:
+        """Runs once like ``run``, but each output is a view into the executable's result
+        buffer: nothing is copied out.
+
+        The views are valid until the next run, ``reset_staging`` or ``close``: a later run
+        overwrites them with its own results. They keep the executable's memory alive, and
+        ``np.from_dlpack`` (or ``torch.from_dlpack``) takes them without a copy.
+        """
+        self._require_open()
+        in_descs, arrays = self._input_descs(args)
+        out_descs = ffi.new("nxe_tensor_desc[]", max(len(self._outputs), 1))
+        check(lib.nxe_executable_run_nocopy(self._handle, in_descs, len(arrays), out_descs,
+                                            len(self._outputs)))
+        return {io.name: _staging_array(self._handle, out_descs[i], io, "output")
+                for i, io in enumerate(self._outputs)}
+
+    # -- zero-copy inputs and statistics -------------------------------------------------
+
+    def _input_index(self, index_or_name: int | str | None, shape: Sequence[int] | None,
+                     dtype: Any) -> int:
+        if index_or_name is not None:
+            if shape is not None or dtype is not None:
+                raise TypeError("create_input: give an input (index or name) or shape/dtype, "
+                                "not both")
+            if isinstance(index_or_name, str):
+                for io in self._inputs:
+                    if io.name == index_or_name:
+                        return io.index
+                raise NotFoundError(f"create_input: no input named {index_or_name!r}; inputs "
+                                    f"are {[io.name for io in self._inputs]}")
+            index = operator.index(index_or_name)
+            if not 0 <= index < len(self._inputs):
+                raise NotFoundError(f"create_input: input index {index} out of range; the "
+                                    f"executable has {len(self._inputs)} inputs")
+            return index
+        if shape is None and dtype is None:
+            if not self._inputs:
+                raise NotFoundError("create_input: the executable has no inputs")
+            return 0
+        wanted_shape = None if shape is None else tuple(operator.index(d) for d in shape)
+        wanted_dtype = None if dtype is None else _dtypes.code_of(dtype)
+        matches = [io for io in self._inputs
+                   if (wanted_shape is None or io.shape == wanted_shape)
+                   and (wanted_dtype is None or io.dtype == wanted_dtype)]
+        wanted = (f"shape {list(wanted_shape) if wanted_shape is not None else 'any'}, "
+                  f"dtype {_dtypes.name_of(wanted_dtype) if wanted_dtype is not None else 'any'}")
+        if not matches:
+            raise NotFoundError(f"create_input: no input has {wanted}; inputs are "
+                                f"{self.inputs}")
+        if len(matches) > 1:
+            raise InvalidArgumentError(
+                f"create_input: several inputs have {wanted} "
+                f"({[io.name for io in matches]}); pass the input's name or index")
+        return matches[0].index
+
+    def create_input(self, index_or_name: int | str | None = None, *,
+                     shape: Sequence[int] | None = None, dtype: Any = None) -> np.ndarray:
+        """A writable array for one input, living in the executable's staging buffer: fill it
+        and pass it to ``run``/``run_nocopy``, which then use it in place instead of copying.
+
+        The input is chosen by index or name, or by the ``shape`` and/or ``dtype`` that
+        exactly one input has (none given: input 0). The array is valid until
+        ``reset_staging`` or ``close``; a full staging buffer raises BufferTooSmallError.
+        """
+        self._require_open()
+        index = self._input_index(index_or_name, shape, dtype)
+        desc = ffi.new("nxe_tensor_desc *")
+        check(lib.nxe_executable_create_input(self._handle, index, desc))
+        return _staging_array(self._handle, desc, self._inputs[index], "input")
+
+    def reset_staging(self) -> None:
+        """Forgets every ``create_input`` allocation. Arrays made before must not be used
+        afterwards: their memory is handed out again."""
+        self._require_open()
+        check(lib.nxe_executable_reset_staging(self._handle))
+
+    def stats(self) -> dict[str, int]:
+        """Run statistics since creation or load: runs, inputs copied into staging and used in
+        place, bytes copied in and out, staging capacity and use."""
+        self._require_open()
+        stats = ffi.new("nxe_run_stats *")
+        stats.struct_size = ffi.sizeof("nxe_run_stats")
+        check(lib.nxe_executable_stats(self._handle, stats))
+        return {field: int(getattr(stats, field)) for field in _STATS_FIELDS}
+
+    def info(self) -> dict[str, Any]:
+        """Where the plan came from: the source model's fingerprint (hex), the ISA and kernel
+        ABI it needs, whether it was loaded from a binary or recompiled from the model
+        embedded in one, and the number of distinct constant buffers."""
+        self._require_open()
+        info = ffi.new("nxe_executable_info *")
+        info.struct_size = ffi.sizeof("nxe_executable_info")
+        check(lib.nxe_executable_get_info(self._handle, info))
+        return {
+            "fingerprint": bytes(ffi.buffer(info.fingerprint)).hex(),
+            "isa": ffi.string(info.isa).decode("utf-8", "replace"),
+            "kernel_abi": int(info.kernel_abi),
+            "loaded": bool(info.loaded),
+            "recompiled": bool(info.recompiled),
+            "num_constants": int(info.num_constants),
+        }
 
     # -- variables -----------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ import inspect
 import json
 import keyword
 import operator
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -160,6 +161,25 @@ class Graph:
         self._used_names: set[str] = set()
         self._op_count = 0
         self._variables: list[Tensor] = []
+
+    @classmethod
+    def _from_handle(cls, handle: Any, variables: Sequence[str] = ()) -> Graph:
+        """Wraps a C graph made elsewhere (e.g. by nxe_model_build_graph), taking ownership:
+        the Graph releases it. ``variables`` names its VARIABLE tensors, so executables
+        compiled from it can read and write them by name."""
+        graph = cls.__new__(cls)
+        graph._handle = handle
+        graph._used_names = set()
+        graph._op_count = 0
+        graph._variables = []
+        try:
+            for name in variables:
+                graph._variables.append(graph.find_tensor(name))
+                graph._used_names.add(name)
+        except BaseException:
+            graph.close()
+            raise
+        return graph
 
     # -- lifetime ------------------------------------------------------------------------
 
@@ -343,6 +363,28 @@ class Graph:
         check(lib.nxe_graph_compile(self._handle, options, out))
         variables = {t.name: (t.shape, t.dtype) for t in self._variables}
         return Executable(out[0], variables=variables)
+
+    def compile_to_binary(self, path: str | os.PathLike[str] | None = None, threads: int = 0,
+                          relax: bool = False) -> bytes:
+        """Compiles the graph as ``compile`` does and returns the compiled binary (.nxb), which
+        ``nxe.VirtualMachine`` loads; with ``path`` it is also written to that file. ``relax``
+        is baked into the plan; the thread count is chosen again by whoever loads it, so
+        ``threads`` only sizes the compile's own executable."""
+        self._require_open()
+        options = ffi.new("nxe_compile_options *")
+        options.struct_size = ffi.sizeof("nxe_compile_options")
+        options.num_threads = operator.index(threads)
+        options.relax_precision = 1 if relax else 0
+        size = ffi.new("size_t *")
+        check(lib.nxe_graph_compile_to_binary(self._handle, options, ffi.NULL, size))
+        buffer = bytearray(size[0])
+        check(lib.nxe_graph_compile_to_binary(self._handle, options, ffi.from_buffer(buffer),
+                                              size))
+        data = bytes(buffer[:size[0]])
+        if path is not None:
+            with open(path, "wb") as file:
+                file.write(data)
+        return data
 
 
 def _output_count(op_type: str, schema: dict[str, Any] | None, num_outputs: int | None) -> int:

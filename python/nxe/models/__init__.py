@@ -1,0 +1,29 @@
+"""Reference models built with the graph API from numpy weights: ESPCN, EDSR-baseline and a
+BERT encoder. They define what the engine must run exactly; they hold no weights themselves.
+
+    weights = nxe.models.edsr_random_weights(scale=2, seed=0)
+    model = nxe.models.edsr_baseline(weights, height=64, width=64)
+    upscaled = model.graph.compile().run(rgb)[model.output]
+"""
+
+from __future__ import annotations
+
+from ._common import BuiltModel, WeightSpec
+from .bert import BertConfig, bert_encoder, bert_random_weights, bert_weight_specs
+from .edsr import edsr_baseline, edsr_random_weights, edsr_weight_specs
+from .espcn import espcn, espcn_random_weights, espcn_weight_specs
+
+__all__ = [
+    "BertConfig",
+    "BuiltModel",
+    "WeightSpec",
+    "bert_encoder",
+    "bert_random_weights",
+    "bert_weight_specs",
+    "edsr_baseline",
+    "edsr_random_weights",
+    "edsr_weight_specs",
+    "espcn",
+    "espcn_random_weights",
+    "espcn_weight_specs",
+]

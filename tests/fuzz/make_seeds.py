@@ -1,0 +1,50 @@
+"""Writes small valid model files and compiled binaries as seed corpora for the fuzzers:
+python tests/fuzz/make_seeds.py OUT_DIR  ->  OUT_DIR/model/*.nxm, OUT_DIR/binary/*.nxb"""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import nxe
+
+
+def seed_graphs():
+    rng = np.random.default_rng(0)
+    g = nxe.Graph()
+    x = g.input("x", (1, 2, 5, 4), "f32")
+    w = g.constant(rng.standard_normal((3, 2, 3, 3)).astype(np.float32), name="w")
+    b = g.constant(rng.standard_normal(3).astype(np.float32), name="b")
+    y = g.Relu(g.Conv2d(x, w, b, pads=[1, 1, 1, 1]))
+    g.mark_output(g.DepthToSpace(g.Concat(y, y, y, y, axis=1), blocksize=2, mode="CRD"), name="y")
+    yield "conv", g
+
+    g = nxe.Graph()
+    x = g.input("x", (2, 3, 8), "f32")
+    w = g.constant(rng.standard_normal((8, 8)).astype(np.float32), name="w")
+    h = g.LayerNorm(g.MatMul(x, w), g.constant(np.ones(8, np.float32), name="s"), None)
+    g.mark_output(g.Softmax(g.Gelu(h), axis=-1), name="y")
+    q = g.tensor(name="q", dtype="u8", kind="output")
+    q.set_quant_asymmetric(0.05, 128)
+    g.op("QuantizeLinear", [h], outputs=[q])
+    yield "matmul", g
+
+    g = nxe.Graph()
+    x = g.input("x", (4,), "f32")
+    state = g.variable(np.zeros(4, np.float32), name="state")
+    g.mark_output(g.Add(x, state), name="y")
+    yield "variable", g
+
+
+def main(out_dir: str) -> None:
+    model_dir = Path(out_dir, "model")
+    binary_dir = Path(out_dir, "binary")
+    model_dir.mkdir(parents=True, exist_ok=True)
+    binary_dir.mkdir(parents=True, exist_ok=True)
+    for name, graph in seed_graphs():
+        nxe.save_model(graph, model_dir / f"{name}.nxm", metadata={"seed": name})
+        graph.compile_to_binary(binary_dir / f"{name}.nxb", threads=1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
