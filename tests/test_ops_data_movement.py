@@ -1,13 +1,12 @@
-"""Data-movement op family: Gather, Reshape, Transpose, Concat, Split, Slice, Squeeze and
-Unsqueeze against numpy references computed here. These ops move values without touching them,
-so every comparison is exact."""
+"""Data-movement op family: Gather, Reshape, Transpose, Concat, Split, Slice, Squeeze, Unsqueeze,
+Pad, Tile, Expand, SpaceToDepth, GatherElements, ScatterElements, GatherND, ScatterND, OneHot and
+Trilu against numpy references computed here. Moves are exact, so every comparison is exact."""
 
 from __future__ import annotations
 
 import numpy as np
-import pytest
-
 import nxe
+import pytest
 
 INT64_MAX = np.iinfo(np.int64).max
 INT64_MIN = np.iinfo(np.int64).min
@@ -414,3 +413,453 @@ def test_unknown_attribute_is_rejected(op_type):
     x = g.input("x", (4,), "f32")
     with pytest.raises(nxe.NotFoundError, match=f"{op_type}.*stride"):
         g.op(op_type, [x], num_outputs=1, stride=1)
+
+
+# ---- Pad and Tile -------------------------------------------------------------------------
+
+def numpy_pad(x, pads, mode, value):
+    """np.pad with ONNX pads (all begins, then all ends; negative crops)."""
+    r = x.ndim
+    before, after = pads[:r], pads[r:]
+    grown = [(max(b, 0), max(a, 0)) for b, a in zip(before, after)]
+    kwargs = {"constant_values": value} if mode == "constant" else {}
+    y = np.pad(x, grown, mode=mode, **kwargs)
+    crop = tuple(slice(-min(b, 0), y.shape[d] + min(a, 0))
+                 for d, (b, a) in enumerate(zip(before, after)))
+    return y[crop]
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge", "wrap"])
+@pytest.mark.parametrize(
+    "shape, pads",
+    [((3, 4), [1, 2, 3, 0]), ((2, 3, 5), [0, 1, 4, 1, 0, 6]), ((5,), [7, 9]),
+     ((4, 6), [-1, 2, 0, -3]), ((1, 3, 1, 4), [0, 0, 2, 1, 1, 2, 0, 3])],
+    ids=str,
+)
+def test_pad_matches_numpy_in_every_mode(shape, pads, mode, rng):
+    x = sample(rng, shape)
+    (got,) = run_op("Pad", [x], pads=pads, mode=mode, value=2.5)
+    assert_same(got, numpy_pad(x, pads, mode, np.float32(2.5)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("mode", ["constant", "reflect"])
+def test_pad_moves_every_dtype(dtype, mode, rng):
+    x = sample(rng, (3, 4), dtype)
+    (got,) = run_op("Pad", [x], dtypes=[dtype], pads=[1, 2, 2, 1], mode=mode, value=1.0)
+    fill = np.array(1.0).astype(x.dtype) if dtype != "bf16" else np.uint16(0x3F80)
+    assert_same(got, numpy_pad(x, [1, 2, 2, 1], mode, fill))
+
+
+def test_pad_constant_value_converts_to_integers_exactly(rng):
+    x = sample(rng, (2, 3), "i64")
+    (got,) = run_op("Pad", [x], pads=[0, 1, 0, 1], value=-123456789.0)
+    assert_same(got, numpy_pad(x, [0, 1, 0, 1], "constant", np.int64(-123456789)))
+
+
+def test_pad_result_is_identical_for_one_and_two_threads(rng):
+    x = sample(rng, (40, 50, 30))
+    one = run_op("Pad", [x], threads=1, pads=[2, 3, 4, 5, 6, 7], mode="reflect")[0]
+    two = run_op("Pad", [x], threads=2, pads=[2, 3, 4, 5, 6, 7], mode="reflect")[0]
+    assert np.array_equal(one, two)
+
+
+@pytest.mark.parametrize(
+    "attrs, error",
+    [({"pads": [1, 1]}, nxe.InvalidArgumentError),
+     ({"pads": [0, 0, 0, 0], "mode": "mirror"}, nxe.InvalidArgumentError),
+     ({"pads": [-4, 0, 0, 0]}, nxe.InvalidArgumentError)],
+    ids=str,
+)
+def test_pad_rejects_bad_attributes(attrs, error):
+    with pytest.raises(error, match="Pad"):
+        compile_op("Pad", [((3, 4), "f32")], **attrs)
+
+
+def test_pad_rejects_repeating_an_empty_axis():
+    with pytest.raises(nxe.InvalidArgumentError, match="Pad.*empty"):
+        compile_op("Pad", [((0, 4), "f32")], pads=[1, 0, 1, 0], mode="edge")
+
+
+@pytest.mark.parametrize(
+    "shape, repeats", [((3, 4), [2, 3]), ((2, 1, 5), [1, 4, 2]), ((7,), [3]), ((2, 3), [0, 2])],
+    ids=str,
+)
+def test_tile_matches_numpy(shape, repeats, rng):
+    x = sample(rng, shape)
+    (got,) = run_op("Tile", [x], repeats=repeats)
+    assert_same(got, np.tile(x, repeats))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_tile_moves_every_dtype(dtype, rng):
+    x = sample(rng, (2, 3), dtype)
+    (got,) = run_op("Tile", [x], dtypes=[dtype], repeats=[3, 2])
+    assert_same(got, np.tile(x, [3, 2]))
+
+
+def test_tile_rejects_wrong_repeat_count_and_negative_repeats():
+    with pytest.raises(nxe.InvalidArgumentError, match="Tile.*repeats"):
+        compile_op("Tile", [((3, 4), "f32")], repeats=[2])
+    with pytest.raises(nxe.InvalidArgumentError, match="Tile.*repeats"):
+        compile_op("Tile", [((3, 4), "f32")], repeats=[2, -1])
+
+
+# ---- Expand and SpaceToDepth --------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "shape, target",
+    [((3, 1), [3, 4]), ((1,), [2, 3, 5]), ((2, 1, 4), [2, 5, 1]), ((4,), [1]), ((0, 1), [0, 4])],
+    ids=str,
+)
+def test_expand_broadcasts_both_ways_like_numpy(shape, target, rng):
+    x = sample(rng, shape)
+    out_shape = np.broadcast_shapes(shape, tuple(target))
+    (got,) = run_op("Expand", [x], shape=target)
+    assert_same(got, np.broadcast_to(x, out_shape).copy())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_expand_moves_every_dtype(dtype, rng):
+    x = sample(rng, (1, 3), dtype)
+    (got,) = run_op("Expand", [x], dtypes=[dtype], shape=[4, 3])
+    assert_same(got, np.broadcast_to(x, (4, 3)).copy())
+
+
+def test_expand_rejects_shapes_that_do_not_broadcast():
+    with pytest.raises(nxe.ShapeMismatchError, match="Expand"):
+        compile_op("Expand", [((3, 2), "f32")], shape=[4, 2, 5])
+
+
+def numpy_space_to_depth(x, b, mode):
+    n, c, h, w = x.shape
+    order = (0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4)
+    y = x.reshape(n, c, h // b, b, w // b, b).transpose(order)
+    return y.reshape(n, c * b * b, h // b, w // b)
+
+
+@pytest.mark.parametrize("shape, block", [((1, 3, 4, 6), 2), ((2, 2, 9, 3), 3), ((1, 1, 2, 2), 1)],
+                         ids=str)
+@pytest.mark.parametrize("dtype", ["f32", "u8", "i64"])
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_space_to_depth_matches_numpy(shape, block, dtype, mode, rng):
+    x = sample(rng, shape, dtype)
+    (got,) = run_op("SpaceToDepth", [x], blocksize=block, mode=mode)
+    assert_same(got, numpy_space_to_depth(x, block, mode))
+
+
+def test_space_to_depth_rejects_a_block_that_does_not_divide():
+    with pytest.raises(nxe.InvalidArgumentError, match="SpaceToDepth.*blocksize"):
+        compile_op("SpaceToDepth", [((1, 3, 4, 6), "f32")], blocksize=4)
+    with pytest.raises(nxe.ShapeMismatchError, match="SpaceToDepth.*rank"):
+        compile_op("SpaceToDepth", [((3, 4, 6), "f32")], blocksize=2)
+    with pytest.raises(nxe.InvalidArgumentError, match="SpaceToDepth.*mode"):
+        compile_op("SpaceToDepth", [((1, 3, 4, 6), "f32")], blocksize=2, mode="RCD")
+
+
+# ---- GatherElements and ScatterElements ---------------------------------------------------
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64], ids=["i32", "i64"])
+@pytest.mark.parametrize(
+    "data_shape, index_shape, axis",
+    [((4, 5), (3, 5), 0), ((4, 5), (4, 7), 1), ((3, 4, 5), (2, 3, 5), -1), ((6,), (9,), 0)],
+    ids=str,
+)
+def test_gather_elements_matches_take_along_axis(data_shape, index_shape, axis, index_dtype, rng):
+    data = sample(rng, data_shape)
+    dim = data_shape[axis]
+    indices = rng.integers(-dim, dim, size=index_shape).astype(index_dtype)
+    (got,) = run_op("GatherElements", [data, indices], axis=axis)
+    crop = tuple(slice(0, n) for n in index_shape)
+    crop = crop[:axis % len(data_shape)] + (slice(None),) + crop[axis % len(data_shape) + 1:]
+    ref = np.take_along_axis(data[crop], np.where(indices < 0, indices + dim, indices), axis=axis)
+    assert_same(got, ref)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gather_elements_moves_every_dtype(dtype, rng):
+    data = sample(rng, (3, 4), dtype)
+    indices = rng.integers(0, 3, size=(3, 4))
+    (got,) = run_op("GatherElements", [data, indices], dtypes=[dtype, "i64"], axis=0)
+    assert_same(got, np.take_along_axis(data, indices, axis=0))
+
+
+def test_gather_elements_index_out_of_range_fails_the_run(rng):
+    g = nxe.Graph()
+    y = g.GatherElements(g.input("data", (3, 4), "f32"), g.input("indices", (3, 4), "i64"),
+                         axis=1)
+    g.mark_output(y, name="y")
+    exe = g.compile(threads=1)
+    indices = np.zeros((3, 4), np.int64)
+    indices[1, 2] = 4
+    with pytest.raises(nxe.RunError, match=r"GatherElements.*\b6\b.*4.*\[-4, 3\]"):
+        exe.run({"data": sample(rng, (3, 4)), "indices": indices})
+
+
+def test_gather_elements_rejects_mismatched_ranks():
+    with pytest.raises(nxe.ShapeMismatchError, match="GatherElements.*rank"):
+        compile_op("GatherElements", [((3, 4), "f32"), ((3,), "i64")])
+
+
+def numpy_scatter_elements(data, indices, updates, axis, reduction):
+    out = data.copy()
+    axis %= data.ndim
+    combine = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+    for idx in np.ndindex(*indices.shape):
+        target = list(idx)
+        target[axis] = indices[idx] % data.shape[axis]
+        target = tuple(target)
+        out[target] = updates[idx] if reduction == "none" else \
+            combine[reduction](out[target], updates[idx])
+    return out
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+@pytest.mark.parametrize("dtype", ["f32", "i32", "i64", "u8", "f16"])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_scatter_elements_applies_updates_in_index_order(axis, dtype, reduction, rng):
+    data = sample(rng, (4, 5), dtype) if dtype in ("f32", "f16") else \
+        rng.integers(-9, 9, size=(4, 5)).astype({"i32": np.int32, "i64": np.int64,
+                                                 "u8": np.uint8}[dtype])
+    dim = data.shape[axis]
+    indices = rng.integers(-dim, dim, size=(3, 4)).astype(np.int64)
+    updates = sample(rng, (3, 4), dtype) if dtype in ("f32", "f16") else \
+        rng.integers(-9, 9, size=(3, 4)).astype(data.dtype)
+    (got,) = run_op("ScatterElements", [data, indices, updates], axis=axis, reduction=reduction)
+    ref = numpy_scatter_elements(data, indices, updates, axis, reduction)
+    assert got.shape == ref.shape and got.dtype == ref.dtype
+    if dtype == "f16":
+        np.testing.assert_allclose(got.astype(np.float32), ref.astype(np.float32), rtol=2e-3)
+    else:
+        np.testing.assert_array_equal(got, ref)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_scatter_elements_replaces_in_every_dtype(dtype, rng):
+    data = sample(rng, (3, 4), dtype)
+    updates = sample(rng, (2, 4), dtype)
+    indices = np.array([[2, 0, 1, 2], [0, 1, 2, 1]], np.int32)
+    (got,) = run_op("ScatterElements", [data, indices, updates], dtypes=[dtype, "i32", dtype])
+    assert_same(got, numpy_scatter_elements(data, indices, updates, 0, "none"))
+
+
+def test_scatter_elements_rejects_reductions_on_bool_and_unknown_names():
+    specs = [((3, 4), "bool"), ((3, 4), "i64"), ((3, 4), "bool")]
+    with pytest.raises(nxe.UnsupportedError, match="ScatterElements.*bool"):
+        compile_op("ScatterElements", specs, reduction="add")
+    with pytest.raises(nxe.InvalidArgumentError, match="ScatterElements.*reduction"):
+        compile_op("ScatterElements", [((3, 4), "f32"), ((3, 4), "i64"), ((3, 4), "f32")],
+                   reduction="sum")
+
+
+def test_scatter_elements_rejects_updates_of_another_shape():
+    with pytest.raises(nxe.ShapeMismatchError, match="ScatterElements.*updates"):
+        compile_op("ScatterElements", [((3, 4), "f32"), ((3, 4), "i64"), ((3, 3), "f32")])
+
+
+def test_scatter_elements_index_out_of_range_fails_the_run(rng):
+    g = nxe.Graph()
+    y = g.ScatterElements(g.input("data", (3, 4), "f32"), g.input("indices", (1, 4), "i64"),
+                          g.input("updates", (1, 4), "f32"))
+    g.mark_output(y, name="y")
+    exe = g.compile(threads=1)
+    with pytest.raises(nxe.RunError, match=r"ScatterElements.*-4"):
+        exe.run({"data": sample(rng, (3, 4)), "indices": np.array([[0, 1, -4, 2]]),
+                 "updates": sample(rng, (1, 4))})
+
+
+# ---- GatherND and ScatterND ---------------------------------------------------------------
+
+def numpy_gather_nd(data, indices, batch_dims):
+    batch_shape = indices.shape[:batch_dims]
+    out = []
+    flat_data = data.reshape((-1,) + data.shape[batch_dims:])
+    flat_idx = indices.reshape((-1,) + indices.shape[batch_dims:])
+    for b in range(flat_data.shape[0]):
+        d, idx = flat_data[b], flat_idx[b]
+        picked = [d[tuple(t)] for t in idx.reshape(-1, idx.shape[-1])]
+        out.append(np.array(picked).reshape(idx.shape[:-1] + d.shape[idx.shape[-1]:]))
+    return np.array(out).reshape(batch_shape + out[0].shape)
+
+
+@pytest.mark.parametrize(
+    "data_shape, index_shape, batch_dims",
+    [((4, 5), (3, 2), 0), ((4, 5, 6), (2, 3, 1), 0), ((4, 5, 6), (7, 3), 0),
+     ((3, 4, 5), (3, 2, 1), 1), ((2, 3, 4, 5), (2, 3, 6, 1), 2), ((3, 4, 5), (3, 2), 1)],
+    ids=str,
+)
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64], ids=["i32", "i64"])
+def test_gather_nd_matches_numpy_with_batch_dims(data_shape, index_shape, batch_dims,
+                                                  index_dtype, rng):
+    data = sample(rng, data_shape)
+    k = index_shape[-1]
+    dims = np.array(data_shape[batch_dims:batch_dims + k])
+    indices = (rng.integers(0, 1 << 30, size=index_shape) % dims -
+               rng.integers(0, 2, size=index_shape) * dims).astype(index_dtype)
+    (got,) = run_op("GatherND", [data, indices], batch_dims=batch_dims)
+    assert_same(got, numpy_gather_nd(data, indices, batch_dims))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gather_nd_moves_every_dtype(dtype, rng):
+    data = sample(rng, (3, 4, 2), dtype)
+    indices = np.array([[2, 1], [0, 3], [1, -1]], np.int64)
+    (got,) = run_op("GatherND", [data, indices], dtypes=[dtype, "i64"])
+    assert_same(got, numpy_gather_nd(data, indices, 0))
+
+
+def test_gather_nd_rejects_bad_tuples_and_batch_dims():
+    with pytest.raises(nxe.ShapeMismatchError, match="GatherND.*tuples"):
+        compile_op("GatherND", [((3, 4), "f32"), ((2, 3), "i64")])
+    with pytest.raises(nxe.InvalidArgumentError, match="GatherND.*batch_dims"):
+        compile_op("GatherND", [((3, 4), "f32"), ((3, 1), "i64")], batch_dims=2)
+    with pytest.raises(nxe.ShapeMismatchError, match="GatherND.*batch axis"):
+        compile_op("GatherND", [((3, 4), "f32"), ((2, 1), "i64")], batch_dims=1)
+
+
+def test_gather_nd_index_out_of_range_fails_the_run(rng):
+    g = nxe.Graph()
+    y = g.GatherND(g.input("data", (3, 4), "f32"), g.input("indices", (2, 2), "i64"))
+    g.mark_output(y, name="y")
+    exe = g.compile(threads=1)
+    with pytest.raises(nxe.RunError, match=r"GatherND.*\[-4, 3\].*component 1"):
+        exe.run({"data": sample(rng, (3, 4)), "indices": np.array([[0, 1], [2, 4]])})
+
+
+def numpy_scatter_nd(data, indices, updates, reduction):
+    out = data.copy()
+    combine = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+    k = indices.shape[-1]
+    flat_idx = indices.reshape(-1, k)
+    flat_upd = updates.reshape((-1,) + data.shape[k:])
+    for t, u in zip(flat_idx, flat_upd):
+        key = tuple(t)
+        out[key] = u if reduction == "none" else combine[reduction](out[key], u)
+    return out
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+@pytest.mark.parametrize(
+    "data_shape, index_shape",
+    [((4, 5), (3, 2)), ((4, 5, 6), (2, 3, 1)), ((8,), (5, 1)), ((3, 4, 5), (2, 2))],
+    ids=str,
+)
+def test_scatter_nd_matches_numpy_with_duplicates_in_order(data_shape, index_shape, reduction,
+                                                           rng):
+    data = sample(rng, data_shape)
+    k = index_shape[-1]
+    indices = (rng.integers(0, 1 << 30, size=index_shape) %
+               np.array(data_shape[:k])).astype(np.int64)
+    updates = sample(rng, index_shape[:-1] + data_shape[k:])
+    (got,) = run_op("ScatterND", [data, indices, updates], reduction=reduction)
+    assert_same(got, numpy_scatter_nd(data, indices, updates, reduction))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_scatter_nd_replaces_in_every_dtype(dtype, rng):
+    data = sample(rng, (3, 4), dtype)
+    indices = np.array([[2], [0]], np.int32)
+    updates = sample(rng, (2, 4), dtype)
+    (got,) = run_op("ScatterND", [data, indices, updates], dtypes=[dtype, "i32", dtype])
+    assert_same(got, numpy_scatter_nd(data, indices, updates, "none"))
+
+
+def test_scatter_nd_rejects_updates_of_the_wrong_shape():
+    with pytest.raises(nxe.ShapeMismatchError, match="ScatterND.*updates"):
+        compile_op("ScatterND", [((3, 4), "f32"), ((2, 1), "i64"), ((2, 3), "f32")])
+
+
+# ---- OneHot and Trilu ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+@pytest.mark.parametrize("dtype", ["f32", "i64", "u8", "bool"])
+def test_one_hot_matches_numpy_with_negative_and_out_of_range_indices(axis, dtype, rng):
+    depth = 5
+    indices = rng.integers(-7, 7, size=(3, 4)).astype(np.int64)
+    (got,) = run_op("OneHot", [indices], depth=depth, axis=axis, on_value=3.0, off_value=0.0,
+                    dtype=dtype)
+    numpy_dtype = {"f32": np.float32, "i64": np.int64, "u8": np.uint8, "bool": np.bool_}[dtype]
+    normalized = np.where(indices < 0, indices + depth, indices)
+    hot = normalized[..., None] == np.arange(depth)
+    ref = np.moveaxis(np.where(hot, 3, 0).astype(numpy_dtype), -1, axis % 3)
+    assert_same(got, ref)
+
+
+def test_one_hot_rejects_bad_depth_and_dtype():
+    with pytest.raises(nxe.InvalidArgumentError, match="OneHot.*depth"):
+        compile_op("OneHot", [((3,), "i64")], depth=0)
+    with pytest.raises(nxe.InvalidArgumentError, match="OneHot.*dtype"):
+        compile_op("OneHot", [((3,), "i64")], depth=3, dtype="f64")
+
+
+@pytest.mark.parametrize("upper", [0, 1])
+@pytest.mark.parametrize("k", [0, 1, -2, 7, -9])
+@pytest.mark.parametrize("shape", [(4, 6), (2, 5, 3), (1, 1)], ids=str)
+def test_trilu_matches_numpy_triu_and_tril(shape, k, upper, rng):
+    x = sample(rng, shape)
+    (got,) = run_op("Trilu", [x], upper=upper, k=k)
+    assert_same(got, np.triu(x, k) if upper else np.tril(x, k))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_trilu_moves_every_dtype(dtype, rng):
+    x = sample(rng, (3, 4), dtype)
+    (got,) = run_op("Trilu", [x], dtypes=[dtype], upper=1, k=1)
+    assert_same(got, np.triu(x, 1))
+
+
+def test_trilu_rejects_rank_one():
+    with pytest.raises(nxe.ShapeMismatchError, match="Trilu.*rank"):
+        compile_op("Trilu", [((4,), "f32")])
+
+
+@pytest.mark.parametrize("op_type, attrs", [("OneHot", {"depth": 7}), ("Trilu", {}),
+                                            ("Tile", {"repeats": [3, 2]}),
+                                            ("Pad", {"pads": [1, 1, 1, 1]})])
+def test_new_ops_give_identical_results_for_one_and_three_threads(op_type, attrs, rng):
+    x = rng.integers(0, 7, size=(300, 70)).astype(np.int64) if op_type == "OneHot" else \
+        sample(rng, (300, 70))
+    one = run_op(op_type, [x], threads=1, **attrs)[0]
+    three = run_op(op_type, [x], threads=3, **attrs)[0]
+    assert np.array_equal(one, three)
+
+
+# ---- Einsum through the ONNX importer (mapped onto ReduceSum, Transpose, Reshape, MatMul) ----
+
+@pytest.mark.parametrize(
+    "equation, shapes",
+    [("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]), ("ij,jk->ik", [(3, 4), (4, 6)]),
+     ("ij->ji", [(3, 5)]), ("bhid,bhjd->bhij", [(2, 3, 4, 5), (2, 3, 6, 5)]),
+     ("ij->i", [(4, 7)]), ("i,i", [(6,), (6,)]), ("ij,kj->ikj", [(2, 3), (4, 3)]),
+     ("abc,cd", [(2, 3, 4), (4, 5)]), ("ijk->", [(2, 3, 4)])],
+    ids=str,
+)
+def test_einsum_converter_matches_numpy_einsum(equation, shapes, rng):
+    onnx = pytest.importorskip("onnx")
+    import nxe.onnx as nxe_onnx
+    from onnx import TensorProto, helper
+    names = [f"x{i}" for i in range(len(shapes))]
+    ref = np.einsum(equation, *[np.zeros(s, np.float32) for s in shapes])
+    graph = helper.make_graph(
+        [helper.make_node("Einsum", names, ["y"], equation=equation)], "einsum",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in zip(names, shapes)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ref.shape)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    arrays = [sample(rng, s) for s in shapes]
+    got = nxe_onnx.load(model).run(*arrays)["y"]
+    np.testing.assert_allclose(got, np.einsum(equation, *arrays), rtol=1e-5, atol=1e-5)
+
+
+def test_einsum_converter_reports_diagonals_as_unsupported():
+    onnx = pytest.importorskip("onnx")
+    import nxe.onnx as nxe_onnx
+    from onnx import TensorProto, helper
+    graph = helper.make_graph(
+        [helper.make_node("Einsum", ["x"], ["y"], equation="ii->i")], "einsum",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, (3, 3))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, (3,))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    with pytest.raises(nxe.UnsupportedError, match="Einsum.*diagonal"):
+        nxe_onnx.load(model).run(sample(np.random.default_rng(0), (3, 3)))

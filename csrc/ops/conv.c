@@ -1,13 +1,13 @@
-/* conv.c — the conv op family: Conv2d and DepthToSpace. Schemas, shape rules and lowering to
- * kernels/ref/conv; no arithmetic on tensor data lives here. */
+/* conv.c — the conv op family: Conv1d/2d/3d, ConvTranspose1d/2d/3d and DepthToSpace. Schemas,
+ * shape rules and lowering to kernels/ref/conv; no arithmetic on tensor data lives here. */
 #include <inttypes.h>
 #include <string.h>
 
 #include "ops/op_def.h"
+#include "ops/window.h"
 #include "ref/conv.h"
 
-/* Attribute values beyond this are rejected so that index arithmetic stays within int64. */
-#define CONV_ATTR_MAX INT64_C(2147483647)
+#define CONV_ATTR_MAX NXE_WINDOW_ATTR_MAX
 /* About this many multiply-adds per parallel task keeps scheduling overhead negligible. */
 #define CONV_TASK_WORK 65536.0
 
@@ -34,9 +34,7 @@ static nxe_status read_layout(const nxe_node *node, int32_t *channels_last)
     return NXE_OK;
 }
 
-/* Reads an ints attribute that must hold exactly `expected` values, each in
- * [min_value, CONV_ATTR_MAX]. */
-static nxe_status read_ints_exact(const nxe_node *node, const char *name, int32_t expected,
+nxe_status nxe_window_read_ints(const nxe_node *node, const char *name, int32_t expected,
                                   int64_t min_value, int64_t *values)
 {
     int64_t buffer[16];
@@ -62,7 +60,7 @@ static nxe_status read_ints_exact(const nxe_node *node, const char *name, int32_
     return NXE_OK;
 }
 
-static nxe_status check_output_size(const nxe_node *node, int32_t ndim, const int64_t *shape)
+nxe_status nxe_window_check_output(const nxe_node *node, int32_t ndim, const int64_t *shape)
 {
     int64_t numel;
     if (!nxe_shape_numel(ndim, shape, &numel)) {
@@ -74,17 +72,42 @@ static nxe_status check_output_size(const nxe_node *node, int32_t ndim, const in
     return NXE_OK;
 }
 
-/* ---- Conv2d ------------------------------------------------------------------------------ */
+/* ---- Conv1d, Conv2d, Conv3d and ConvTranspose1d/2d/3d ------------------------------------ */
 
-enum conv_padding { PADDING_EXPLICIT, PADDING_SAME, PADDING_VALID };
 
-typedef struct conv2d_params {
-    nxe_conv2d_geometry geometry;
+typedef struct conv_params {
+    nxe_conv_geometry geometry;
     int32_t channels_last;
     int32_t has_bias;
-} conv2d_params;
+} conv_params;
 
-static nxe_status read_padding(const nxe_node *node, enum conv_padding *padding)
+/* Names of the three geometry slots; a rank-r op uses the last r. */
+static const char *const slot_names[3] = {"depth", "height", "width"};
+static const char *const layouts_first[4] = {"", "NCW", "NCHW", "NCDHW"};
+static const char *const layouts_last[4] = {"", "NWC", "NHWC", "NDHWC"};
+static const char *const weights_first[4] = {"", "OIW", "OIHW", "OIDHW"};
+static const char *const weights_last[4] = {"", "OWI", "OHWI", "ODHWI"};
+
+static nxe_status read_conv_layout(const nxe_node *node, int32_t rank, int32_t *channels_last)
+{
+    const char *layout;
+    nxe_status status = nxe_node_attr_string(node, "layout", &layout);
+    if (status != NXE_OK) {
+        return status;
+    }
+    if (strcmp(layout, layouts_first[rank]) == 0) {
+        *channels_last = 0;
+    } else if (strcmp(layout, layouts_last[rank]) == 0) {
+        *channels_last = 1;
+    } else {
+        return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
+                              "attribute layout must be \"%s\" or \"%s\", got \"%s\"",
+                              layouts_first[rank], layouts_last[rank], layout);
+    }
+    return NXE_OK;
+}
+
+nxe_status nxe_window_read_padding(const nxe_node *node, enum nxe_window_padding *padding)
 {
     const char *text;
     nxe_status status = nxe_node_attr_string(node, "padding", &text);
@@ -92,56 +115,76 @@ static nxe_status read_padding(const nxe_node *node, enum conv_padding *padding)
         return status;
     }
     if (strcmp(text, "EXPLICIT") == 0) {
-        *padding = PADDING_EXPLICIT;
+        *padding = NXE_PADDING_EXPLICIT;
     } else if (strcmp(text, "SAME") == 0) {
-        *padding = PADDING_SAME;
+        *padding = NXE_PADDING_SAME;
+    } else if (strcmp(text, "SAME_LOWER") == 0) {
+        *padding = NXE_PADDING_SAME_LOWER;
     } else if (strcmp(text, "VALID") == 0) {
-        *padding = PADDING_VALID;
+        *padding = NXE_PADDING_VALID;
     } else {
         return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
-                              "attribute padding must be \"EXPLICIT\", \"SAME\" or \"VALID\", "
-                              "got \"%s\"",
+                              "attribute padding must be \"EXPLICIT\", \"SAME\", \"SAME_LOWER\" "
+                              "or \"VALID\", got \"%s\"",
                               text);
     }
     return NXE_OK;
 }
 
-/* One spatial axis (in >= 1): resolves SAME/VALID padding into pads and computes the output
- * extent. SAME follows ONNX SAME_UPPER: output = ceil(input / stride), the odd pad at the end. */
-static nxe_status conv_axis(const nxe_node *node, const char *axis, enum conv_padding padding,
-                            int64_t in, int64_t kernel, int64_t stride, int64_t dilation,
-                            int64_t *pad_begin, int64_t *pad_end, int64_t *out)
+static nxe_status read_group(const nxe_node *node, int64_t *group)
 {
-    if (kernel - 1 > (INT64_MAX - 1) / dilation) {
+    nxe_status status = nxe_node_attr_int(node, "group", group);
+    if (status == NXE_OK && (*group < 1 || *group > CONV_ATTR_MAX)) {
+        return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
+                              "attribute group must be in [1, %" PRId64 "], got %" PRId64,
+                              CONV_ATTR_MAX, *group);
+    }
+    return status;
+}
+
+/* The extent of a dilated kernel, (kernel - 1) * dilation + 1, kept below INT64_MAX / 4 so
+ * that sums of a few such extents cannot overflow. */
+static nxe_status dilated_span(const nxe_node *node, const char *axis, int64_t kernel,
+                               int64_t dilation, int64_t *span)
+{
+    if (kernel - 1 > (INT64_MAX / 4 - 1) / dilation) {
         return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
                               "kernel %s %" PRId64 " with dilation %" PRId64 " overflows int64",
                               axis, kernel, dilation);
     }
-    const int64_t span = (kernel - 1) * dilation + 1;
-    if (padding == PADDING_SAME) {
+    *span = (kernel - 1) * dilation + 1;
+    return NXE_OK;
+}
+
+nxe_status nxe_window_axis(const nxe_node *node, const char *axis,
+                           enum nxe_window_padding padding, int32_t ceil_mode, int64_t in,
+                           int64_t kernel, int64_t stride, int64_t dilation, int64_t *pad_begin,
+                           int64_t *pad_end, int64_t *out)
+{
+    if (in > INT64_MAX / 2) {
+        return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
+                              "input X %s %" PRId64 " is too large to pad", axis, in);
+    }
+    int64_t span = 0;
+    nxe_status status = dilated_span(node, axis, kernel, dilation, &span);
+    if (status != NXE_OK) {
+        return status;
+    }
+    if (padding == NXE_PADDING_SAME || padding == NXE_PADDING_SAME_LOWER) {
         const int64_t extent = in / stride + (in % stride != 0);
-        const int64_t reach = extent > 0 ? (extent - 1) * stride : 0;
-        if (span > INT64_MAX - reach) {
-            return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
-                                  "SAME padding along %s overflows int64 (dilated kernel %" PRId64
-                                  ")",
-                                  axis, span);
-        }
+        const int64_t reach = (extent - 1) * stride; /* < in */
         const int64_t total = reach + span > in ? reach + span - in : 0;
-        *pad_begin = total / 2;
-        *pad_end = total - total / 2;
+        const int64_t small = total / 2;
+        *pad_begin = padding == NXE_PADDING_SAME ? small : total - small;
+        *pad_end = total - *pad_begin;
         *out = extent;
         return NXE_OK;
     }
-    if (padding == PADDING_VALID) {
+    if (padding == NXE_PADDING_VALID) {
         *pad_begin = 0;
         *pad_end = 0;
     }
-    if (in > INT64_MAX - *pad_begin - *pad_end) { /* each pad <= CONV_ATTR_MAX */
-        return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
-                              "input X %s %" PRId64 " plus pads overflows int64", axis, in);
-    }
-    const int64_t padded = in + *pad_begin + *pad_end;
+    const int64_t padded = in + *pad_begin + *pad_end; /* each pad <= CONV_ATTR_MAX */
     if (padded < span) {
         return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
                               "input X %s %" PRId64 " plus pads %" PRId64 "+%" PRId64
@@ -150,14 +193,60 @@ static nxe_status conv_axis(const nxe_node *node, const char *axis, enum conv_pa
                               axis, in, *pad_begin, *pad_end, axis, span);
     }
     *out = (padded - span) / stride + 1;
+    if (ceil_mode && (padded - span) % stride != 0) {
+        *out += 1;
+        if ((*out - 1) * stride >= in + *pad_begin) {
+            *out -= 1;
+        }
+    }
     return NXE_OK;
 }
 
-static nxe_status conv2d_infer(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,
-                               nxe_value *outputs, int32_t num_outputs, void *params_out)
+/* Geometry slots a rank-r op does not use: size 1, no padding. */
+static void fill_unused_slots(nxe_conv_geometry *g, int32_t rank)
 {
-    (void)num_outputs;
-    conv2d_params *params = params_out;
+    for (int32_t s = 0; s < 3 - rank; s++) {
+        g->in_size[s] = g->out_size[s] = g->kernel[s] = 1;
+        g->stride[s] = g->dilation[s] = 1;
+        g->pad_begin[s] = 0;
+    }
+}
+
+static nxe_status check_bias(const nxe_node *node, const nxe_value *bias, int64_t out_channels,
+                             const char *source)
+{
+    if (bias != NULL && (bias->ndim != 1 || bias->shape[0] != out_channels)) {
+        char bs[128];
+        return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
+                              "bias B must have shape [%" PRId64 "] (the output channels of %s), "
+                              "got %s",
+                              out_channels, source,
+                              nxe_shape_str(bias->ndim, bias->shape, bs, sizeof bs));
+    }
+    return NXE_OK;
+}
+
+static nxe_status check_spatial(const nxe_node *node, const nxe_value *x, const nxe_value *w,
+                                int32_t first_x, int32_t first_w, int32_t rank, const char *xs,
+                                const char *ws)
+{
+    for (int32_t i = 0; i < rank; i++) {
+        if (x->shape[first_x + i] < 1) {
+            return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
+                                  "input X %s has an empty spatial dimension", xs);
+        }
+        if (w->shape[first_w + i] < 1) {
+            return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
+                                  "weight W %s has an empty kernel", ws);
+        }
+    }
+    return NXE_OK;
+}
+
+static nxe_status conv_infer(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,
+                             nxe_value *outputs, void *params_out, int32_t rank)
+{
+    conv_params *params = params_out;
     const nxe_value *x = &inputs[0];
     const nxe_value *w = &inputs[1];
     const nxe_value *bias = input_present(inputs, num_inputs, 2) ? &inputs[2] : NULL;
@@ -166,44 +255,38 @@ static nxe_status conv2d_infer(const nxe_node *node, const nxe_value *inputs, in
     nxe_shape_str(w->ndim, w->shape, ws, sizeof ws);
 
     int32_t channels_last = 0;
-    enum conv_padding padding = PADDING_EXPLICIT;
-    int64_t strides[2] = {0}, dilations[2] = {0}, pads[4] = {0}, group = 0;
-    nxe_status status = read_layout(node, &channels_last);
-    if (status == NXE_OK) status = read_padding(node, &padding);
-    if (status == NXE_OK) status = read_ints_exact(node, "strides", 2, 1, strides);
-    if (status == NXE_OK) status = read_ints_exact(node, "dilations", 2, 1, dilations);
-    if (status == NXE_OK) status = read_ints_exact(node, "pads", 4, 0, pads);
-    if (status == NXE_OK) status = nxe_node_attr_int(node, "group", &group);
+    enum nxe_window_padding padding = NXE_PADDING_EXPLICIT;
+    int64_t strides[3] = {0}, dilations[3] = {0}, pads[6] = {0}, group = 0;
+    nxe_status status = read_conv_layout(node, rank, &channels_last);
+    if (status == NXE_OK) status = nxe_window_read_padding(node, &padding);
+    if (status == NXE_OK) status = nxe_window_read_ints(node, "strides", rank, 1, strides);
+    if (status == NXE_OK) status = nxe_window_read_ints(node, "dilations", rank, 1, dilations);
+    if (status == NXE_OK) status = nxe_window_read_ints(node, "pads", 2 * rank, 0, pads);
+    if (status == NXE_OK) status = read_group(node, &group);
     if (status != NXE_OK) {
         return status;
     }
-    if (group < 1 || group > CONV_ATTR_MAX) {
-        return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
-                              "attribute group must be in [1, %" PRId64 "], got %" PRId64,
-                              CONV_ATTR_MAX, group);
-    }
-    if (x->ndim != 4) {
+    if (x->ndim != rank + 2) {
         return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
-                              "input X must have rank 4 (%s), got shape %s",
-                              channels_last ? "NHWC" : "NCHW", xs);
+                              "input X must have rank %" PRId32 " (%s), got shape %s", rank + 2,
+                              channels_last ? layouts_last[rank] : layouts_first[rank], xs);
     }
-    if (w->ndim != 4) {
+    if (w->ndim != rank + 2) {
         return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
-                              "weight W must have rank 4 (%s), got shape %s",
-                              channels_last ? "OHWI" : "OIHW", ws);
+                              "weight W must have rank %" PRId32 " (%s), got shape %s", rank + 2,
+                              channels_last ? weights_last[rank] : weights_first[rank], ws);
     }
+    const int32_t channel_axis = channels_last ? rank + 1 : 1;
+    const int32_t first_spatial = channels_last ? 1 : 2;
 
-    nxe_conv2d_geometry g;
+    nxe_conv_geometry g;
     memset(&g, 0, sizeof g);
+    fill_unused_slots(&g, rank);
     g.batch = x->shape[0];
-    g.in_channels = x->shape[channels_last ? 3 : 1];
-    g.in_height = x->shape[channels_last ? 1 : 2];
-    g.in_width = x->shape[channels_last ? 2 : 3];
+    g.in_channels = x->shape[channel_axis];
     g.out_channels = w->shape[0];
-    g.kernel_height = w->shape[channels_last ? 1 : 2];
-    g.kernel_width = w->shape[channels_last ? 2 : 3];
     g.groups = group;
-    const int64_t weight_in = w->shape[channels_last ? 3 : 1];
+    const int64_t weight_in = w->shape[channel_axis];
 
     if (g.in_channels < 1 || g.in_channels % group != 0) {
         return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
@@ -223,48 +306,34 @@ static nxe_status conv2d_infer(const nxe_node *node, const nxe_value *inputs, in
                               "%s with group %" PRId64 " needs %" PRId64,
                               ws, weight_in, xs, group, g.in_channels / group);
     }
-    if (g.in_height < 1 || g.in_width < 1) {
-        return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
-                              "input X %s has an empty spatial dimension", xs);
-    }
-    if (g.kernel_height < 1 || g.kernel_width < 1) {
-        return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
-                              "weight W %s has an empty kernel", ws);
-    }
-    if (bias != NULL && (bias->ndim != 1 || bias->shape[0] != g.out_channels)) {
-        char bs[128];
-        return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
-                              "bias B must have shape [%" PRId64 "] (the output channels of W), "
-                              "got %s",
-                              g.out_channels,
-                              nxe_shape_str(bias->ndim, bias->shape, bs, sizeof bs));
-    }
-
-    int64_t pad_bottom = pads[2], pad_right = pads[3];
-    g.pad_top = pads[0];
-    g.pad_left = pads[1];
-    g.stride_height = strides[0];
-    g.stride_width = strides[1];
-    g.dilation_height = dilations[0];
-    g.dilation_width = dilations[1];
-    status = conv_axis(node, "height", padding, g.in_height, g.kernel_height, g.stride_height,
-                       g.dilation_height, &g.pad_top, &pad_bottom, &g.out_height);
-    if (status == NXE_OK) {
-        status = conv_axis(node, "width", padding, g.in_width, g.kernel_width, g.stride_width,
-                           g.dilation_width, &g.pad_left, &pad_right, &g.out_width);
-    }
+    status = check_spatial(node, x, w, first_spatial, first_spatial, rank, xs, ws);
+    if (status == NXE_OK) status = check_bias(node, bias, g.out_channels, "W");
     if (status != NXE_OK) {
         return status;
     }
 
     nxe_value *y = &outputs[0];
     y->dtype = x->dtype;
-    y->ndim = 4;
+    y->ndim = rank + 2;
     y->shape[0] = g.batch;
-    y->shape[channels_last ? 3 : 1] = g.out_channels;
-    y->shape[channels_last ? 1 : 2] = g.out_height;
-    y->shape[channels_last ? 2 : 3] = g.out_width;
-    status = check_output_size(node, 4, y->shape);
+    y->shape[channel_axis] = g.out_channels;
+    for (int32_t i = 0; i < rank; i++) {
+        const int32_t s = 3 - rank + i;
+        int64_t pad_end = pads[rank + i];
+        g.in_size[s] = x->shape[first_spatial + i];
+        g.kernel[s] = w->shape[first_spatial + i];
+        g.stride[s] = strides[i];
+        g.dilation[s] = dilations[i];
+        g.pad_begin[s] = pads[i];
+        status = nxe_window_axis(node, slot_names[s], padding, 0, g.in_size[s], g.kernel[s],
+                             g.stride[s], g.dilation[s], &g.pad_begin[s], &pad_end,
+                             &g.out_size[s]);
+        if (status != NXE_OK) {
+            return status;
+        }
+        y->shape[first_spatial + i] = g.out_size[s];
+    }
+    status = nxe_window_check_output(node, y->ndim, y->shape);
     if (status != NXE_OK) {
         return status;
     }
@@ -274,77 +343,315 @@ static nxe_status conv2d_infer(const nxe_node *node, const nxe_value *inputs, in
     return NXE_OK;
 }
 
-typedef struct conv2d_job {
-    const conv2d_params *params;
+static nxe_status conv1d_infer(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,
+                               nxe_value *outputs, int32_t num_outputs, void *params)
+{
+    (void)num_outputs;
+    return conv_infer(node, inputs, num_inputs, outputs, params, 1);
+}
+
+static nxe_status conv2d_infer(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,
+                               nxe_value *outputs, int32_t num_outputs, void *params)
+{
+    (void)num_outputs;
+    return conv_infer(node, inputs, num_inputs, outputs, params, 2);
+}
+
+static nxe_status conv3d_infer(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,
+                               nxe_value *outputs, int32_t num_outputs, void *params)
+{
+    (void)num_outputs;
+    return conv_infer(node, inputs, num_inputs, outputs, params, 3);
+}
+
+/* Transposed convolution: output = stride * (input - 1) + output_padding + dilated kernel
+ * - pads, per axis; channels first only. */
+static nxe_status conv_transpose_infer(const nxe_node *node, const nxe_value *inputs,
+                                       int32_t num_inputs, nxe_value *outputs, void *params_out,
+                                       int32_t rank)
+{
+    conv_params *params = params_out;
+    const nxe_value *x = &inputs[0];
+    const nxe_value *w = &inputs[1];
+    const nxe_value *bias = input_present(inputs, num_inputs, 2) ? &inputs[2] : NULL;
+    char xs[128], ws[128];
+    nxe_shape_str(x->ndim, x->shape, xs, sizeof xs);
+    nxe_shape_str(w->ndim, w->shape, ws, sizeof ws);
+
+    int64_t strides[3] = {0}, dilations[3] = {0}, pads[6] = {0}, output_padding[3] = {0};
+    int64_t group = 0;
+    nxe_status status = nxe_window_read_ints(node, "strides", rank, 1, strides);
+    if (status == NXE_OK) status = nxe_window_read_ints(node, "dilations", rank, 1, dilations);
+    if (status == NXE_OK) status = nxe_window_read_ints(node, "pads", 2 * rank, 0, pads);
+    if (status == NXE_OK) {
+        status = nxe_window_read_ints(node, "output_padding", rank, 0, output_padding);
+    }
+    if (status == NXE_OK) status = read_group(node, &group);
+    if (status != NXE_OK) {
+        return status;
+    }
+    if (x->ndim != rank + 2) {
+        return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
+                              "input X must have rank %" PRId32 " (%s), got shape %s", rank + 2,
+                              layouts_first[rank], xs);
+    }
+    if (w->ndim != rank + 2) {
+        return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
+                              "weight W must have rank %" PRId32 " ([C, O/group, kernel...]), "
+                              "got shape %s",
+                              rank + 2, ws);
+    }
+
+    nxe_conv_geometry g;
+    memset(&g, 0, sizeof g);
+    fill_unused_slots(&g, rank);
+    g.batch = x->shape[0];
+    g.in_channels = x->shape[1];
+    g.groups = group;
+    if (g.in_channels < 1 || g.in_channels % group != 0) {
+        return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
+                              "input X %s has %" PRId64
+                              " channels, not a positive multiple of group %" PRId64,
+                              xs, g.in_channels, group);
+    }
+    if (w->shape[0] != g.in_channels) {
+        return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
+                              "weight W %s must have the %" PRId64
+                              " channels of input X %s in its first dimension",
+                              ws, g.in_channels, xs);
+    }
+    if (w->shape[1] < 1 || w->shape[1] > CONV_ATTR_MAX) {
+        return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
+                              "weight W %s must have between 1 and %" PRId64
+                              " output channels per group",
+                              ws, CONV_ATTR_MAX);
+    }
+    g.out_channels = w->shape[1] * group;
+    status = check_spatial(node, x, w, 2, 2, rank, xs, ws);
+    if (status == NXE_OK) status = check_bias(node, bias, g.out_channels, "W times group");
+    if (status != NXE_OK) {
+        return status;
+    }
+
+    nxe_value *y = &outputs[0];
+    y->dtype = x->dtype;
+    y->ndim = rank + 2;
+    y->shape[0] = g.batch;
+    y->shape[1] = g.out_channels;
+    for (int32_t i = 0; i < rank; i++) {
+        const int32_t s = 3 - rank + i;
+        g.in_size[s] = x->shape[2 + i];
+        g.kernel[s] = w->shape[2 + i];
+        g.stride[s] = strides[i];
+        g.dilation[s] = dilations[i];
+        g.pad_begin[s] = pads[i];
+        int64_t span = 0;
+        status = dilated_span(node, slot_names[s], g.kernel[s], g.dilation[s], &span);
+        if (status != NXE_OK) {
+            return status;
+        }
+        if (g.in_size[s] - 1 > INT64_MAX / 4 / g.stride[s]) {
+            return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
+                                  "input X %s %" PRId64 " times stride %" PRId64
+                                  " overflows int64",
+                                  slot_names[s], g.in_size[s], g.stride[s]);
+        }
+        const int64_t full = (g.in_size[s] - 1) * g.stride[s] + output_padding[i] + span;
+        const int64_t cut = pads[i] + pads[rank + i];
+        if (full <= cut) {
+            return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
+                                  "pads %" PRId64 "+%" PRId64 " along %s leave no output (the "
+                                  "unpadded output extent is %" PRId64 ")",
+                                  pads[i], pads[rank + i], slot_names[s], full);
+        }
+        g.out_size[s] = full - cut;
+        y->shape[2 + i] = g.out_size[s];
+    }
+    status = nxe_window_check_output(node, y->ndim, y->shape);
+    if (status != NXE_OK) {
+        return status;
+    }
+    params->geometry = g;
+    params->channels_last = 0;
+    params->has_bias = bias != NULL;
+    return NXE_OK;
+}
+
+static nxe_status conv_transpose1d_infer(const nxe_node *node, const nxe_value *inputs,
+                                         int32_t num_inputs, nxe_value *outputs,
+                                         int32_t num_outputs, void *params)
+{
+    (void)num_outputs;
+    return conv_transpose_infer(node, inputs, num_inputs, outputs, params, 1);
+}
+
+static nxe_status conv_transpose2d_infer(const nxe_node *node, const nxe_value *inputs,
+                                         int32_t num_inputs, nxe_value *outputs,
+                                         int32_t num_outputs, void *params)
+{
+    (void)num_outputs;
+    return conv_transpose_infer(node, inputs, num_inputs, outputs, params, 2);
+}
+
+static nxe_status conv_transpose3d_infer(const nxe_node *node, const nxe_value *inputs,
+                                         int32_t num_inputs, nxe_value *outputs,
+                                         int32_t num_outputs, void *params)
+{
+    (void)num_outputs;
+    return conv_transpose_infer(node, inputs, num_inputs, outputs, params, 3);
+}
+
+typedef struct conv_job {
+    const conv_params *params;
     const float *input;
     const float *weight;
     const float *bias;
     float *output;
-} conv2d_job;
+} conv_job;
 
-static void conv2d_rows(void *ctx, int64_t begin, int64_t end)
+static void conv_rows(void *ctx, int64_t begin, int64_t end)
 {
-    const conv2d_job *job = ctx;
+    const conv_job *job = ctx;
     if (job->params->channels_last) {
-        nxe_ref_f32_conv2d_nhwc(&job->params->geometry, job->input, job->weight, job->bias,
-                                job->output, begin, end);
+        nxe_ref_f32_conv_ndhwc(&job->params->geometry, job->input, job->weight, job->bias,
+                               job->output, begin, end);
     } else {
-        nxe_ref_f32_conv2d_nchw(&job->params->geometry, job->input, job->weight, job->bias,
-                                job->output, begin, end);
+        nxe_ref_f32_conv_ncdhw(&job->params->geometry, job->input, job->weight, job->bias,
+                               job->output, begin, end);
     }
 }
 
-static nxe_status conv2d_run(const void *params_in, const nxe_value *inputs, int32_t num_inputs,
-                             nxe_value *outputs, int32_t num_outputs, nxe_thread_pool *pool)
+static void conv_transpose_rows(void *ctx, int64_t begin, int64_t end)
 {
-    (void)num_inputs;
-    (void)num_outputs;
-    const conv2d_params *params = params_in;
-    const nxe_conv2d_geometry *g = &params->geometry;
-    conv2d_job job = {params, inputs[0].data, inputs[1].data,
-                      params->has_bias ? inputs[2].data : NULL, outputs[0].data};
-    const double row_work = (double)g->out_channels * (double)g->out_width *
-                            (double)(g->in_channels / g->groups) * (double)g->kernel_height *
-                            (double)g->kernel_width;
-    nxe_parallel_for(pool, g->batch * g->out_height, nxe_parallel_grain(row_work, CONV_TASK_WORK), conv2d_rows, &job);
+    const conv_job *job = ctx;
+    nxe_ref_f32_conv_transpose_ncdhw(&job->params->geometry, job->input, job->weight, job->bias,
+                                     job->output, begin, end);
+}
+
+/* Both directions split the flattened (batch, out depth, out height) rows across threads;
+ * every output row is written by one task only. */
+static nxe_status conv_run_rows(const void *params_in, const nxe_value *inputs,
+                                nxe_value *outputs, nxe_thread_pool *pool, nxe_range_fn rows)
+{
+    const conv_params *params = params_in;
+    const nxe_conv_geometry *g = &params->geometry;
+    conv_job job = {params, inputs[0].data, inputs[1].data,
+                    params->has_bias ? inputs[2].data : NULL, outputs[0].data};
+    const double row_work = (double)g->out_channels * (double)g->out_size[2] *
+                            (double)(g->in_channels / g->groups) * (double)g->kernel[0] *
+                            (double)g->kernel[1] * (double)g->kernel[2];
+    nxe_parallel_for(pool, g->batch * g->out_size[0] * g->out_size[1],
+                     nxe_parallel_grain(row_work, CONV_TASK_WORK), rows, &job);
     return NXE_OK;
 }
 
-static const nxe_op_param_info conv2d_inputs[] = {
-    {"X", "Input images: [N, C, H, W] for layout NCHW, [N, H, W, C] for NHWC.", NXE_MASK_FLOAT,
-     0, 0},
-    {"W",
-     "Filters: [O, C/group, KH, KW] (OIHW) for layout NCHW, [O, KH, KW, C/group] (OHWI) for "
-     "NHWC.",
-     NXE_MASK_FLOAT, 0, 0},
-    {"B", "Bias [O], added to every output position of its channel.", NXE_MASK_FLOAT, 1, 0},
-};
-static const nxe_op_param_info conv2d_outputs[] = {
+static nxe_status conv_run(const void *params, const nxe_value *inputs, int32_t num_inputs,
+                           nxe_value *outputs, int32_t num_outputs, nxe_thread_pool *pool)
+{
+    (void)num_inputs;
+    (void)num_outputs;
+    return conv_run_rows(params, inputs, outputs, pool, conv_rows);
+}
+
+static nxe_status conv_transpose_run(const void *params, const nxe_value *inputs,
+                                     int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
+                                     nxe_thread_pool *pool)
+{
+    (void)num_inputs;
+    (void)num_outputs;
+    return conv_run_rows(params, inputs, outputs, pool, conv_transpose_rows);
+}
+
+/* Schemas. Attribute defaults depend on the rank, so each op has its own tables. */
+#define CONV_INPUTS(id, x_doc, w_doc)                                                          \
+    static const nxe_op_param_info id##_inputs[] = {                                           \
+        {"X", x_doc, NXE_MASK_FLOAT, 0, 0},                                                    \
+        {"W", w_doc, NXE_MASK_FLOAT, 0, 0},                                                    \
+        {"B", "Bias [O], added to every output position of its channel.", NXE_MASK_FLOAT, 1,   \
+         0},                                                                                   \
+    };
+
+#define CONV_ATTRS(id, axes, ones, zeros2, pads_doc, first, last, weight_first, weight_last)   \
+    static const nxe_op_attr_info id##_attrs[] = {                                             \
+        {"strides", "Step between output positions, one per spatial axis " axes "; each >= 1.", \
+         NXE_ATTR_INTS, ones},                                                                 \
+        {"dilations", "Spacing between kernel taps, one per spatial axis " axes "; each >= 1.", \
+         NXE_ATTR_INTS, ones},                                                                 \
+        {"pads",                                                                               \
+         "Zero padding " pads_doc ", all beginnings then all ends; each >= 0. Used only when " \
+         "padding is \"EXPLICIT\".",                                                           \
+         NXE_ATTR_INTS, zeros2},                                                               \
+        {"padding",                                                                            \
+         "\"EXPLICIT\" uses pads; \"SAME\" pads so that each output size is ceil(input / "     \
+         "stride), putting an odd pad at the end (ONNX SAME_UPPER); \"SAME_LOWER\" likewise "  \
+         "with the odd pad at the beginning; \"VALID\" pads nothing.",                         \
+         NXE_ATTR_STRING, "\"EXPLICIT\""},                                                     \
+        {"group",                                                                              \
+         "Number of channel groups; divides C and O. group == C with O a multiple of C is a "  \
+         "depthwise convolution.",                                                             \
+         NXE_ATTR_INT, "1"},                                                                   \
+        {"layout",                                                                             \
+         "Memory layout of X and Y, \"" first "\" or \"" last "\"; W follows it (" weight_first \
+         " or " weight_last ").",                                                              \
+         NXE_ATTR_STRING, "\"" first "\""},                                                    \
+    };
+
+#define CONV_TRANSPOSE_ATTRS(id, axes, ones, zeros, zeros2, pads_doc)                          \
+    static const nxe_op_attr_info id##_attrs[] = {                                             \
+        {"strides",                                                                            \
+         "Step between the output positions of neighbouring inputs, one per spatial axis "     \
+         axes "; each >= 1.",                                                                  \
+         NXE_ATTR_INTS, ones},                                                                 \
+        {"dilations", "Spacing between kernel taps, one per spatial axis " axes "; each >= 1.", \
+         NXE_ATTR_INTS, ones},                                                                 \
+        {"pads",                                                                               \
+         "Output positions cut " pads_doc ", all beginnings then all ends; each >= 0.",        \
+         NXE_ATTR_INTS, zeros2},                                                               \
+        {"output_padding",                                                                     \
+         "Extra output positions at the end of each spatial axis " axes                       \
+         " (they receive only the bias where no input reaches them); each >= 0.",              \
+         NXE_ATTR_INTS, zeros},                                                                \
+        {"group", "Number of channel groups; divides C. O = group * W's second dimension.",    \
+         NXE_ATTR_INT, "1"},                                                                   \
+    };
+
+static const nxe_op_param_info conv_outputs[] = {
     {"Y",
-     "[N, O, OH, OW] (NCHW) or [N, OH, OW, O] (NHWC), with OH = (H + pad_top + pad_bottom - "
-     "dilation_h * (KH - 1) - 1) / stride_h + 1 rounded down, OW likewise.",
+     "[N, O, spatial...] (channels first) or [N, spatial..., O] (channels last), each output "
+     "size (input + pad_begin + pad_end - dilation * (kernel - 1) - 1) / stride + 1 rounded "
+     "down.",
      NXE_MASK_FLOAT, 0, 0},
 };
-static const nxe_op_attr_info conv2d_attrs[] = {
-    {"strides", "Step between output positions, [stride_h, stride_w]; each >= 1.", NXE_ATTR_INTS,
-     "[1, 1]"},
-    {"dilations", "Spacing between kernel taps, [dilation_h, dilation_w]; each >= 1.",
-     NXE_ATTR_INTS, "[1, 1]"},
-    {"pads",
-     "Zero padding [top, left, bottom, right]; each >= 0. Used only when padding is "
-     "\"EXPLICIT\".",
-     NXE_ATTR_INTS, "[0, 0, 0, 0]"},
-    {"padding",
-     "\"EXPLICIT\" uses pads; \"SAME\" pads so that the output size is ceil(input / stride), "
-     "putting an odd pad at the bottom/right (ONNX SAME_UPPER); \"VALID\" pads nothing.",
-     NXE_ATTR_STRING, "\"EXPLICIT\""},
-    {"group",
-     "Number of channel groups; divides C and O. group == C with O a multiple of C is a "
-     "depthwise convolution.",
-     NXE_ATTR_INT, "1"},
-    {"layout", "Memory layout of X and Y, \"NCHW\" or \"NHWC\"; W follows it (OIHW or OHWI).",
-     NXE_ATTR_STRING, "\"NCHW\""},
+static const nxe_op_param_info conv_transpose_outputs[] = {
+    {"Y",
+     "[N, O, spatial...], each output size stride * (input - 1) + output_padding + dilation * "
+     "(kernel - 1) + 1 - pad_begin - pad_end.",
+     NXE_MASK_FLOAT, 0, 0},
 };
+
+CONV_INPUTS(conv1d, "Input sequences: [N, C, W] for layout NCW, [N, W, C] for NWC.",
+            "Filters: [O, C/group, KW] (OIW) for layout NCW, [O, KW, C/group] (OWI) for NWC.")
+CONV_INPUTS(conv2d, "Input images: [N, C, H, W] for layout NCHW, [N, H, W, C] for NHWC.",
+            "Filters: [O, C/group, KH, KW] (OIHW) for layout NCHW, [O, KH, KW, C/group] (OHWI) "
+            "for NHWC.")
+CONV_INPUTS(conv3d, "Input volumes: [N, C, D, H, W] for layout NCDHW, [N, D, H, W, C] for NDHWC.",
+            "Filters: [O, C/group, KD, KH, KW] (OIDHW) for layout NCDHW, [O, KD, KH, KW, "
+            "C/group] (ODHWI) for NDHWC.")
+CONV_ATTRS(conv1d, "[w]", "[1]", "[0, 0]", "[left, right]", "NCW", "NWC", "OIW", "OWI")
+CONV_ATTRS(conv2d, "[h, w]", "[1, 1]", "[0, 0, 0, 0]", "[top, left, bottom, right]", "NCHW",
+           "NHWC", "OIHW", "OHWI")
+CONV_ATTRS(conv3d, "[d, h, w]", "[1, 1, 1]", "[0, 0, 0, 0, 0, 0]",
+           "[front, top, left, back, bottom, right]", "NCDHW", "NDHWC", "OIDHW", "ODHWI")
+
+CONV_INPUTS(conv_transpose1d, "Input sequences [N, C, W].", "Filters [C, O/group, KW].")
+CONV_INPUTS(conv_transpose2d, "Input images [N, C, H, W].", "Filters [C, O/group, KH, KW].")
+CONV_INPUTS(conv_transpose3d, "Input volumes [N, C, D, H, W].",
+            "Filters [C, O/group, KD, KH, KW].")
+CONV_TRANSPOSE_ATTRS(conv_transpose1d, "[w]", "[1]", "[0]", "[0, 0]", "[left, right]")
+CONV_TRANSPOSE_ATTRS(conv_transpose2d, "[h, w]", "[1, 1]", "[0, 0]", "[0, 0, 0, 0]",
+                     "[top, left, bottom, right]")
+CONV_TRANSPOSE_ATTRS(conv_transpose3d, "[d, h, w]", "[1, 1, 1]", "[0, 0, 0]",
+                     "[0, 0, 0, 0, 0, 0]", "[front, top, left, back, bottom, right]")
 
 /* ---- DepthToSpace ------------------------------------------------------------------------ */
 
@@ -470,12 +777,35 @@ static const nxe_op_attr_info depth_to_space_attrs[] = {
     {"layout", "Memory layout of X and Y, \"NCHW\" or \"NHWC\".", NXE_ATTR_STRING, "\"NCHW\""},
 };
 
+#define CONV_DEF(op_name, id, summary, outputs_, infer_, run_)                                \
+    {NXE_INFO(op_name, summary, id##_inputs, outputs_, id##_attrs), sizeof(conv_params), infer_, \
+     run_}
+
 static const nxe_op_def conv_defs[] = {
-    {NXE_INFO("Conv2d",
-              "2-D convolution with optional bias, strides, dilations, padding and groups "
-              "(depthwise when group == C), in NCHW or NHWC.",
-              conv2d_inputs, conv2d_outputs, conv2d_attrs),
-     sizeof(conv2d_params), conv2d_infer, conv2d_run},
+    CONV_DEF("Conv1d", conv1d,
+             "1-D convolution with optional bias, strides, dilations, padding and groups "
+             "(depthwise when group == C), in NCW or NWC.",
+             conv_outputs, conv1d_infer, conv_run),
+    CONV_DEF("Conv2d", conv2d,
+             "2-D convolution with optional bias, strides, dilations, padding and groups "
+             "(depthwise when group == C), in NCHW or NHWC.",
+             conv_outputs, conv2d_infer, conv_run),
+    CONV_DEF("Conv3d", conv3d,
+             "3-D convolution with optional bias, strides, dilations, padding and groups "
+             "(depthwise when group == C), in NCDHW or NDHWC.",
+             conv_outputs, conv3d_infer, conv_run),
+    CONV_DEF("ConvTranspose1d", conv_transpose1d,
+             "1-D transposed convolution (fractionally strided; the gradient of Conv1d) with "
+             "optional bias, strides, dilations, pads, output_padding and groups, in NCW.",
+             conv_transpose_outputs, conv_transpose1d_infer, conv_transpose_run),
+    CONV_DEF("ConvTranspose2d", conv_transpose2d,
+             "2-D transposed convolution (fractionally strided; the gradient of Conv2d) with "
+             "optional bias, strides, dilations, pads, output_padding and groups, in NCHW.",
+             conv_transpose_outputs, conv_transpose2d_infer, conv_transpose_run),
+    CONV_DEF("ConvTranspose3d", conv_transpose3d,
+             "3-D transposed convolution (fractionally strided; the gradient of Conv3d) with "
+             "optional bias, strides, dilations, pads, output_padding and groups, in NCDHW.",
+             conv_transpose_outputs, conv_transpose3d_infer, conv_transpose_run),
     {NXE_INFO("DepthToSpace",
               "Rearranges blocks of channels into spatial blocks (pixel shuffle); any dtype.",
               depth_to_space_inputs, depth_to_space_outputs, depth_to_space_attrs),

@@ -1,9 +1,12 @@
 /* data_movement.c — the data_movement op family: Gather, Reshape, Transpose, Concat, Split,
- * Slice, Squeeze, Unsqueeze. Shape rules and lowering to the byte-moving kernels in
- * kernels/ref; these ops never look at values, so every dtype is accepted. */
+ * Slice, Squeeze, Unsqueeze, Pad, Tile, Expand, SpaceToDepth, GatherElements, ScatterElements,
+ * GatherND, ScatterND, OneHot, Trilu. Shape rules and lowering to the byte-moving kernels in
+ * kernels/ref; only scatter reductions look at values, so every dtype is accepted. */
+#include <stdio.h>
 #include <string.h>
 
 #include "ops/op_def.h"
+#include "ref/cast.h"
 #include "ref/data_movement.h"
 
 _Static_assert(NXE_REF_MAX_RANK == NXE_MAX_RANK, "kernel and ABI ranks must agree");
@@ -717,6 +720,807 @@ static nxe_status gather_run(const void *params, const nxe_value *inputs, int32_
     return NXE_OK;
 }
 
+/* ---- Shared by the ops below ------------------------------------------------------------ */
+
+/* enum nxe_ref_type (cast.h) follows enum nxe_dtype from F32 on. */
+static int32_t ref_type(int32_t dtype)
+{
+    return dtype - NXE_DTYPE_F32;
+}
+
+/* The bytes of `value` as one element of `dtype` (floats round to nearest; integers take an
+ * integral value exactly when it fits in int64 and keep its low bits, else saturate). */
+static void value_bytes(double value, int32_t dtype, unsigned char out[8])
+{
+    memset(out, 0, 8);
+    const bool integer = dtype != NXE_DTYPE_F32 && dtype != NXE_DTYPE_F16 &&
+                         dtype != NXE_DTYPE_BF16 && dtype != NXE_DTYPE_BOOL;
+    if (integer && value >= -9223372036854775808.0 && value < 9223372036854775808.0 &&
+        value == (double)(int64_t)value) {
+        const int64_t v = (int64_t)value;
+        nxe_ref_cast(NXE_REF_I64, &v, ref_type(dtype), out, 0, 1);
+        return;
+    }
+    const float f = (float)value;
+    nxe_ref_cast(NXE_REF_F32, &f, ref_type(dtype), out, 0, 1);
+}
+
+static nxe_status parse_reduction(const nxe_node *node, const nxe_value *data, int32_t *out)
+{
+    static const char *const names[] = {"none", "add", "mul", "max", "min"};
+    const char *text;
+    nxe_status status = nxe_node_attr_string(node, "reduction", &text);
+    if (status != NXE_OK)
+        return status;
+    for (int32_t i = 0; i < 5; i++) {
+        if (strcmp(text, names[i]) == 0) {
+            if (i != NXE_REF_REDUCE_NONE && data->dtype == NXE_DTYPE_BOOL)
+                return nxe_node_error(node, NXE_ERROR_UNSUPPORTED,
+                                      "reduction '%s' is not defined for bool data", text);
+            *out = i;
+            return NXE_OK;
+        }
+    }
+    return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
+                          "attribute 'reduction' is '%s'; expected none, add, mul, max or min",
+                          text);
+}
+
+static nxe_status index_error(const char *what, int64_t position, int64_t value, int64_t dim)
+{
+    return nxe_error(NXE_ERROR_RUNTIME,
+                     "'indices' element %lld is %lld, outside the valid range [%lld, %lld] of %s "
+                     "(size %lld)",
+                     (long long)position, (long long)value, (long long)-dim, (long long)dim - 1,
+                     what, (long long)dim);
+}
+
+/* Fails the run when an index along one axis of size dim is out of range. */
+static nxe_status check_axis_indices(const nxe_value *indices, int64_t dim, int32_t axis)
+{
+    const int64_t n = nxe_value_numel(indices);
+    const int64_t bad = indices->dtype == NXE_DTYPE_I32
+                            ? nxe_ref_i32_find_bad_index(n, indices->data, dim)
+                            : nxe_ref_i64_find_bad_index(n, indices->data, dim);
+    if (bad < 0)
+        return NXE_OK;
+    char what[32];
+    snprintf(what, sizeof what, "axis %d of 'data'", axis);
+    return index_error(what, bad,
+                       nxe_ref_load_index(indices->data, indices->dtype == NXE_DTYPE_I64, bad),
+                       dim);
+}
+
+/* ---- Pad and Tile ----------------------------------------------------------------------- */
+
+typedef struct pad_params {
+    int32_t ndim;      /* >= 1: a scalar is padded as shape [1] with no pads */
+    int32_t mode;      /* enum nxe_ref_pad_mode */
+    int32_t elem_size;
+    int64_t rows;      /* output rows (all but the last dimension) */
+    int64_t in_shape[NXE_MAX_RANK];
+    int64_t out_shape[NXE_MAX_RANK];
+    int64_t begin[NXE_MAX_RANK];
+    unsigned char fill[8];
+} pad_params;
+
+/* Completes params from in_shape/out_shape/begin, checking that every input axis that will
+ * be read from is non-empty. */
+static nxe_status pad_finish(const nxe_node *node, const nxe_value *x, nxe_value *out,
+                             pad_params *p)
+{
+    int64_t numel = 0;
+    if (!nxe_shape_numel(p->ndim, p->out_shape, &numel))
+        return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
+                              "the output has more elements than int64 can count");
+    for (int32_t d = 0; d < p->ndim && numel > 0; d++)
+        if (p->in_shape[d] == 0 && (p->mode != NXE_REF_PAD_CONSTANT))
+            return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
+                                  "axis %d of the input is empty, so there is nothing to repeat "
+                                  "into a non-empty output",
+                                  d);
+    p->elem_size = (int32_t)nxe_dtype_size(x->dtype);
+    p->rows = numel == 0 ? 0 : numel / p->out_shape[p->ndim - 1];
+    if (x->ndim == 0)
+        set_output(out, x->dtype, 0, p->out_shape);
+    else
+        set_output(out, x->dtype, p->ndim, p->out_shape);
+    return NXE_OK;
+}
+
+static void pad_prepare_rank(const nxe_value *x, pad_params *p)
+{
+    p->ndim = x->ndim == 0 ? 1 : x->ndim;
+    for (int32_t d = 0; d < p->ndim; d++)
+        p->in_shape[d] = x->ndim == 0 ? 1 : x->shape[d];
+}
+
+static nxe_status pad_infer(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,
+                            nxe_value *outputs, int32_t num_outputs, void *params)
+{
+    (void)num_inputs;
+    (void)num_outputs;
+    static const char *const modes[] = {"constant", "reflect", "edge", "wrap"};
+    const nxe_value *x = &inputs[0];
+    pad_params *p = params;
+    int64_t pads[ATTR_CAPACITY];
+    int32_t count = 0;
+    const char *mode;
+    double value = 0.0;
+    nxe_status status = get_ints(node, "pads", pads, &count);
+    if (status == NXE_OK)
+        status = nxe_node_attr_string(node, "mode", &mode);
+    if (status == NXE_OK)
+        status = nxe_node_attr_float(node, "value", &value);
+    if (status != NXE_OK)
+        return status;
+    p->mode = -1;
+    for (int32_t i = 0; i < 4; i++)
+        if (strcmp(mode, modes[i]) == 0)
+            p->mode = i;
+    if (p->mode < 0)
+        return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
+                              "attribute 'mode' is '%s'; expected constant, reflect, edge or wrap",
+                              mode);
+    if (count != 2 * x->ndim)
+        return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
+                              "attribute 'pads' has %d entries; input 'data' of rank %d needs %d "
+                              "(all begins, then all ends)",
+                              count, x->ndim, 2 * x->ndim);
+    pad_prepare_rank(x, p);
+    for (int32_t d = 0; d < x->ndim; d++) {
+        const int64_t n = x->shape[d], before = pads[d], after = pads[d + x->ndim];
+        if (before < -n || after < -n || before > INT64_MAX / 4 || after > INT64_MAX / 4 ||
+            n + before + after < 0)
+            return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
+                                  "attribute 'pads' gives axis %d (size %lld) pads %lld and %lld; "
+                                  "a negative pad may remove at most the whole axis",
+                                  d, (long long)n, (long long)before, (long long)after);
+        p->begin[d] = before;
+        p->out_shape[d] = n + before + after;
+    }
+    if (x->ndim == 0) {
+        p->begin[0] = 0;
+        p->out_shape[0] = 1;
+    }
+    value_bytes(value, x->dtype, p->fill);
+    return pad_finish(node, x, &outputs[0], p);
+}
+
+static nxe_status tile_infer(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,
+                             nxe_value *outputs, int32_t num_outputs, void *params)
+{
+    (void)num_inputs;
+    (void)num_outputs;
+    const nxe_value *x = &inputs[0];
+    pad_params *p = params;
+    int64_t repeats[ATTR_CAPACITY];
+    int32_t count = 0;
+    nxe_status status = get_ints(node, "repeats", repeats, &count);
+    if (status != NXE_OK)
+        return status;
+    if (count != x->ndim)
+        return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
+                              "attribute 'repeats' has %d entries but input 'input' has rank %d",
+                              count, x->ndim);
+    pad_prepare_rank(x, p);
+    p->mode = NXE_REF_PAD_WRAP;
+    p->out_shape[0] = 1;
+    for (int32_t d = 0; d < x->ndim; d++) {
+        if (repeats[d] < 0 || (x->shape[d] > 0 && repeats[d] > INT64_MAX / x->shape[d]))
+            return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
+                                  "attribute 'repeats'[%d] is %lld; repeats must be >= 0 and "
+                                  "the result must fit in int64",
+                                  d, (long long)repeats[d]);
+        p->out_shape[d] = x->shape[d] * repeats[d];
+    }
+    return pad_finish(node, x, &outputs[0], p);
+}
+
+typedef struct pad_job {
+    const pad_params *p;
+    const void *src;
+    void *dst;
+} pad_job;
+
+static void pad_range(void *ctx, int64_t begin, int64_t end)
+{
+    const pad_job *job = ctx;
+    const pad_params *p = job->p;
+    nxe_ref_x8_pad(p->ndim, p->in_shape, p->out_shape, p->begin, p->mode, (size_t)p->elem_size,
+                   p->fill, job->src, job->dst, begin, end);
+}
+
+static nxe_status pad_run(const void *params, const nxe_value *inputs, int32_t num_inputs,
+                          nxe_value *outputs, int32_t num_outputs, nxe_thread_pool *pool)
+{
+    (void)num_inputs;
+    (void)num_outputs;
+    const pad_params *p = params;
+    if (p->rows == 0)
+        return NXE_OK;
+    pad_job job = {p, inputs[0].data, outputs[0].data};
+    const double row_bytes = (double)p->out_shape[p->ndim - 1] * p->elem_size;
+    nxe_parallel_for(pool, p->rows, nxe_parallel_grain(row_bytes, COPY_GRAIN_BYTES), pad_range,
+                     &job);
+    return NXE_OK;
+}
+
+/* ---- Expand and SpaceToDepth: strided views --------------------------------------------- */
+
+static nxe_status expand_infer(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,
+                               nxe_value *outputs, int32_t num_outputs, void *params)
+{
+    (void)num_inputs;
+    (void)num_outputs;
+    const nxe_value *x = &inputs[0];
+    int64_t target[ATTR_CAPACITY];
+    int32_t count = 0;
+    nxe_status status = get_ints(node, "shape", target, &count);
+    if (status != NXE_OK)
+        return status;
+    if (count > NXE_MAX_RANK)
+        return rank_too_high(node, count);
+    for (int32_t i = 0; i < count; i++)
+        if (target[i] < 0)
+            return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
+                                  "attribute 'shape'[%d] is %lld; dimensions must be >= 0", i,
+                                  (long long)target[i]);
+    int64_t shape[NXE_MAX_RANK];
+    int32_t ndim;
+    status = nxe_broadcast_shapes(node, x->ndim, x->shape, count, target, &ndim, shape);
+    if (status != NXE_OK)
+        return status;
+    int64_t in_strides[NXE_MAX_RANK], strides[NXE_MAX_RANK];
+    contiguous_strides(x->ndim, x->shape, in_strides);
+    for (int32_t d = 0; d < ndim; d++) {
+        const int32_t i = d - (ndim - x->ndim);
+        strides[d] = i < 0 || x->shape[i] == 1 ? 0 : in_strides[i];
+    }
+    view_finish(params, x, &outputs[0], ndim, shape, strides, 0);
+    return NXE_OK;
+}
+
+static nxe_status space_to_depth_infer(const nxe_node *node, const nxe_value *inputs,
+                                       int32_t num_inputs, nxe_value *outputs,
+                                       int32_t num_outputs, void *params)
+{
+    (void)num_inputs;
+    (void)num_outputs;
+    const nxe_value *x = &inputs[0];
+    int64_t bs;
+    const char *mode;
+    nxe_status status = nxe_node_attr_int(node, "blocksize", &bs);
+    if (status == NXE_OK)
+        status = nxe_node_attr_string(node, "mode", &mode);
+    if (status != NXE_OK)
+        return status;
+    const bool crd = strcmp(mode, "CRD") == 0;
+    if (!crd && strcmp(mode, "DCR") != 0)
+        return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
+                              "attribute 'mode' is '%s'; expected DCR or CRD", mode);
+    if (x->ndim != 4)
+        return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
+                              "input 'input' has rank %d; SpaceToDepth needs NCHW (rank 4)",
+                              x->ndim);
+    const int64_t n = x->shape[0], c = x->shape[1], h = x->shape[2], w = x->shape[3];
+    if (bs < 1 || h % bs != 0 || w % bs != 0)
+        return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
+                              "attribute 'blocksize' is %lld; it must be >= 1 and divide the "
+                              "height %lld and width %lld",
+                              (long long)bs, (long long)h, (long long)w);
+    /* DCR: output channel (by * bs + bx) * C + c at (y, x) reads input (c, y * bs + by,
+     * x * bs + bx); CRD: output channel (c * bs + by) * bs + bx reads the same element. */
+    const int64_t dcr_shape[6] = {n, bs, bs, c, h / bs, w / bs};
+    const int64_t dcr_strides[6] = {c * h * w, w, 1, h * w, bs * w, bs};
+    const int64_t crd_shape[6] = {n, c, bs, bs, h / bs, w / bs};
+    const int64_t crd_strides[6] = {c * h * w, h * w, w, 1, bs * w, bs};
+    view_finish(params, x, &outputs[0], 6, crd ? crd_shape : dcr_shape,
+                crd ? crd_strides : dcr_strides, 0);
+    const int64_t shape[4] = {n, c * bs * bs, h / bs, w / bs};
+    set_output(&outputs[0], x->dtype, 4, shape);
+    return NXE_OK;
+}
+
+/* ---- GatherElements and ScatterElements ------------------------------------------------- */
+
+typedef struct elements_params {
+    int32_t ndim;
+    int32_t axis;
+    int32_t is64;
+    int32_t elem_size;
+    int32_t type;       /* enum nxe_ref_type of data */
+    int32_t reduction;  /* enum nxe_ref_reduction (scatter) */
+    int64_t axis_dim;
+    int64_t numel;      /* index elements */
+    int64_t data_bytes;
+    int64_t index_shape[NXE_MAX_RANK];
+    int64_t data_strides[NXE_MAX_RANK];
+} elements_params;
+
+static nxe_status elements_infer_common(const nxe_node *node, const nxe_value *data,
+                                        const nxe_value *indices, elements_params *p)
+{
+    int64_t axis_attr;
+    nxe_status status = nxe_node_attr_int(node, "axis", &axis_attr);
+    if (status != NXE_OK)
+        return status;
+    if (data->ndim == 0)
+        return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
+                              "input 'data' is a scalar; rank >= 1 is needed");
+    if (indices->ndim != data->ndim)
+        return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
+                              "input 'indices' has rank %d but 'data' has rank %d; they must "
+                              "match",
+                              indices->ndim, data->ndim);
+    int32_t axis;
+    status = nxe_normalize_axis(node, axis_attr, data->ndim, &axis);
+    if (status != NXE_OK)
+        return status;
+    for (int32_t d = 0; d < data->ndim; d++)
+        if (d != axis && indices->shape[d] > data->shape[d]) {
+            char a[96], b[96];
+            return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
+                                  "input 'indices' of shape %s exceeds 'data' %s on axis %d "
+                                  "(only the axis %d may differ freely)",
+                                  nxe_shape_str(indices->ndim, indices->shape, a, sizeof a),
+                                  nxe_shape_str(data->ndim, data->shape, b, sizeof b), d, axis);
+        }
+    p->ndim = data->ndim;
+    p->axis = axis;
+    p->is64 = indices->dtype == NXE_DTYPE_I64;
+    p->elem_size = (int32_t)nxe_dtype_size(data->dtype);
+    p->type = ref_type(data->dtype);
+    p->axis_dim = data->shape[axis];
+    p->numel = nxe_value_numel(indices);
+    p->data_bytes = (int64_t)nxe_value_bytes(data);
+    memcpy(p->index_shape, indices->shape, (size_t)indices->ndim * sizeof(int64_t));
+    contiguous_strides(data->ndim, data->shape, p->data_strides);
+    return NXE_OK;
+}
+
+static nxe_status gather_elements_infer(const nxe_node *node, const nxe_value *inputs,
+                                        int32_t num_inputs, nxe_value *outputs,
+                                        int32_t num_outputs, void *params)
+{
+    (void)num_inputs;
+    (void)num_outputs;
+    nxe_status status = elements_infer_common(node, &inputs[0], &inputs[1], params);
+    if (status == NXE_OK)
+        set_output(&outputs[0], inputs[0].dtype, inputs[1].ndim, inputs[1].shape);
+    return status;
+}
+
+typedef struct elements_job {
+    const elements_params *p;
+    const void *data;
+    const void *indices;
+    void *out;
+} elements_job;
+
+static void gather_elements_range(void *ctx, int64_t begin, int64_t end)
+{
+    const elements_job *job = ctx;
+    const elements_params *p = job->p;
+    nxe_ref_x8_gather_elements(p->ndim, p->index_shape, p->data_strides, p->axis, p->axis_dim,
+                               job->indices, p->is64, (size_t)p->elem_size, job->data, job->out,
+                               begin, end);
+}
+
+static nxe_status gather_elements_run(const void *params, const nxe_value *inputs,
+                                      int32_t num_inputs, nxe_value *outputs,
+                                      int32_t num_outputs, nxe_thread_pool *pool)
+{
+    (void)num_inputs;
+    (void)num_outputs;
+    const elements_params *p = params;
+    nxe_status status = check_axis_indices(&inputs[1], p->axis_dim, p->axis);
+    if (status != NXE_OK || p->numel == 0)
+        return status;
+    elements_job job = {p, inputs[0].data, inputs[1].data, outputs[0].data};
+    nxe_parallel_for(pool, p->numel, nxe_parallel_grain(64.0, COPY_GRAIN_BYTES),
+                     gather_elements_range, &job);
+    return NXE_OK;
+}
+
+static nxe_status scatter_elements_infer(const nxe_node *node, const nxe_value *inputs,
+                                         int32_t num_inputs, nxe_value *outputs,
+                                         int32_t num_outputs, void *params)
+{
+    (void)num_inputs;
+    (void)num_outputs;
+    const nxe_value *data = &inputs[0], *indices = &inputs[1], *updates = &inputs[2];
+    elements_params *p = params;
+    nxe_status status = elements_infer_common(node, data, indices, p);
+    if (status == NXE_OK)
+        status = parse_reduction(node, data, &p->reduction);
+    if (status != NXE_OK)
+        return status;
+    if (updates->dtype != data->dtype)
+        return nxe_node_error(node, NXE_ERROR_DTYPE_MISMATCH,
+                              "input 'updates' is %s but 'data' is %s",
+                              nxe_dtype_name(updates->dtype), nxe_dtype_name(data->dtype));
+    bool same = updates->ndim == indices->ndim;
+    for (int32_t d = 0; same && d < indices->ndim; d++)
+        same = updates->shape[d] == indices->shape[d];
+    if (!same) {
+        char a[96], b[96];
+        return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
+                              "input 'updates' has shape %s but 'indices' has %s; they must match",
+                              nxe_shape_str(updates->ndim, updates->shape, a, sizeof a),
+                              nxe_shape_str(indices->ndim, indices->shape, b, sizeof b));
+    }
+    set_output(&outputs[0], data->dtype, data->ndim, data->shape);
+    return NXE_OK;
+}
+
+static nxe_status scatter_elements_run(const void *params, const nxe_value *inputs,
+                                       int32_t num_inputs, nxe_value *outputs,
+                                       int32_t num_outputs, nxe_thread_pool *pool)
+{
+    (void)num_inputs;
+    (void)num_outputs;
+    (void)pool; /* sequential: duplicate indices must resolve in index order */
+    const elements_params *p = params;
+    nxe_status status = check_axis_indices(&inputs[1], p->axis_dim, p->axis);
+    if (status != NXE_OK)
+        return status;
+    nxe_ref_x8_copy((size_t)p->data_bytes, inputs[0].data, outputs[0].data);
+    if (p->numel > 0)
+        nxe_ref_scatter_elements(p->ndim, p->index_shape, p->data_strides, p->axis, p->axis_dim,
+                                 inputs[1].data, p->is64, p->type, p->reduction, inputs[2].data,
+                                 outputs[0].data);
+    return NXE_OK;
+}
+
+/* ---- GatherND and ScatterND ------------------------------------------------------------- */
+
+typedef struct nd_params {
+    int32_t k;          /* length of an index tuple */
+    int32_t is64;
+    int32_t elem_size;
+    int32_t type;
+    int32_t reduction;
+    int64_t num_tuples;
+    int64_t tuples_per_batch;
+    int64_t batch_stride; /* elements of data per batch */
+    int64_t slice_elems;
+    int64_t data_bytes;
+    int64_t dims[NXE_MAX_RANK];
+    int64_t strides[NXE_MAX_RANK];
+} nd_params;
+
+/* Tuple length of `indices` and the common params; batch_dims leading axes are batches. */
+static nxe_status nd_infer_common(const nxe_node *node, const nxe_value *data,
+                                  const nxe_value *indices, int32_t batch_dims, nd_params *p)
+{
+    if (indices->ndim < 1)
+        return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
+                              "input 'indices' is a scalar; its last axis holds index tuples");
+    const int64_t k = indices->shape[indices->ndim - 1];
+    if (k < 1 || k > data->ndim - batch_dims)
+        return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
+                              "index tuples have length %lld (last axis of 'indices'); it must "
+                              "be in [1, %d], the rank of 'data' after %d batch axes",
+                              (long long)k, data->ndim - batch_dims, batch_dims);
+    for (int32_t d = 0; d < batch_dims; d++)
+        if (indices->shape[d] != data->shape[d])
+            return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
+                                  "batch axis %d has size %lld in 'indices' but %lld in 'data'",
+                                  d, (long long)indices->shape[d], (long long)data->shape[d]);
+    int64_t strides[NXE_MAX_RANK];
+    contiguous_strides(data->ndim, data->shape, strides);
+    p->k = (int32_t)k;
+    p->is64 = indices->dtype == NXE_DTYPE_I64;
+    p->elem_size = (int32_t)nxe_dtype_size(data->dtype);
+    p->type = ref_type(data->dtype);
+    p->num_tuples = product(indices->shape, 0, indices->ndim - 1);
+    p->tuples_per_batch = product(indices->shape, batch_dims, indices->ndim - 1);
+    p->batch_stride = product(data->shape, batch_dims, data->ndim);
+    p->slice_elems = product(data->shape, batch_dims + p->k, data->ndim);
+    p->data_bytes = (int64_t)nxe_value_bytes(data);
+    for (int32_t c = 0; c < p->k; c++) {
+        p->dims[c] = data->shape[batch_dims + c];
+        p->strides[c] = strides[batch_dims + c];
+    }
+    return NXE_OK;
+}
+
+static nxe_status gather_nd_infer(const nxe_node *node, const nxe_value *inputs,
+                                  int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
+                                  void *params)
+{
+    (void)num_inputs;
+    (void)num_outputs;
+    const nxe_value *data = &inputs[0], *indices = &inputs[1];
+    int64_t batch_dims;
+    nxe_status status = nxe_node_attr_int(node, "batch_dims", &batch_dims);
+    if (status != NXE_OK)
+        return status;
+    const int32_t min_rank = data->ndim < indices->ndim ? data->ndim : indices->ndim;
+    if (batch_dims < 0 || batch_dims >= min_rank)
+        return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
+                              "attribute 'batch_dims' is %lld; it must be in [0, %d), below the "
+                              "ranks of 'data' and 'indices'",
+                              (long long)batch_dims, min_rank);
+    nd_params *p = params;
+    status = nd_infer_common(node, data, indices, (int32_t)batch_dims, p);
+    if (status != NXE_OK)
+        return status;
+    const int32_t ndim = indices->ndim - 1 + data->ndim - (int32_t)batch_dims - p->k;
+    if (ndim > NXE_MAX_RANK)
+        return rank_too_high(node, ndim);
+    int64_t shape[NXE_MAX_RANK];
+    int32_t d = 0;
+    for (int32_t i = 0; i < indices->ndim - 1; i++)
+        shape[d++] = indices->shape[i];
+    for (int32_t i = (int32_t)batch_dims + p->k; i < data->ndim; i++)
+        shape[d++] = data->shape[i];
+    set_output(&outputs[0], data->dtype, ndim, shape);
+    return NXE_OK;
+}
+
+static nxe_status check_tuples(const nd_params *p, const nxe_value *indices)
+{
+    const int64_t bad =
+        nxe_ref_find_bad_tuple(p->num_tuples, p->k, indices->data, p->is64, p->dims);
+    if (bad < 0)
+        return NXE_OK;
+    char what[48];
+    snprintf(what, sizeof what, "tuple component %d", (int)(bad % p->k));
+    return index_error(what, bad, nxe_ref_load_index(indices->data, p->is64, bad),
+                       p->dims[bad % p->k]);
+}
+
+typedef struct nd_job {
+    const nd_params *p;
+    const void *data;
+    const void *indices;
+    void *out;
+} nd_job;
+
+static void gather_nd_range(void *ctx, int64_t begin, int64_t end)
+{
+    const nd_job *job = ctx;
+    const nd_params *p = job->p;
+    nxe_ref_gather_nd(p->k, p->dims, p->strides, p->batch_stride, p->tuples_per_batch,
+                      job->indices, p->is64, (size_t)p->elem_size,
+                      (size_t)(p->slice_elems * p->elem_size), job->data, job->out, begin, end);
+}
+
+static nxe_status gather_nd_run(const void *params, const nxe_value *inputs, int32_t num_inputs,
+                                nxe_value *outputs, int32_t num_outputs, nxe_thread_pool *pool)
+{
+    (void)num_inputs;
+    (void)num_outputs;
+    const nd_params *p = params;
+    nxe_status status = check_tuples(p, &inputs[1]);
+    if (status != NXE_OK || p->num_tuples == 0 || p->slice_elems == 0)
+        return status;
+    nd_job job = {p, inputs[0].data, inputs[1].data, outputs[0].data};
+    const double slice_bytes = (double)(p->slice_elems * p->elem_size);
+    nxe_parallel_for(pool, p->num_tuples, nxe_parallel_grain(slice_bytes, COPY_GRAIN_BYTES),
+                     gather_nd_range, &job);
+    return NXE_OK;
+}
+
+static nxe_status scatter_nd_infer(const nxe_node *node, const nxe_value *inputs,
+                                   int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
+                                   void *params)
+{
+    (void)num_inputs;
+    (void)num_outputs;
+    const nxe_value *data = &inputs[0], *indices = &inputs[1], *updates = &inputs[2];
+    nd_params *p = params;
+    nxe_status status = nd_infer_common(node, data, indices, 0, p);
+    if (status == NXE_OK)
+        status = parse_reduction(node, data, &p->reduction);
+    if (status != NXE_OK)
+        return status;
+    if (updates->dtype != data->dtype)
+        return nxe_node_error(node, NXE_ERROR_DTYPE_MISMATCH,
+                              "input 'updates' is %s but 'data' is %s",
+                              nxe_dtype_name(updates->dtype), nxe_dtype_name(data->dtype));
+    int64_t expected[2 * NXE_MAX_RANK];
+    int32_t ndim = 0;
+    for (int32_t i = 0; i < indices->ndim - 1; i++)
+        expected[ndim++] = indices->shape[i];
+    for (int32_t i = p->k; i < data->ndim; i++)
+        expected[ndim++] = data->shape[i];
+    bool same = updates->ndim == ndim;
+    for (int32_t d = 0; same && d < ndim; d++)
+        same = updates->shape[d] == expected[d];
+    if (!same) {
+        char a[96], b[160];
+        return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
+                              "input 'updates' has shape %s; indices.shape[:-1] + "
+                              "data.shape[k:] is %s",
+                              nxe_shape_str(updates->ndim, updates->shape, a, sizeof a),
+                              nxe_shape_str(ndim, expected, b, sizeof b));
+    }
+    set_output(&outputs[0], data->dtype, data->ndim, data->shape);
+    return NXE_OK;
+}
+
+static nxe_status scatter_nd_run(const void *params, const nxe_value *inputs,
+                                 int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
+                                 nxe_thread_pool *pool)
+{
+    (void)num_inputs;
+    (void)num_outputs;
+    (void)pool; /* sequential: duplicate tuples must resolve in tuple order */
+    const nd_params *p = params;
+    nxe_status status = check_tuples(p, &inputs[1]);
+    if (status != NXE_OK)
+        return status;
+    nxe_ref_x8_copy((size_t)p->data_bytes, inputs[0].data, outputs[0].data);
+    nxe_ref_scatter_nd(p->k, p->dims, p->strides, p->num_tuples, inputs[1].data, p->is64,
+                       p->type, p->reduction, p->slice_elems, inputs[2].data, outputs[0].data);
+    return NXE_OK;
+}
+
+/* ---- OneHot ----------------------------------------------------------------------------- */
+
+typedef struct one_hot_params {
+    int32_t is64;
+    int32_t elem_size;
+    int64_t depth;
+    int64_t inner;
+    int64_t num_indices;
+    unsigned char on[8];
+    unsigned char off[8];
+} one_hot_params;
+
+static nxe_status one_hot_infer(const nxe_node *node, const nxe_value *inputs,
+                                int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
+                                void *params)
+{
+    (void)num_inputs;
+    (void)num_outputs;
+    const nxe_value *indices = &inputs[0];
+    one_hot_params *p = params;
+    int64_t depth, axis_attr;
+    double on, off;
+    const char *dtype_name;
+    nxe_status status = nxe_node_attr_int(node, "depth", &depth);
+    if (status == NXE_OK)
+        status = nxe_node_attr_int(node, "axis", &axis_attr);
+    if (status == NXE_OK)
+        status = nxe_node_attr_float(node, "on_value", &on);
+    if (status == NXE_OK)
+        status = nxe_node_attr_float(node, "off_value", &off);
+    if (status == NXE_OK)
+        status = nxe_node_attr_string(node, "dtype", &dtype_name);
+    if (status != NXE_OK)
+        return status;
+    int32_t dtype = NXE_DTYPE_NONE;
+    for (int32_t dt = NXE_DTYPE_F32; dt < NXE_DTYPE_COUNT; dt++)
+        if (strcmp(nxe_dtype_name(dt), dtype_name) == 0)
+            dtype = dt;
+    if (dtype == NXE_DTYPE_NONE)
+        return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
+                              "attribute 'dtype' is '%s', which is not an nxe dtype", dtype_name);
+    const int32_t ndim = indices->ndim + 1;
+    if (ndim > NXE_MAX_RANK)
+        return rank_too_high(node, ndim);
+    int32_t axis;
+    status = nxe_normalize_axis(node, axis_attr, ndim, &axis);
+    if (status != NXE_OK)
+        return status;
+    int64_t shape[NXE_MAX_RANK];
+    for (int32_t d = 0, from = 0; d < ndim; d++)
+        shape[d] = d == axis ? depth : indices->shape[from++];
+    int64_t numel;
+    if (depth < 1 || !nxe_shape_numel(ndim, shape, &numel))
+        return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
+                              "attribute 'depth' is %lld; it must be >= 1 and the output must "
+                              "fit in int64",
+                              (long long)depth);
+    set_output(&outputs[0], dtype, ndim, shape);
+    p->is64 = indices->dtype == NXE_DTYPE_I64;
+    p->elem_size = (int32_t)nxe_dtype_size(dtype);
+    p->depth = depth;
+    p->inner = product(indices->shape, axis, indices->ndim);
+    p->num_indices = nxe_value_numel(indices);
+    value_bytes(on, dtype, p->on);
+    value_bytes(off, dtype, p->off);
+    return NXE_OK;
+}
+
+typedef struct one_hot_job {
+    const one_hot_params *p;
+    const void *indices;
+    void *out;
+} one_hot_job;
+
+static void one_hot_range(void *ctx, int64_t begin, int64_t end)
+{
+    const one_hot_job *job = ctx;
+    const one_hot_params *p = job->p;
+    nxe_ref_one_hot(p->depth, p->inner, job->indices, p->is64, (size_t)p->elem_size, p->on,
+                    p->off, job->out, begin, end);
+}
+
+static nxe_status one_hot_run(const void *params, const nxe_value *inputs, int32_t num_inputs,
+                              nxe_value *outputs, int32_t num_outputs, nxe_thread_pool *pool)
+{
+    (void)num_inputs;
+    (void)num_outputs;
+    const one_hot_params *p = params;
+    if (p->num_indices == 0)
+        return NXE_OK;
+    one_hot_job job = {p, inputs[0].data, outputs[0].data};
+    nxe_parallel_for(pool, p->num_indices,
+                     nxe_parallel_grain((double)(p->depth * p->elem_size), COPY_GRAIN_BYTES),
+                     one_hot_range, &job);
+    return NXE_OK;
+}
+
+/* ---- Trilu ------------------------------------------------------------------------------ */
+
+typedef struct trilu_params {
+    int32_t upper;
+    int32_t elem_size;
+    int64_t k;
+    int64_t rows;
+    int64_t cols;
+    int64_t total_rows;
+} trilu_params;
+
+static nxe_status trilu_infer(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,
+                              nxe_value *outputs, int32_t num_outputs, void *params)
+{
+    (void)num_inputs;
+    (void)num_outputs;
+    const nxe_value *x = &inputs[0];
+    trilu_params *p = params;
+    int64_t upper;
+    nxe_status status = nxe_node_attr_int(node, "upper", &upper);
+    if (status == NXE_OK)
+        status = nxe_node_attr_int(node, "k", &p->k);
+    if (status != NXE_OK)
+        return status;
+    if (x->ndim < 2)
+        return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
+                              "input 'input' has rank %d; Trilu needs rank >= 2", x->ndim);
+    p->upper = upper != 0;
+    p->elem_size = (int32_t)nxe_dtype_size(x->dtype);
+    p->rows = x->shape[x->ndim - 2];
+    p->cols = x->shape[x->ndim - 1];
+    p->total_rows = product(x->shape, 0, x->ndim - 1);
+    set_output(&outputs[0], x->dtype, x->ndim, x->shape);
+    return NXE_OK;
+}
+
+typedef struct trilu_job {
+    const trilu_params *p;
+    const void *src;
+    void *dst;
+} trilu_job;
+
+static void trilu_range(void *ctx, int64_t begin, int64_t end)
+{
+    const trilu_job *job = ctx;
+    const trilu_params *p = job->p;
+    nxe_ref_trilu(p->rows, p->cols, p->upper, p->k, (size_t)p->elem_size, job->src, job->dst,
+                  begin, end);
+}
+
+static nxe_status trilu_run(const void *params, const nxe_value *inputs, int32_t num_inputs,
+                            nxe_value *outputs, int32_t num_outputs, nxe_thread_pool *pool)
+{
+    (void)num_inputs;
+    (void)num_outputs;
+    const trilu_params *p = params;
+    if (p->total_rows == 0 || p->cols == 0)
+        return NXE_OK;
+    trilu_job job = {p, inputs[0].data, outputs[0].data};
+    nxe_parallel_for(pool, p->total_rows,
+                     nxe_parallel_grain((double)(p->cols * p->elem_size), COPY_GRAIN_BYTES),
+                     trilu_range, &job);
+    return NXE_OK;
+}
+
 /* ---- Schemas ---------------------------------------------------------------------------- */
 
 static const nxe_op_param_info gather_inputs[] = {
@@ -832,6 +1636,175 @@ static const nxe_op_attr_info unsqueeze_attrs[] = {
      NXE_ATTR_INTS, NULL},
 };
 
+static const nxe_op_param_info pad_inputs[] = {
+    {"data", "tensor to pad, any dtype", NXE_MASK_ALL, 0, 0},
+};
+static const nxe_op_param_info pad_outputs[] = {
+    {"output", "dtype of data; axis d has size data.shape[d] + pads[d] + pads[r + d]",
+     NXE_MASK_ALL, 0, 0},
+};
+static const nxe_op_attr_info pad_attrs[] = {
+    {"pads",
+     "2 * rank entries: the amount added before each axis, then after each axis (ONNX order); "
+     "a negative pad removes up to the whole axis",
+     NXE_ATTR_INTS, NULL},
+    {"mode",
+     "\"constant\" (fill with 'value'), \"reflect\" (mirror without repeating the edge), "
+     "\"edge\" (repeat the edge element) or \"wrap\" (continue periodically)",
+     NXE_ATTR_STRING, "\"constant\""},
+    {"value",
+     "fill value of constant mode, converted to the data dtype (integers: exact when integral "
+     "and in int64, low bits kept; otherwise saturated)",
+     NXE_ATTR_FLOAT, "0.0"},
+};
+
+static const nxe_op_param_info tile_inputs[] = {
+    {"input", "tensor to repeat, any dtype", NXE_MASK_ALL, 0, 0},
+};
+static const nxe_op_param_info tile_outputs[] = {
+    {"output", "dtype of input; axis d has size input.shape[d] * repeats[d]", NXE_MASK_ALL, 0,
+     0},
+};
+static const nxe_op_attr_info tile_attrs[] = {
+    {"repeats", "copies along each axis, one entry per input axis, each >= 0", NXE_ATTR_INTS,
+     NULL},
+};
+
+static const nxe_op_param_info expand_inputs[] = {
+    {"input", "tensor to broadcast, any dtype", NXE_MASK_ALL, 0, 0},
+};
+static const nxe_op_param_info expand_outputs[] = {
+    {"output", "input broadcast (numpy rules, both ways) with 'shape'", NXE_MASK_ALL, 0, 0},
+};
+static const nxe_op_attr_info expand_attrs[] = {
+    {"shape",
+     "shape to broadcast with; the output shape is the broadcast of input.shape and this, so a "
+     "1 here keeps the input dimension",
+     NXE_ATTR_INTS, NULL},
+};
+
+static const nxe_op_param_info space_to_depth_inputs[] = {
+    {"input", "NCHW tensor, any dtype; H and W divisible by blocksize", NXE_MASK_ALL, 0, 0},
+};
+static const nxe_op_param_info space_to_depth_outputs[] = {
+    {"output",
+     "[N, C * b * b, H / b, W / b]; the channel at (y, x) that holds input "
+     "(c, y * b + by, x * b + bx) is (by * b + bx) * C + c (DCR) or (c * b + by) * b + bx (CRD)",
+     NXE_MASK_ALL, 0, 0},
+};
+static const nxe_op_attr_info space_to_depth_attrs[] = {
+    {"blocksize", "side b of the square blocks moved into channels, >= 1", NXE_ATTR_INT, NULL},
+    {"mode", "channel order: \"DCR\" (block offset, then channel) or \"CRD\" (channel, then "
+             "block offset)",
+     NXE_ATTR_STRING, "\"DCR\""},
+};
+
+static const nxe_op_param_info gather_elements_inputs[] = {
+    {"data", "tensor to gather from, any dtype, rank >= 1", NXE_MASK_ALL, 0, 0},
+    {"indices",
+     "i32 or i64 of the rank of data, no larger than data outside 'axis'; positions along "
+     "'axis', negative counting from the end. A value outside [-n, n-1] fails the run with "
+     "NXE_ERROR_RUNTIME",
+     NXE_MASK_INDEX, 0, 0},
+};
+static const nxe_op_param_info gather_elements_outputs[] = {
+    {"output",
+     "shape of indices; output[i][j][k] = data[indices[i][j][k]][j][k] for axis 0, and so on",
+     NXE_MASK_ALL, 0, 0},
+};
+static const nxe_op_attr_info gather_elements_attrs[] = {
+    {"axis", "axis the indices select along; negative counts from the end", NXE_ATTR_INT, "0"},
+};
+
+static const nxe_op_param_info scatter_elements_inputs[] = {
+    {"data", "initial values, any dtype, rank >= 1", NXE_MASK_ALL, 0, 0},
+    {"indices",
+     "i32 or i64 of the rank of data, no larger than data outside 'axis'; target positions "
+     "along 'axis', negative counting from the end. Out of range fails the run",
+     NXE_MASK_INDEX, 0, 0},
+    {"updates", "values to write, dtype of data, shape of indices", NXE_MASK_ALL, 0, 0},
+};
+static const nxe_op_param_info scatter_outputs[] = {
+    {"output", "a copy of data with the updates applied in order", NXE_MASK_ALL, 0, 0},
+};
+static const nxe_op_attr_info scatter_elements_attrs[] = {
+    {"axis", "axis the indices select along; negative counts from the end", NXE_ATTR_INT, "0"},
+    {"reduction",
+     "how an update meets the value it lands on: \"none\" (replace; with duplicate indices the "
+     "last in index order wins), \"add\", \"mul\", \"max\" or \"min\" (not for bool; integers "
+     "wrap, f16/bf16 compute in f32)",
+     NXE_ATTR_STRING, "\"none\""},
+};
+
+static const nxe_op_param_info gather_nd_inputs[] = {
+    {"data", "tensor to gather from, any dtype, rank r >= 1", NXE_MASK_ALL, 0, 0},
+    {"indices",
+     "i32 or i64, rank q >= 1; the last axis holds index tuples of length k in [1, r - b] "
+     "into the axes after the b batch axes, negative counting from the end. Out of range fails "
+     "the run",
+     NXE_MASK_INDEX, 0, 0},
+};
+static const nxe_op_param_info gather_nd_outputs[] = {
+    {"output", "indices.shape[:-1] + data.shape[b + k:]: the slice each tuple selects",
+     NXE_MASK_ALL, 0, 0},
+};
+static const nxe_op_attr_info gather_nd_attrs[] = {
+    {"batch_dims",
+     "b leading axes shared by data and indices (equal sizes); each tuple indexes its own "
+     "batch. In [0, min(q, r))",
+     NXE_ATTR_INT, "0"},
+};
+
+static const nxe_op_param_info scatter_nd_inputs[] = {
+    {"data", "initial values, any dtype, rank r >= 1", NXE_MASK_ALL, 0, 0},
+    {"indices",
+     "i32 or i64, rank q >= 1; the last axis holds index tuples of length k in [1, r], "
+     "negative counting from the end. Out of range fails the run",
+     NXE_MASK_INDEX, 0, 0},
+    {"updates", "dtype of data, shape indices.shape[:-1] + data.shape[k:]", NXE_MASK_ALL, 0, 0},
+};
+static const nxe_op_attr_info scatter_nd_attrs[] = {
+    {"reduction",
+     "how an update meets the value it lands on: \"none\" (replace; with duplicate tuples the "
+     "last wins), \"add\", \"mul\", \"max\" or \"min\" (not for bool; integers wrap, f16/bf16 "
+     "compute in f32)",
+     NXE_ATTR_STRING, "\"none\""},
+};
+
+static const nxe_op_param_info one_hot_inputs[] = {
+    {"indices",
+     "i32 or i64 class numbers; negative counts from depth; a value outside [-depth, depth) "
+     "gives all off_value",
+     NXE_MASK_INDEX, 0, 0},
+};
+static const nxe_op_param_info one_hot_outputs[] = {
+    {"output", "dtype 'dtype'; the shape of indices with an axis of size depth inserted at 'axis'",
+     NXE_MASK_ALL, 0, 0},
+};
+static const nxe_op_attr_info one_hot_attrs[] = {
+    {"depth", "number of classes, >= 1", NXE_ATTR_INT, NULL},
+    {"axis", "position of the new axis in the output; negative counts from the end",
+     NXE_ATTR_INT, "-1"},
+    {"on_value", "value at the class position", NXE_ATTR_FLOAT, "1.0"},
+    {"off_value", "value everywhere else", NXE_ATTR_FLOAT, "0.0"},
+    {"dtype", "output dtype name (\"f32\", \"i64\", ...); the values are converted to it",
+     NXE_ATTR_STRING, "\"f32\""},
+};
+
+static const nxe_op_param_info trilu_inputs[] = {
+    {"input", "tensor of rank >= 2, any dtype; the last two axes are the matrices",
+     NXE_MASK_ALL, 0, 0},
+};
+static const nxe_op_param_info trilu_outputs[] = {
+    {"output", "input with the elements outside the triangle set to zero", NXE_MASK_ALL, 0, 0},
+};
+static const nxe_op_attr_info trilu_attrs[] = {
+    {"upper", "1: keep (i, j) with j - i >= k (upper triangle); 0: keep j - i <= k (lower)",
+     NXE_ATTR_INT, "1"},
+    {"k", "diagonal offset: 0 the main diagonal, positive above it, negative below",
+     NXE_ATTR_INT, "0"},
+};
+
 static const nxe_op_def data_movement_defs[] = {
     {NXE_INFO("Gather", "Picks entries of 'data' along one axis at the given indices.",
               gather_inputs, gather_outputs, gather_attrs),
@@ -859,6 +1832,40 @@ static const nxe_op_def data_movement_defs[] = {
     {NXE_INFO("Unsqueeze", "Inserts size-1 axes.", unsqueeze_inputs, unsqueeze_outputs,
               unsqueeze_attrs),
      sizeof(copy_params), unsqueeze_infer, copy_run},
+    {NXE_INFO("Pad", "Pads (or crops) every axis: constant, reflect, edge or wrap.",
+              pad_inputs, pad_outputs, pad_attrs),
+     sizeof(pad_params), pad_infer, pad_run},
+    {NXE_INFO("Tile", "Repeats the input along every axis.", tile_inputs, tile_outputs,
+              tile_attrs),
+     sizeof(pad_params), tile_infer, pad_run},
+    {NXE_INFO("Expand", "Broadcasts the input to a shape (numpy rules).", expand_inputs,
+              expand_outputs, expand_attrs),
+     sizeof(view_params), expand_infer, view_run},
+    {NXE_INFO("SpaceToDepth", "Moves square blocks of pixels into channels (NCHW).",
+              space_to_depth_inputs, space_to_depth_outputs, space_to_depth_attrs),
+     sizeof(view_params), space_to_depth_infer, view_run},
+    {NXE_INFO("GatherElements",
+              "Picks one element of 'data' per index, along one axis (take_along_axis).",
+              gather_elements_inputs, gather_elements_outputs, gather_elements_attrs),
+     sizeof(elements_params), gather_elements_infer, gather_elements_run},
+    {NXE_INFO("ScatterElements",
+              "Writes (or combines) each update into a copy of 'data' at its index along one "
+              "axis.",
+              scatter_elements_inputs, scatter_outputs, scatter_elements_attrs),
+     sizeof(elements_params), scatter_elements_infer, scatter_elements_run},
+    {NXE_INFO("GatherND", "Picks slices of 'data' addressed by index tuples.", gather_nd_inputs,
+              gather_nd_outputs, gather_nd_attrs),
+     sizeof(nd_params), gather_nd_infer, gather_nd_run},
+    {NXE_INFO("ScatterND",
+              "Writes (or combines) slices of updates into a copy of 'data' at index tuples.",
+              scatter_nd_inputs, scatter_outputs, scatter_nd_attrs),
+     sizeof(nd_params), scatter_nd_infer, scatter_nd_run},
+    {NXE_INFO("OneHot", "Turns class numbers into one-hot vectors along a new axis.",
+              one_hot_inputs, one_hot_outputs, one_hot_attrs),
+     sizeof(one_hot_params), one_hot_infer, one_hot_run},
+    {NXE_INFO("Trilu", "Keeps the upper or lower triangle of the last two axes.", trilu_inputs,
+              trilu_outputs, trilu_attrs),
+     sizeof(trilu_params), trilu_infer, trilu_run},
 };
 
 const nxe_op_family nxe_ops_data_movement = {

@@ -1,27 +1,29 @@
-/* elementwise.c — the elementwise op family: Add/Sub/Mul/Div with numpy broadcasting and the
- * f32 activations. Shape rules and lowering only; the arithmetic lives in kernels/ref. */
+/* elementwise.c — the elementwise op family: Add/Sub/Mul/Div with numpy broadcasting, the f32
+ * activations, and the broadcasting machinery the math family shares (ops/elementwise.h).
+ * Shape rules and lowering only; the arithmetic lives in kernels/ref. */
 #include <string.h>
 
 #include "ops/op_def.h"
-#include "ref/elementwise.h"
+#include "ops/elementwise.h"
+#include "ref/cast.h"
 
 _Static_assert(NXE_REF_MAX_RANK == NXE_MAX_RANK, "kernel and ABI ranks must agree");
 
-/* Output elements per parallel chunk: large enough that waking a worker pays for itself. */
-#define ELEMENTWISE_GRAIN 16384
-
-enum binary_op { BINARY_ADD, BINARY_SUB, BINARY_MUL, BINARY_DIV };
-
-typedef struct binary_params {
-    int32_t op;         /* enum binary_op */
-    int32_t dtype;
-    int32_t contiguous; /* both operands dense with the output's shape */
-    int32_t ndim;       /* of the walk below, after merging dimensions; >= 1 */
-    int64_t numel;
-    int64_t shape[NXE_MAX_RANK];
-    int64_t a_strides[NXE_MAX_RANK];
-    int64_t b_strides[NXE_MAX_RANK];
-} binary_params;
+int32_t nxe_elementwise_ref_type(int32_t dtype)
+{
+    switch (dtype) {
+    case NXE_DTYPE_F32: return NXE_REF_F32;
+    case NXE_DTYPE_F16: return NXE_REF_F16;
+    case NXE_DTYPE_BF16: return NXE_REF_BF16;
+    case NXE_DTYPE_I8: return NXE_REF_I8;
+    case NXE_DTYPE_U8: return NXE_REF_U8;
+    case NXE_DTYPE_I16: return NXE_REF_I16;
+    case NXE_DTYPE_I32: return NXE_REF_I32;
+    case NXE_DTYPE_I64: return NXE_REF_I64;
+    case NXE_DTYPE_BOOL: return NXE_REF_BOOL;
+    default: return -1;
+    }
+}
 
 /* Element strides of an operand seen through the output's shape: 0 on the dimensions it is
  * broadcast along (missing leading dims and size-1 dims). */
@@ -39,62 +41,123 @@ static void broadcast_strides(const nxe_value *v, int32_t out_ndim, int64_t *str
     }
 }
 
-/* Drops size-1 dimensions and merges neighbours that both operands traverse contiguously, so
- * the common cases (same shape, scalar operand, bias along one axis) become one or two loops. */
-static void merge_dims(binary_params *p, int32_t ndim, const int64_t *shape, const int64_t *sa,
-                       const int64_t *sb)
+nxe_status nxe_broadcast_plan(const nxe_node *node, const nxe_value *const *operands,
+                              int32_t count, nxe_value *out, nxe_ref_broadcast *walk)
 {
+    int32_t ndim = operands[0]->ndim;
+    int64_t shape[NXE_MAX_RANK];
+    memcpy(shape, operands[0]->shape, (size_t)ndim * sizeof shape[0]);
+    for (int32_t j = 1; j < count; j++) {
+        int64_t next[NXE_MAX_RANK];
+        nxe_status status = nxe_broadcast_shapes(node, ndim, shape, operands[j]->ndim,
+                                                 operands[j]->shape, &ndim, next);
+        if (status != NXE_OK)
+            return status;
+        memcpy(shape, next, (size_t)ndim * sizeof shape[0]);
+    }
+    out->ndim = ndim;
+    memcpy(out->shape, shape, (size_t)ndim * sizeof shape[0]);
+
+    int64_t strides[NXE_REF_MAX_OPERANDS][NXE_MAX_RANK];
+    for (int32_t j = 0; j < count; j++)
+        broadcast_strides(operands[j], ndim, strides[j]);
+
+    /* Drops size-1 dimensions and merges neighbours that every operand traverses
+     * contiguously, so the common cases (same shape, scalar operand, bias along one axis)
+     * become one or two loops. */
+    memset(walk, 0, sizeof *walk);
+    walk->num_operands = count;
     int32_t m = 0;
     for (int32_t d = 0; d < ndim; d++) {
         if (shape[d] == 1)
             continue;
-        if (m > 0 && p->a_strides[m - 1] == sa[d] * shape[d] &&
-            p->b_strides[m - 1] == sb[d] * shape[d]) {
-            p->shape[m - 1] *= shape[d];
-            p->a_strides[m - 1] = sa[d];
-            p->b_strides[m - 1] = sb[d];
+        bool mergeable = m > 0;
+        for (int32_t j = 0; mergeable && j < count; j++)
+            mergeable = walk->strides[j][m - 1] == strides[j][d] * shape[d];
+        if (mergeable) {
+            walk->shape[m - 1] *= shape[d];
+            for (int32_t j = 0; j < count; j++)
+                walk->strides[j][m - 1] = strides[j][d];
             continue;
         }
-        p->shape[m] = shape[d];
-        p->a_strides[m] = sa[d];
-        p->b_strides[m] = sb[d];
+        walk->shape[m] = shape[d];
+        for (int32_t j = 0; j < count; j++)
+            walk->strides[j][m] = strides[j][d];
         m++;
     }
     if (m == 0) {
-        p->shape[0] = 1;
-        p->a_strides[0] = 1;
-        p->b_strides[0] = 1;
+        walk->shape[0] = 1;
         m = 1;
     }
-    p->ndim = m;
-    p->contiguous = m == 1 && p->a_strides[0] == 1 && p->b_strides[0] == 1;
+    walk->ndim = m;
+    return NXE_OK;
 }
 
-static nxe_status binary_infer(const nxe_node *node, const nxe_value *inputs, nxe_value *outputs,
-                               binary_params *p, enum binary_op op)
+nxe_status nxe_binary_infer(const nxe_node *node, const nxe_value *inputs, nxe_value *outputs,
+                            nxe_binary_params *p, int32_t op, int32_t out_dtype)
 {
     const nxe_value *a = &inputs[0], *b = &inputs[1];
     if (a->dtype != b->dtype)
         return nxe_node_error(node, NXE_ERROR_DTYPE_MISMATCH,
-                              "inputs 'A' (%s) and 'B' (%s) must have the same dtype",
+                              "inputs 0 (%s) and 1 (%s) must have the same dtype",
                               nxe_dtype_name(a->dtype), nxe_dtype_name(b->dtype));
-    int32_t ndim = 0;
-    int64_t shape[NXE_MAX_RANK];
-    nxe_status status = nxe_broadcast_shapes(node, a->ndim, a->shape, b->ndim, b->shape, &ndim,
-                                             shape);
+    if (nxe_ref_binary_kernel(op, nxe_elementwise_ref_type(a->dtype)) == NULL)
+        return nxe_node_error(node, NXE_ERROR_DTYPE_MISMATCH, "dtype %s is not supported",
+                              nxe_dtype_name(a->dtype));
+    const nxe_value *operands[2] = {a, b};
+    nxe_status status = nxe_broadcast_plan(node, operands, 2, &outputs[0], &p->walk);
     if (status != NXE_OK)
         return status;
-    outputs[0].dtype = a->dtype;
-    outputs[0].ndim = ndim;
-    memcpy(outputs[0].shape, shape, (size_t)ndim * sizeof shape[0]);
-
-    int64_t sa[NXE_MAX_RANK], sb[NXE_MAX_RANK];
-    broadcast_strides(a, ndim, sa);
-    broadcast_strides(b, ndim, sb);
+    outputs[0].dtype = out_dtype == NXE_DTYPE_NONE ? a->dtype : out_dtype;
     p->op = op;
     p->dtype = a->dtype;
     p->numel = nxe_value_numel(&outputs[0]);
-    merge_dims(p, ndim, shape, sa, sb);
+    return NXE_OK;
+}
+
+typedef struct binary_job {
+    nxe_ref_binary_fn kernel;
+    const nxe_binary_params *p;
+    const char *a;
+    const char *b;
+    char *out;
+    size_t in_size;
+    size_t out_size;
+} binary_job;
+
+static void binary_segment(void *ctx, int64_t n, int64_t out_offset, const int64_t *offsets,
+                           const int64_t *steps)
+{
+    const binary_job *job = ctx;
+    job->kernel(n, job->a + offsets[0] * (int64_t)job->in_size, steps[0],
+                job->b + offsets[1] * (int64_t)job->in_size, steps[1],
+                job->out + out_offset * (int64_t)job->out_size);
+}
+
+static void binary_range(void *ctx, int64_t begin, int64_t end)
+{
+    const binary_job *job = ctx;
+    nxe_ref_broadcast_walk(&job->p->walk, begin, end, binary_segment, ctx);
+}
+
+nxe_status nxe_binary_run(const void *params, const nxe_value *inputs, int32_t num_inputs,
+                          nxe_value *outputs, int32_t num_outputs, nxe_thread_pool *pool)
+{
+    (void)num_inputs;
+    (void)num_outputs;
+    const nxe_binary_params *p = params;
+    binary_job job = {nxe_ref_binary_kernel(p->op, nxe_elementwise_ref_type(p->dtype)),
+                      p,
+                      inputs[0].data,
+                      inputs[1].data,
+                      outputs[0].data,
+                      nxe_dtype_size(p->dtype),
+                      nxe_dtype_size(outputs[0].dtype)};
+    if (job.kernel == NULL)
+        return nxe_error(NXE_ERROR_INTERNAL, "binary elementwise op %d: dtype %s reached run",
+                         p->op, nxe_dtype_name(p->dtype));
+    if (p->numel > 0)
+        nxe_parallel_for(pool, p->numel, NXE_ELEMENTWISE_GRAIN, binary_range, &job);
     return NXE_OK;
 }
 
@@ -104,70 +167,13 @@ static nxe_status binary_infer(const nxe_node *node, const nxe_value *inputs, nx
     {                                                                                         \
         (void)num_inputs;                                                                     \
         (void)num_outputs;                                                                    \
-        return binary_infer(node, inputs, outputs, params, op);                               \
+        return nxe_binary_infer(node, inputs, outputs, params, op, NXE_DTYPE_NONE);           \
     }
-BINARY_INFER(add_infer, BINARY_ADD)
-BINARY_INFER(sub_infer, BINARY_SUB)
-BINARY_INFER(mul_infer, BINARY_MUL)
-BINARY_INFER(div_infer, BINARY_DIV)
+BINARY_INFER(add_infer, NXE_REF_ADD)
+BINARY_INFER(sub_infer, NXE_REF_SUB)
+BINARY_INFER(mul_infer, NXE_REF_MUL)
+BINARY_INFER(div_infer, NXE_REF_DIV)
 #undef BINARY_INFER
-
-typedef struct binary_job {
-    const binary_params *p;
-    const void *a;
-    const void *b;
-    void *out;
-} binary_job;
-
-#define BINARY_CASE(prefix, op_enum, op)                                                      \
-    case op_enum:                                                                             \
-        if (p->contiguous)                                                                    \
-            nxe_ref_##prefix##_##op(end - begin, a + begin, b + begin, out + begin);          \
-        else                                                                                  \
-            nxe_ref_##prefix##_##op##_strided(p->ndim, p->shape, p->a_strides, a,             \
-                                              p->b_strides, b, out, begin, end);              \
-        break;
-#define BINARY_RANGE(T, prefix)                                                               \
-    static void binary_range_##prefix(void *ctx, int64_t begin, int64_t end)                  \
-    {                                                                                         \
-        const binary_job *job = ctx;                                                          \
-        const binary_params *p = job->p;                                                      \
-        const T *a = job->a;                                                                  \
-        const T *b = job->b;                                                                  \
-        T *out = job->out;                                                                    \
-        switch (p->op) {                                                                      \
-            BINARY_CASE(prefix, BINARY_ADD, add)                                              \
-            BINARY_CASE(prefix, BINARY_SUB, sub)                                              \
-            BINARY_CASE(prefix, BINARY_MUL, mul)                                              \
-            BINARY_CASE(prefix, BINARY_DIV, div)                                              \
-        }                                                                                     \
-    }
-BINARY_RANGE(float, f32)
-BINARY_RANGE(int32_t, i32)
-BINARY_RANGE(int64_t, i64)
-#undef BINARY_RANGE
-#undef BINARY_CASE
-
-static nxe_status binary_run(const void *params, const nxe_value *inputs, int32_t num_inputs,
-                             nxe_value *outputs, int32_t num_outputs, nxe_thread_pool *pool)
-{
-    (void)num_inputs;
-    (void)num_outputs;
-    const binary_params *p = params;
-    binary_job job = {p, inputs[0].data, inputs[1].data, outputs[0].data};
-    nxe_range_fn fn;
-    switch (p->dtype) {
-    case NXE_DTYPE_F32: fn = binary_range_f32; break;
-    case NXE_DTYPE_I32: fn = binary_range_i32; break;
-    case NXE_DTYPE_I64: fn = binary_range_i64; break;
-    default:
-        return nxe_error(NXE_ERROR_INTERNAL, "binary elementwise op: dtype %s reached run",
-                         nxe_dtype_name(p->dtype));
-    }
-    if (p->numel > 0)
-        nxe_parallel_for(pool, p->numel, ELEMENTWISE_GRAIN, fn, &job);
-    return NXE_OK;
-}
 
 /* ---- Activations ---------------------------------------------------------------------- */
 
@@ -275,16 +281,17 @@ static nxe_status unary_run(const void *params, const nxe_value *inputs, int32_t
     const unary_params *p = params;
     unary_job job = {p, inputs[0].data, outputs[0].data};
     if (p->numel > 0)
-        nxe_parallel_for(pool, p->numel, ELEMENTWISE_GRAIN, unary_range, &job);
+        nxe_parallel_for(pool, p->numel, NXE_ELEMENTWISE_GRAIN, unary_range, &job);
     return NXE_OK;
 }
 
 /* ---- Schemas -------------------------------------------------------------------------- */
 
-#define ARITH_MASK (NXE_MASK(NXE_DTYPE_F32) | NXE_MASK(NXE_DTYPE_I32) | NXE_MASK(NXE_DTYPE_I64))
+#define ARITH_MASK (NXE_MASK_ALL & ~NXE_MASK(NXE_DTYPE_BOOL))
 
 static const nxe_op_param_info binary_inputs[] = {
-    {"A", "first operand: f32, i32 or i64", ARITH_MASK, 0, 0},
+    {"A", "first operand: any numeric dtype (f16 and bf16 compute in f32 and round once)",
+     ARITH_MASK, 0, 0},
     {"B", "second operand, same dtype as A; A and B broadcast against each other as in numpy",
      ARITH_MASK, 0, 0},
 };
@@ -310,8 +317,8 @@ static const nxe_op_attr_info gelu_attrs[] = {
 };
 
 #define BINARY_DEF(name, summary, infer)                                                      \
-    {NXE_INFO_NOATTR(name, summary, binary_inputs, binary_outputs), sizeof(binary_params),    \
-     infer, binary_run}
+    {NXE_INFO_NOATTR(name, summary, binary_inputs, binary_outputs), sizeof(nxe_binary_params),\
+     infer, nxe_binary_run}
 
 static const nxe_op_def elementwise_defs[] = {
     BINARY_DEF("Add",

@@ -1,5 +1,5 @@
 /* elementwise.h — reference kernels for the elementwise op family (portable C11, the oracle for
- * all others): binary arithmetic with numpy broadcasting and f32 activations.
+ * all others): the broadcasting walk, binary kernels for every dtype, where, and f32 activations.
  * Every kernel writes a caller-chosen range of its output, so callers may split the work. */
 #ifndef NXE_KERNELS_REF_ELEMENTWISE_H
 #define NXE_KERNELS_REF_ELEMENTWISE_H
@@ -12,32 +12,76 @@
 #define NXE_REF_MAX_RANK 6
 #endif
 
-/* Binary arithmetic, dense operands of one shape: out[i] = a[i] op b[i] for i in [0, n).
- *
- * Broadcasting form (`_strided`): out is dense with `ndim` (1..NXE_REF_MAX_RANK) dims `shape`;
- * operand element k of the output's multi-index idx sits at a[sum(idx[d] * a_strides[d])]
- * (stride 0 on broadcast dims), likewise for b. Writes out elements [begin, end).
- *
- * Integer semantics (never undefined): add/sub/mul wrap modulo 2^bits; div truncates toward
- * zero, x / 0 = 0, and MIN / -1 wraps to MIN. */
-#define NXE_REF_DECLARE_BINARY(T, prefix, op)                                                 \
-    void nxe_ref_##prefix##_##op(int64_t n, const T *a, const T *b, T *out);                  \
-    void nxe_ref_##prefix##_##op##_strided(int32_t ndim, const int64_t *shape,                \
-                                           const int64_t *a_strides, const T *a,              \
-                                           const int64_t *b_strides, const T *b, T *out,      \
-                                           int64_t begin, int64_t end);
-#define NXE_REF_DECLARE_BINARY_SET(T, prefix)                                                 \
-    NXE_REF_DECLARE_BINARY(T, prefix, add)                                                    \
-    NXE_REF_DECLARE_BINARY(T, prefix, sub)                                                    \
-    NXE_REF_DECLARE_BINARY(T, prefix, mul)                                                    \
-    NXE_REF_DECLARE_BINARY(T, prefix, div)
+/* Broadcasting walk shared by every elementwise family. The output is dense with `ndim`
+ * (1..NXE_REF_MAX_RANK) dims `shape`; element k of operand j for the output multi-index idx
+ * sits at offset sum(idx[d] * strides[j][d]) (stride 0 on broadcast dims). The walk splits
+ * output elements [begin, end) into runs along the innermost dimension and calls `run` once per
+ * run with the run's length, its output offset and each operand's offset and step. */
+#define NXE_REF_MAX_OPERANDS 3
 
-NXE_REF_DECLARE_BINARY_SET(float, f32)
-NXE_REF_DECLARE_BINARY_SET(int32_t, i32)
-NXE_REF_DECLARE_BINARY_SET(int64_t, i64)
+typedef struct nxe_ref_broadcast {
+    int32_t ndim;
+    int32_t num_operands;
+    int64_t shape[NXE_REF_MAX_RANK];
+    int64_t strides[NXE_REF_MAX_OPERANDS][NXE_REF_MAX_RANK];
+} nxe_ref_broadcast;
 
-#undef NXE_REF_DECLARE_BINARY_SET
-#undef NXE_REF_DECLARE_BINARY
+typedef void (*nxe_ref_broadcast_run_fn)(void *ctx, int64_t n, int64_t out_offset,
+                                         const int64_t *offsets, const int64_t *steps);
+void nxe_ref_broadcast_walk(const nxe_ref_broadcast *walk, int64_t begin, int64_t end,
+                            nxe_ref_broadcast_run_fn run, void *ctx);
+
+/* Binary elementwise kernels over one run: out[i] = a[i * step_a] op b[i * step_b] for i in
+ * [0, n). Pointers are typed by the kernel's element type (see nxe_ref_binary_kernel); f16 and
+ * bf16 compute in f32 and round once; comparisons write bool (one byte, 0 or 1).
+ *
+ * Semantics (never undefined):
+ *   ADD/SUB/MUL  integers wrap modulo 2^bits.
+ *   DIV          floats IEEE; integers truncate toward zero, x / 0 = 0, MIN / -1 wraps to MIN.
+ *   POW          floats powf; integers exact by squaring with wrap-around; a negative
+ *                exponent gives the truncated 1 / x^|y| (1, -1 or 0; 0^negative = 0).
+ *   MIN/MAX      NaN in either operand gives NaN.
+ *   MOD          sign of the divisor (floored, like Python %); FMOD sign of the dividend
+ *                (C fmod / truncated). Integer x mod 0 = 0 and MIN mod -1 = 0.
+ *   comparisons  IEEE (any comparison with NaN is false except NOT_EQUAL, which is absent).
+ *   AND/OR/XOR   bool operands, nonzero is true.
+ *   BITSHIFT     unsigned shift; a shift of the bit width or more gives 0.
+ *   PRELU        a for a >= 0, a * b below (b is the slope). */
+enum nxe_ref_binary_op {
+    NXE_REF_ADD,
+    NXE_REF_SUB,
+    NXE_REF_MUL,
+    NXE_REF_DIV,
+    NXE_REF_POW,
+    NXE_REF_MIN,
+    NXE_REF_MAX,
+    NXE_REF_MOD,
+    NXE_REF_FMOD,
+    NXE_REF_EQUAL,
+    NXE_REF_LESS,
+    NXE_REF_LESS_EQUAL,
+    NXE_REF_GREATER,
+    NXE_REF_GREATER_EQUAL,
+    NXE_REF_AND,
+    NXE_REF_OR,
+    NXE_REF_XOR,
+    NXE_REF_SHIFT_LEFT,
+    NXE_REF_SHIFT_RIGHT,
+    NXE_REF_PRELU,
+    NXE_REF_BINARY_OP_COUNT
+};
+
+typedef void (*nxe_ref_binary_fn)(int64_t n, const void *a, int64_t step_a, const void *b,
+                                  int64_t step_b, void *out);
+
+/* The kernel of `op` for operands of element type `type` (enum nxe_ref_type in cast.h), or
+ * NULL when that pair is not provided. */
+nxe_ref_binary_fn nxe_ref_binary_kernel(int32_t op, int32_t type);
+
+/* Where: out[i] = cond[i * step_c] ? a[i * step_a] : b[i * step_b] over one run, for elements
+ * of `element_size` 1, 2, 4 or 8 bytes (returns -1 and writes nothing for other sizes). */
+int nxe_ref_select(size_t element_size, int64_t n, const uint8_t *cond, int64_t step_c,
+                   const void *a, int64_t step_a, const void *b, int64_t step_b, void *out);
 
 /* f32 activations: y[i] = f(x[i]) for i in [0, n). x and y may be the same buffer. */
 /* max(x, 0); NaN stays NaN. */

@@ -1,5 +1,5 @@
-/* reduce.c — reference reductions. Every output element walks its reduced index space in the
- * same row-major order, whatever range of outputs a call covers. */
+/* reduce.c — reference reductions, arg-extremes, top-k and cumulative sums. Every output
+ * element walks its input in the same order whatever range of outputs a call covers. */
 #include "reduce.h"
 
 #include <math.h>
@@ -45,72 +45,284 @@ static int64_t run_offset(const nxe_reduce_geometry *g, int64_t run)
     return offset;
 }
 
-static double f32_sum(const nxe_reduce_geometry *g, const float *x)
+/* Runs `body` with `v` bound to each reduced element of the output at `base`, in order. */
+#define FOR_EACH_REDUCED(type, g, base, v, body)                                             \
+    do {                                                                                     \
+        const reduced_runs runs_ = runs_of(g);                                               \
+        for (int64_t r_ = 0; r_ < runs_.count; r_++) {                                       \
+            const type *run_ = (base) + run_offset((g), r_);                                 \
+            for (int64_t i_ = 0; i_ < runs_.length; i_++) {                                  \
+                const type v = run_[i_ * runs_.stride];                                      \
+                body                                                                         \
+            }                                                                                \
+        }                                                                                    \
+    } while (0)
+
+/* Maximum (or minimum) that turns NaN as soon as one element is NaN. */
+static double f32_extreme(const nxe_reduce_geometry *g, const float *base, bool want_max)
 {
-    const reduced_runs runs = runs_of(g);
+    double best = want_max ? -INFINITY : INFINITY;
+    FOR_EACH_REDUCED(float, g, base, v, {
+        if (isnan(v)) {
+            return NAN;
+        }
+        if (want_max ? v > best : v < best) {
+            best = v;
+        }
+    });
+    return best;
+}
+
+static double f32_log_sum_exp(const nxe_reduce_geometry *g, const float *base)
+{
+    const double max = f32_extreme(g, base, true);
+    /* NaN stays NaN; an infinite maximum (or an empty set, -inf) is the answer itself, and
+     * subtracting it would make inf - inf. */
+    if (!isfinite(max)) {
+        return max;
+    }
     double sum = 0.0;
-    for (int64_t r = 0; r < runs.count; r++) {
-        const float *run = x + run_offset(g, r);
-        for (int64_t i = 0; i < runs.length; i++) {
-            sum += run[i * runs.stride];
-        }
-    }
-    return sum;
+    FOR_EACH_REDUCED(float, g, base, v, { sum += exp((double)v - max); });
+    return max + log(sum);
 }
 
-void nxe_ref_f32_reduce_sum(const nxe_reduce_geometry *geometry, const float *x, float *y,
-                            int64_t out_begin, int64_t out_end)
+static double f32_reduce_one(nxe_reduce_kind kind, const nxe_reduce_geometry *g,
+                             const float *base)
 {
-    for (int64_t out = out_begin; out < out_end; out++) {
-        y[out] = (float)f32_sum(geometry, x + kept_offset(geometry, out));
+    double acc = 0.0;
+    switch (kind) {
+    case NXE_REDUCE_SUM:
+    case NXE_REDUCE_MEAN:
+    case NXE_REDUCE_LOG_SUM:
+        FOR_EACH_REDUCED(float, g, base, v, { acc += v; });
+        break;
+    case NXE_REDUCE_L1:
+        FOR_EACH_REDUCED(float, g, base, v, { acc += fabs((double)v); });
+        break;
+    case NXE_REDUCE_L2:
+    case NXE_REDUCE_SUM_SQUARE:
+        FOR_EACH_REDUCED(float, g, base, v, { acc += (double)v * (double)v; });
+        break;
+    case NXE_REDUCE_PROD:
+        acc = 1.0;
+        FOR_EACH_REDUCED(float, g, base, v, { acc *= v; });
+        break;
+    case NXE_REDUCE_MAX:
+        return f32_extreme(g, base, true);
+    case NXE_REDUCE_MIN:
+        return f32_extreme(g, base, false);
+    case NXE_REDUCE_LOG_SUM_EXP:
+        return f32_log_sum_exp(g, base);
+    }
+    switch (kind) {
+    case NXE_REDUCE_MEAN:
+        return g->reduced_count == 0 ? NAN : acc / (double)g->reduced_count;
+    case NXE_REDUCE_L2:
+        return sqrt(acc);
+    case NXE_REDUCE_LOG_SUM:
+        return log(acc);
+    default:
+        return acc;
     }
 }
 
-void nxe_ref_f32_reduce_mean(const nxe_reduce_geometry *geometry, const float *x, float *y,
-                             int64_t out_begin, int64_t out_end)
+void nxe_ref_f32_reduce(nxe_reduce_kind kind, const nxe_reduce_geometry *geometry,
+                        const float *x, float *y, int64_t out_begin, int64_t out_end)
 {
     for (int64_t out = out_begin; out < out_end; out++) {
-        if (geometry->reduced_count == 0) {
-            y[out] = NAN;
-        } else {
-            y[out] = (float)(f32_sum(geometry, x + kept_offset(geometry, out)) /
-                             (double)geometry->reduced_count);
-        }
+        y[out] = (float)f32_reduce_one(kind, geometry, x + kept_offset(geometry, out));
     }
 }
 
-/* Integer sums run in the unsigned type of the same width, where overflow wraps without
- * undefined behaviour; the bits are then read back as two's complement. */
-void nxe_ref_i32_reduce_sum(const nxe_reduce_geometry *geometry, const int32_t *x, int32_t *y,
-                            int64_t out_begin, int64_t out_end)
+/* Integer arithmetic runs in the unsigned type of the same width, where overflow wraps
+ * without undefined behaviour; the bits are then read back as two's complement. */
+#define DEFINE_INT_REDUCE(name, type, utype, lowest, highest)                                \
+    static utype name##_reduce_one(nxe_reduce_kind kind, const nxe_reduce_geometry *g,       \
+                                   const type *base)                                         \
+    {                                                                                        \
+        utype acc = 0;                                                                       \
+        type best = kind == NXE_REDUCE_MAX ? (lowest) : (highest);                           \
+        switch (kind) {                                                                      \
+        case NXE_REDUCE_MAX:                                                                 \
+            FOR_EACH_REDUCED(type, g, base, v, { best = v > best ? v : best; });             \
+            memcpy(&acc, &best, sizeof acc);                                                 \
+            break;                                                                           \
+        case NXE_REDUCE_MIN:                                                                 \
+            FOR_EACH_REDUCED(type, g, base, v, { best = v < best ? v : best; });             \
+            memcpy(&acc, &best, sizeof acc);                                                 \
+            break;                                                                           \
+        case NXE_REDUCE_PROD:                                                                \
+            acc = 1;                                                                         \
+            FOR_EACH_REDUCED(type, g, base, v, { acc *= (utype)v; });                        \
+            break;                                                                           \
+        case NXE_REDUCE_L1:                                                                  \
+            FOR_EACH_REDUCED(type, g, base, v,                                               \
+                             { acc += v < 0 ? (utype)0 - (utype)v : (utype)v; });            \
+            break;                                                                           \
+        case NXE_REDUCE_SUM_SQUARE:                                                          \
+            FOR_EACH_REDUCED(type, g, base, v, { acc += (utype)v * (utype)v; });             \
+            break;                                                                           \
+        default:                                                                             \
+            FOR_EACH_REDUCED(type, g, base, v, { acc += (utype)v; });                        \
+            break;                                                                           \
+        }                                                                                    \
+        return acc;                                                                          \
+    }                                                                                        \
+    void nxe_ref_##name##_reduce(nxe_reduce_kind kind, const nxe_reduce_geometry *geometry,  \
+                                 const type *x, type *y, int64_t out_begin, int64_t out_end) \
+    {                                                                                        \
+        for (int64_t out = out_begin; out < out_end; out++) {                                \
+            const utype acc = name##_reduce_one(kind, geometry, x + kept_offset(geometry, out)); \
+            memcpy(&y[out], &acc, sizeof acc);                                               \
+        }                                                                                    \
+    }
+
+DEFINE_INT_REDUCE(i32, int32_t, uint32_t, INT32_MIN, INT32_MAX)
+DEFINE_INT_REDUCE(i64, int64_t, uint64_t, INT64_MIN, INT64_MAX)
+
+void nxe_ref_bool_reduce(nxe_reduce_kind kind, const nxe_reduce_geometry *geometry,
+                         const uint8_t *x, uint8_t *y, int64_t out_begin, int64_t out_end)
 {
-    const reduced_runs runs = runs_of(geometry);
+    const bool any = kind == NXE_REDUCE_MAX;
     for (int64_t out = out_begin; out < out_end; out++) {
-        const int32_t *base = x + kept_offset(geometry, out);
-        uint32_t sum = 0;
-        for (int64_t r = 0; r < runs.count; r++) {
-            const int32_t *run = base + run_offset(geometry, r);
-            for (int64_t i = 0; i < runs.length; i++) {
-                sum += (uint32_t)run[i * runs.stride];
+        bool result = !any;
+        FOR_EACH_REDUCED(uint8_t, geometry, x + kept_offset(geometry, out), v, {
+            if ((v != 0) == any) {
+                result = any;
+            }
+        });
+        y[out] = result ? 1 : 0;
+    }
+}
+
+/* ---- along one axis ------------------------------------------------------------------- */
+
+static int64_t lane_base(int64_t lane, int64_t axis_size, int64_t inner)
+{
+    return (lane / inner) * axis_size * inner + lane % inner;
+}
+
+/* Order predicates: is `a` strictly beyond `b` (greater for want_max), with NaN beyond
+ * every number, and are they equal (NaN equals NaN). Integers never are NaN. */
+static bool f32_beyond(float a, float b, bool want_max)
+{
+    if (isnan(a) || isnan(b)) {
+        return isnan(a) && !isnan(b);
+    }
+    return want_max ? a > b : a < b;
+}
+static bool f32_same(float a, float b) { return a == b || (isnan(a) && isnan(b)); }
+static bool i32_beyond(int32_t a, int32_t b, bool want_max) { return want_max ? a > b : a < b; }
+static bool i32_same(int32_t a, int32_t b) { return a == b; }
+static bool i64_beyond(int64_t a, int64_t b, bool want_max) { return want_max ? a > b : a < b; }
+static bool i64_same(int64_t a, int64_t b) { return a == b; }
+
+/* For top-k, NaN sorts above every number: first for the largest, last for the smallest. */
+static bool f32_before(float a, float b, bool largest)
+{
+    if (isnan(a) || isnan(b)) {
+        return largest ? isnan(a) && !isnan(b) : !isnan(a) && isnan(b);
+    }
+    return largest ? a > b : a < b;
+}
+
+#define DEFINE_AXIS_KERNELS(name, type, beyond, same, before)                                \
+    void nxe_ref_##name##_arg_extreme(const type *x, int64_t *y, int64_t axis_size,          \
+                                      int64_t inner, bool want_max, bool last,               \
+                                      int64_t lane_begin, int64_t lane_end)                  \
+    {                                                                                        \
+        for (int64_t lane = lane_begin; lane < lane_end; lane++) {                           \
+            const type *xs = x + lane_base(lane, axis_size, inner);                          \
+            type best = xs[0];                                                               \
+            int64_t best_index = 0;                                                          \
+            for (int64_t i = 1; i < axis_size; i++) {                                        \
+                const type v = xs[i * inner];                                                \
+                if (beyond(v, best, want_max) || (last && same(v, best))) {                  \
+                    best = v;                                                                \
+                    best_index = i;                                                          \
+                }                                                                            \
+            }                                                                                \
+            y[lane] = best_index;                                                            \
+        }                                                                                    \
+    }                                                                                        \
+    void nxe_ref_##name##_top_k(const type *x, type *values, int64_t *indices,               \
+                                int64_t axis_size, int64_t inner, int64_t k, bool largest,   \
+                                int64_t lane_begin, int64_t lane_end)                        \
+    {                                                                                        \
+        if (k == 0) {                                                                        \
+            return;                                                                          \
+        }                                                                                    \
+        for (int64_t lane = lane_begin; lane < lane_end; lane++) {                           \
+            const type *xs = x + lane_base(lane, axis_size, inner);                          \
+            const int64_t out = lane_base(lane, k, inner);                                   \
+            type *vs = values + out;                                                         \
+            int64_t *is = indices + out;                                                     \
+            int64_t count = 0;                                                               \
+            for (int64_t i = 0; i < axis_size; i++) {                                        \
+                const type v = xs[i * inner];                                                \
+                if (count == k && !before(v, vs[(k - 1) * inner], largest)) {                \
+                    continue;                                                                \
+                }                                                                            \
+                /* Equal values stop the shift, so earlier indices stay first. */            \
+                int64_t j = count < k ? count : k - 1;                                       \
+                while (j > 0 && before(v, vs[(j - 1) * inner], largest)) {                   \
+                    vs[j * inner] = vs[(j - 1) * inner];                                     \
+                    is[j * inner] = is[(j - 1) * inner];                                     \
+                    j--;                                                                     \
+                }                                                                            \
+                vs[j * inner] = v;                                                           \
+                is[j * inner] = i;                                                           \
+                if (count < k) {                                                             \
+                    count++;                                                                 \
+                }                                                                            \
+            }                                                                                \
+        }                                                                                    \
+    }
+
+DEFINE_AXIS_KERNELS(f32, float, f32_beyond, f32_same, f32_before)
+DEFINE_AXIS_KERNELS(i32, int32_t, i32_beyond, i32_same, i32_beyond)
+DEFINE_AXIS_KERNELS(i64, int64_t, i64_beyond, i64_same, i64_beyond)
+
+void nxe_ref_f32_cumsum(const float *x, float *y, int64_t axis_size, int64_t inner,
+                        bool exclusive, bool reverse, int64_t lane_begin, int64_t lane_end)
+{
+    for (int64_t lane = lane_begin; lane < lane_end; lane++) {
+        const int64_t base = lane_base(lane, axis_size, inner);
+        double sum = 0.0;
+        for (int64_t n = 0; n < axis_size; n++) {
+            const int64_t at = base + (reverse ? axis_size - 1 - n : n) * inner;
+            if (exclusive) {
+                y[at] = (float)sum;
+                sum += x[at];
+            } else {
+                sum += x[at];
+                y[at] = (float)sum;
             }
         }
-        memcpy(&y[out], &sum, sizeof sum);
     }
 }
 
-void nxe_ref_i64_reduce_sum(const nxe_reduce_geometry *geometry, const int64_t *x, int64_t *y,
-                            int64_t out_begin, int64_t out_end)
-{
-    const reduced_runs runs = runs_of(geometry);
-    for (int64_t out = out_begin; out < out_end; out++) {
-        const int64_t *base = x + kept_offset(geometry, out);
-        uint64_t sum = 0;
-        for (int64_t r = 0; r < runs.count; r++) {
-            const int64_t *run = base + run_offset(geometry, r);
-            for (int64_t i = 0; i < runs.length; i++) {
-                sum += (uint64_t)run[i * runs.stride];
-            }
-        }
-        memcpy(&y[out], &sum, sizeof sum);
+#define DEFINE_INT_CUMSUM(name, type, utype)                                                 \
+    void nxe_ref_##name##_cumsum(const type *x, type *y, int64_t axis_size, int64_t inner,   \
+                                 bool exclusive, bool reverse, int64_t lane_begin,           \
+                                 int64_t lane_end)                                           \
+    {                                                                                        \
+        for (int64_t lane = lane_begin; lane < lane_end; lane++) {                           \
+            const int64_t base = lane_base(lane, axis_size, inner);                          \
+            utype sum = 0;                                                                   \
+            for (int64_t n = 0; n < axis_size; n++) {                                        \
+                const int64_t at = base + (reverse ? axis_size - 1 - n : n) * inner;         \
+                const utype v = (utype)x[at];                                                \
+                if (!exclusive) {                                                            \
+                    sum += v;                                                                \
+                }                                                                            \
+                memcpy(&y[at], &sum, sizeof sum);                                            \
+                if (exclusive) {                                                             \
+                    sum += v;                                                                \
+                }                                                                            \
+            }                                                                                \
+        }                                                                                    \
     }
-}
+
+DEFINE_INT_CUMSUM(i32, int32_t, uint32_t)
+DEFINE_INT_CUMSUM(i64, int64_t, uint64_t)

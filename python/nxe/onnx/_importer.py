@@ -1,0 +1,702 @@
+"""The ONNX importer core: turns an ONNX ModelProto into an nxe.Graph per tuple of input shapes,
+folding everything known at import and converting the rest through the converter registry.
+It must not hold op-specific logic beyond folding; converters live in the ops_*.py modules.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper, shape_inference
+
+from ..errors import Error, UnsupportedError
+from ..executable import Executable
+from ..graph import Graph, Tensor
+from . import registry
+
+# ONNX element type -> (numpy dtype, nxe dtype name) for the types nxe computes with.
+_ONNX_TYPES: dict[int, tuple[np.dtype, str]] = {
+    TensorProto.FLOAT: (np.dtype(np.float32), "f32"),
+    TensorProto.FLOAT16: (np.dtype(np.float16), "f16"),
+    TensorProto.INT8: (np.dtype(np.int8), "i8"),
+    TensorProto.UINT8: (np.dtype(np.uint8), "u8"),
+    TensorProto.INT16: (np.dtype(np.int16), "i16"),
+    TensorProto.INT32: (np.dtype(np.int32), "i32"),
+    TensorProto.INT64: (np.dtype(np.int64), "i64"),
+    TensorProto.BOOL: (np.dtype(np.bool_), "bool"),
+}
+_NXE_BY_NUMPY = {np_dtype: name for np_dtype, name in _ONNX_TYPES.values()}
+_ELEM_BY_NXE = {name: elem for elem, (_, name) in _ONNX_TYPES.items()}
+
+# Ops evaluated at import only when asked to; their values differ run to run.
+_NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+                     "Bernoulli", "Multinomial"}
+
+MIN_OPSET = 7
+MAX_RANK = 6
+
+_REDUCTIONS = ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
+               "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare")
+
+# Input positions that hold parameters (shapes, axes, sizes, scales) rather than data, per
+# ONNX op type. A graph input used only at such positions is specialized: its value becomes
+# part of the compile key, so the converters see it as known, as they would an initializer.
+PARAMETER_INPUTS: dict[str, frozenset[int]] = {
+    **{op: frozenset({1}) for op in _REDUCTIONS},
+    "Reshape": frozenset({1}), "Slice": frozenset({1, 2, 3, 4}), "Squeeze": frozenset({1}),
+    "Unsqueeze": frozenset({1}), "Split": frozenset({1}), "Tile": frozenset({1}),
+    "Expand": frozenset({1}), "Pad": frozenset({1, 2, 3}), "TopK": frozenset({1}),
+    "ConstantOfShape": frozenset({0}), "Range": frozenset({0, 1, 2}),
+    "OneHot": frozenset({1, 2}), "Resize": frozenset({1, 2, 3}), "Upsample": frozenset({1}),
+    "CumSum": frozenset({1}), "Trilu": frozenset({1}), "Clip": frozenset({1, 2}),
+    "Dropout": frozenset({1, 2}), "QuantizeLinear": frozenset({1, 2}),
+    "DequantizeLinear": frozenset({1, 2}), "QLinearConv": frozenset({1, 2, 4, 5, 6, 7}),
+    "QLinearMatMul": frozenset({1, 2, 4, 5, 6, 7}), "ConvInteger": frozenset({2, 3}),
+    "MatMulInteger": frozenset({2, 3}), "CenterCropPad": frozenset({1}),
+    "Col2Im": frozenset({1, 2}), "NonMaxSuppression": frozenset({2, 3, 4}),
+    "BlackmanWindow": frozenset({0}), "HannWindow": frozenset({0}),
+    "HammingWindow": frozenset({0}), "DFT": frozenset({1, 2}), "STFT": frozenset({1, 2, 3}),
+    "MelWeightMatrix": frozenset({0, 1, 2, 3, 4}),
+}
+
+
+def onnx_type_name(elem_type: int) -> str:
+    try:
+        return TensorProto.DataType.Name(elem_type).lower()
+    except ValueError:
+        return f"type {elem_type}"
+
+
+def nxe_dtype_of(array: np.ndarray) -> str | None:
+    """nxe dtype name of a numpy array's dtype, None when nxe has no such dtype."""
+    return _NXE_BY_NUMPY.get(np.dtype(array.dtype))
+
+
+def _node_label(node: onnx.NodeProto) -> str:
+    domain = f"{node.domain}." if node.domain not in ("", "ai.onnx") else ""
+    return f"{domain}{node.op_type} node {node.name or '(unnamed)'!r}"
+
+
+class ConversionContext:
+    """What a converter sees of the node it converts: its inputs as nxe tensors or known
+    values, their static shapes and dtypes, attributes, and the graph being built."""
+
+    def __init__(self, builder: _GraphBuilder, node: onnx.NodeProto) -> None:
+        self._builder = builder
+        self.node = node
+        self.g: Graph = builder.graph
+        self.opset: int = builder.opset
+
+    def _name(self, index: int) -> str | None:
+        if index < 0:
+            index += len(self.node.input)
+        if index < 0 or index >= len(self.node.input) or not self.node.input[index]:
+            return None
+        return self.node.input[index]
+
+    @property
+    def num_inputs(self) -> int:
+        return len(self.node.input)
+
+    def has_input(self, index: int) -> bool:
+        return self._name(index) is not None
+
+    def input(self, index: int) -> Tensor | None:
+        """Input ``index`` as an nxe.Tensor (a constant when the value is known at import);
+        None for an absent optional input."""
+        name = self._name(index)
+        return None if name is None else self._builder.tensor_of(name)
+
+    def const(self, index: int) -> np.ndarray | None:
+        """The value of input ``index`` when known at import, else None."""
+        name = self._name(index)
+        return None if name is None else self._builder.known.get(name)
+
+    def shape(self, index: int) -> tuple[int, ...] | None:
+        """Static shape of input ``index``; None for an absent input."""
+        name = self._name(index)
+        return None if name is None else self._builder.shape_of(name, self.node)
+
+    def dtype(self, index: int) -> str | None:
+        """nxe dtype name of input ``index``; None for an absent input."""
+        name = self._name(index)
+        return None if name is None else self._builder.dtype_of(name, self.node)
+
+    def output_shape(self, index: int) -> tuple[int, ...] | None:
+        """Static shape of output ``index`` from ONNX shape inference, None when unknown."""
+        return self._builder.inferred_shape(self.node.output[index])
+
+    def output_dtype(self, index: int) -> str | None:
+        """nxe dtype name of output ``index`` from ONNX type inference, None when unknown."""
+        return self._builder.inferred_dtype(self.node.output[index])
+
+    @staticmethod
+    def attr(node: onnx.NodeProto, name: str, default: Any = None) -> Any:
+        """Attribute ``name`` as Python values (ints, floats, str, lists; tensors as numpy),
+        or ``default`` when the node does not set it."""
+        for attribute in node.attribute:
+            if attribute.name == name:
+                return _attribute_value(attribute)
+        return default
+
+    def constant(self, value: Any, dtype: Any = None) -> Tensor:
+        """An nxe constant holding ``value``."""
+        array = np.asarray(value) if dtype is None else np.asarray(value, dtype=dtype)
+        if nxe_dtype_of(array) is None:
+            raise self.unsupported(f"a constant of dtype {array.dtype} (nxe has no such dtype)")
+        return self.g.constant(np.ascontiguousarray(array))
+
+    def unsupported(self, why: str) -> UnsupportedError:
+        """The error to raise for an attribute or input combination nxe cannot run."""
+        return UnsupportedError(f"unsupported: {_node_label(self.node)}: {why}")
+
+
+def _attribute_value(attribute: onnx.AttributeProto) -> Any:
+    value = helper.get_attribute_value(attribute)
+    if isinstance(value, bytes):
+        return value.decode()
+    if isinstance(value, TensorProto):
+        return numpy_helper.to_array(value)
+    if isinstance(value, list) and value:
+        if isinstance(value[0], bytes):
+            return [v.decode() for v in value]
+        if isinstance(value[0], TensorProto):
+            return [numpy_helper.to_array(v) for v in value]
+    return value
+
+
+def _type_of(type_proto: onnx.TypeProto) -> tuple[tuple[int, ...] | None, int]:
+    """(static shape or None, ONNX element type or 0) of a tensor TypeProto."""
+    if not type_proto.HasField("tensor_type"):
+        return None, 0
+    tensor_type = type_proto.tensor_type
+    if not tensor_type.HasField("shape"):
+        return None, tensor_type.elem_type
+    dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim]
+    shape = None if None in dims else tuple(int(d) for d in dims)
+    return shape, tensor_type.elem_type
+
+
+class _GraphBuilder:
+    """Builds one nxe.Graph for one tuple of concrete input shapes and dtypes."""
+
+    def __init__(self, model: OnnxModel, input_specs: dict[str, tuple[tuple[int, ...], str]]):
+        self.model = model
+        self.opset = model.opset
+        self.graph = Graph()
+        self.known: dict[str, np.ndarray] = dict(model.initializers)
+        self.tensors: dict[str, Tensor] = {}
+        self.folded_nodes = 0
+        self.converted_nodes = 0
+        self._types: dict[str, tuple[tuple[int, ...] | None, int]] = {}
+        self._model_types: dict[str, tuple[tuple[int, ...] | None, int]] | None = None
+        self._input_specs = input_specs
+        # Names the importer will give graph outputs stay free for them.
+        self.graph._used_names.update(o.name for o in model.proto.graph.output)
+        for name, (shape, dtype) in input_specs.items():
+            if len(shape) > MAX_RANK:
+                raise UnsupportedError(f"unsupported: model input {name!r} has rank "
+                                       f"{len(shape)}; nxe tensors have rank <= {MAX_RANK}")
+            self._types[name] = (shape, _ELEM_BY_NXE[dtype])
+
+    # -- shapes and types -------------------------------------------------------------
+
+    def _whole_model_types(self) -> dict[str, tuple[tuple[int, ...] | None, int]]:
+        """Types from ONNX inference over the whole model with the concrete input shapes: the
+        fallback for nodes per-node inference cannot handle (functions, other domains)."""
+        if self._model_types is not None:
+            return self._model_types
+        proto = onnx.ModelProto()
+        proto.CopyFrom(self.model.proto_without_data)
+        for value_info in proto.graph.input:
+            if value_info.name in self._input_specs:
+                shape, _ = self._input_specs[value_info.name]
+                dims = value_info.type.tensor_type.shape
+                dims.Clear()
+                for d in shape:
+                    dims.dim.add().dim_value = d
+        try:
+            inferred = shape_inference.infer_shapes(proto, data_prop=True)
+        except Exception:  # noqa: BLE001 - inference is a help; converters report gaps
+            inferred = proto
+        graph = inferred.graph
+        self._model_types = {}
+        for value_info in list(graph.value_info) + list(graph.output):
+            self._model_types.setdefault(value_info.name, _type_of(value_info.type))
+        return self._model_types
+
+    def _type_proto(self, name: str) -> onnx.TypeProto | None:
+        if name in self.known:
+            array = self.known[name]
+            if not isinstance(array, np.ndarray):
+                return None
+            try:
+                elem = helper.np_dtype_to_tensor_dtype(array.dtype)
+            except (KeyError, TypeError, ValueError):
+                return None
+            return helper.make_tensor_type_proto(elem, list(array.shape))
+        if name in self._types:
+            shape, elem = self._types[name]
+            return helper.make_tensor_type_proto(elem, None if shape is None else list(shape))
+        return None
+
+    def _infer_node(self, node: onnx.NodeProto) -> None:
+        """Records the output types of a node that is converted (not folded)."""
+        types: dict[str, tuple[tuple[int, ...] | None, int]] = {}
+        try:
+            schema = onnx.defs.get_schema(node.op_type, self.model.opsets.get(node.domain, 1),
+                                          node.domain)
+            input_types, input_data = {}, {}
+            for name in node.input:
+                if not name:
+                    continue
+                proto = self._type_proto(name)
+                if proto is None:
+                    raise KeyError(name)
+                input_types[name] = proto
+                value = self.known.get(name)
+                if isinstance(value, np.ndarray) and (value.size <= 4096
+                                                      or value.dtype.kind in "iub"):
+                    input_data[name] = numpy_helper.from_array(value, name)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                inferred = shape_inference.infer_node_outputs(
+                    schema, node, input_types, input_data,
+                    opset_imports=list(self.model.proto.opset_import))
+            types = {name: _type_of(t) for name, t in inferred.items()}
+        except Exception:  # noqa: BLE001 - fall back to whole-model inference below
+            types = {}
+        fallback = None
+        for name in node.output:
+            if not name:
+                continue
+            shape, elem = types.get(name, (None, 0))
+            if shape is None or not elem:
+                fallback = fallback if fallback is not None else self._whole_model_types()
+                f_shape, f_elem = fallback.get(name, (None, 0))
+                shape = shape if shape is not None else f_shape
+                elem = elem or f_elem
+            self._types[name] = (shape, elem)
+
+    def inferred_shape(self, name: str) -> tuple[int, ...] | None:
+        if name in self.known:
+            return tuple(np.shape(self.known[name]))
+        return self._types.get(name, (None, 0))[0]
+
+    def inferred_dtype(self, name: str) -> str | None:
+        if name in self.known:
+            return nxe_dtype_of(np.asarray(self.known[name]))
+        elem = self._types.get(name, (None, 0))[1]
+        return _ONNX_TYPES[elem][1] if elem in _ONNX_TYPES else None
+
+    def shape_of(self, name: str, node: onnx.NodeProto | None = None) -> tuple[int, ...]:
+        if name in self.known:
+            return tuple(self.known[name].shape)
+        if name in self._input_specs:
+            return tuple(self._input_specs[name][0])
+        shape = self.inferred_shape(name)
+        if shape is None:
+            where = f"{_node_label(node)}: " if node is not None else ""
+            raise UnsupportedError(f"unsupported: {where}the shape of {name!r} is not static "
+                                   "after ONNX shape inference")
+        return shape
+
+    def dtype_of(self, name: str, node: onnx.NodeProto | None = None) -> str:
+        if name in self.known:
+            dtype = nxe_dtype_of(self.known[name])
+            if dtype is None:
+                raise UnsupportedError(f"unsupported: {_node_label(node)}: input {name!r} has "
+                                       f"dtype {self.known[name].dtype}, which nxe does not have")
+            return dtype
+        if name in self._input_specs:
+            return self._input_specs[name][1]
+        elem = self._types.get(name, (None, 0))[1]
+        if elem in _ONNX_TYPES:
+            return _ONNX_TYPES[elem][1]
+        where = f"{_node_label(node)}: " if node is not None else ""
+        if elem:
+            raise UnsupportedError(f"unsupported: {where}{name!r} has ONNX type "
+                                   f"{onnx_type_name(elem)}, which nxe does not have")
+        tensor = self.tensors.get(name)
+        if tensor is not None and tensor.dtype is not None:
+            return tensor.dtype
+        raise UnsupportedError(f"unsupported: {where}the dtype of {name!r} is unknown after "
+                               "ONNX type inference")
+
+    # -- values -----------------------------------------------------------------------
+
+    def tensor_of(self, name: str) -> Tensor:
+        tensor = self.tensors.get(name)
+        if tensor is not None:
+            return tensor
+        if name in self._input_specs and name not in self.known:
+            # Graph inputs exist only once used: nxe rejects inputs no op consumes.
+            shape, dtype = self._input_specs[name]
+            tensor = self.graph.input(name, shape, dtype)
+            self.tensors[name] = tensor
+            return tensor
+        if name in self.known:
+            array = np.ascontiguousarray(self.known[name])
+            if nxe_dtype_of(array) is None:
+                raise UnsupportedError(f"unsupported: value {name!r} has dtype {array.dtype}, "
+                                       "which nxe does not have")
+            tensor = self.graph.constant(array)
+            self.tensors[name] = tensor
+            return tensor
+        raise UnsupportedError(f"unsupported: no value for {name!r} (an input of a node that "
+                               "could not be converted, or a name the graph never defines)")
+
+    def _foldable(self, node: onnx.NodeProto, known_names: set[str]) -> bool:
+        if node.op_type in _NONDETERMINISTIC and node.domain in ("", "ai.onnx"):
+            return False
+        inputs = [i for i in node.input if i]
+        if all(i in known_names for i in inputs):
+            return True
+        # Shapes are concrete (one compile per input shape), so Shape and Size always fold.
+        return node.op_type in ("Shape", "Size") and node.domain in ("", "ai.onnx")
+
+    def plan(self) -> None:
+        """Raises one UnsupportedError naming every node that would need a missing converter."""
+        known_names = set(self.known)
+        missing = []
+        for node in self.model.proto.graph.node:
+            if self._foldable(node, known_names):
+                known_names.update(o for o in node.output if o)
+            elif registry.find(node.op_type, node.domain) is None:
+                missing.append(node)
+        if missing:
+            listed = "; ".join(_node_label(n) for n in missing)
+            raise UnsupportedError(f"unsupported: {len(missing)} ONNX node(s) have no nxe "
+                                   f"converter: {listed}")
+
+    def build(self) -> None:
+        self.plan()
+        known_names = set(self.known)
+        for node in self.model.proto.graph.node:
+            if self._foldable(node, known_names):
+                values = self._fold(node)
+                for name, value in zip(node.output, values):
+                    if name:
+                        self.known[name] = value
+                self.folded_nodes += 1
+            else:
+                self._infer_node(node)
+                self._convert(node)
+                self.converted_nodes += 1
+            known_names.update(o for o in node.output if o and o in self.known)
+
+    def _fold(self, node: onnx.NodeProto) -> list[np.ndarray]:
+        if node.op_type == "Shape" and node.input[0] not in self.known:
+            shape = np.array(self.shape_of(node.input[0], node), dtype=np.int64)
+            start = ConversionContext.attr(node, "start", 0)
+            end = ConversionContext.attr(node, "end", None)
+            return [shape[start:end] if end is not None else shape[start:]]
+        if node.op_type == "Size" and node.input[0] not in self.known:
+            return [np.array(int(np.prod(self.shape_of(node.input[0], node))), dtype=np.int64)]
+        return self.model.evaluate_node(node, self.known)
+
+    def _convert(self, node: onnx.NodeProto) -> None:
+        convert = registry.find(node.op_type, node.domain)
+        ctx = ConversionContext(self, node)
+        try:
+            results = convert(ctx, node)
+        except Error as error:
+            if isinstance(error, UnsupportedError) or _node_label(node) in str(error):
+                raise
+            # Library errors name nxe's op; the ONNX node they came from is added.
+            raise type(error)(f"{_node_label(node)}: {error}", error.status) from error
+        if isinstance(results, (Tensor, np.ndarray)) or not isinstance(results, Sequence):
+            results = [results]
+        for index, name in enumerate(node.output):
+            if not name:
+                continue
+            if index >= len(results) or results[index] is None:
+                raise UnsupportedError(f"unsupported: {_node_label(node)}: output {index} "
+                                       f"({name!r}) is not produced by the converter")
+            value = results[index]
+            if isinstance(value, Tensor):
+                self.tensors[name] = value
+            else:
+                self.known[name] = np.asarray(value)
+
+
+class _Compiled:
+    """One compiled nxe executable and how to assemble the ONNX outputs around it."""
+
+    def __init__(self, executable: Executable | None, sources: list[tuple[str, str, Any]],
+                 builder: _GraphBuilder) -> None:
+        self.executable = executable
+        self.sources = sources
+        self.folded_nodes = builder.folded_nodes
+        self.converted_nodes = builder.converted_nodes
+
+
+class OnnxModel:
+    """An ONNX model ready to run with nxe. Each distinct tuple of input shapes and dtypes is
+    compiled once, on its first run, and cached."""
+
+    def __init__(self, model: onnx.ModelProto, threads: int = 0) -> None:
+        self.proto = model
+        self.threads = threads
+        self.opset = self._check_opset(model)
+        self.initializers: dict[str, np.ndarray] = {}
+        for tensor in model.graph.initializer:
+            self.initializers[tensor.name] = numpy_helper.to_array(tensor)
+        for sparse in model.graph.sparse_initializer:
+            self.initializers[sparse.values.name] = _sparse_to_dense(sparse)
+        self.proto_without_data = _strip_initializer_data(model)
+        self.input_names = [i.name for i in model.graph.input if i.name not in self.initializers]
+        self.parameter_inputs = _parameter_inputs(model.graph, set(self.input_names))
+        self.output_names = [o.name for o in model.graph.output]
+        self._input_types = {i.name: i.type for i in model.graph.input}
+        self._cache: dict[tuple[Any, ...], _Compiled] = {}
+        self.opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version
+                       for o in model.opset_import}
+
+    @staticmethod
+    def _check_opset(model: onnx.ModelProto) -> int:
+        versions = {o.domain or "": o.version for o in model.opset_import}
+        if "" not in versions and "ai.onnx" not in versions:
+            raise UnsupportedError("unsupported: the model imports no default ONNX opset")
+        version = versions.get("", versions.get("ai.onnx"))
+        newest = onnx.defs.onnx_opset_version()
+        if version < MIN_OPSET or version > newest:
+            raise UnsupportedError(f"unsupported: ONNX opset {version}; nxe imports opsets "
+                                   f"{MIN_OPSET} to {newest}")
+        return version
+
+    # -- folding ----------------------------------------------------------------------
+
+    def evaluate_node(self, node: onnx.NodeProto, known: dict[str, np.ndarray]) -> list[Any]:
+        """Evaluates one node whose inputs are all known, with onnx's reference evaluator."""
+        from onnx.reference import ReferenceEvaluator
+
+        inputs = [i for i in node.input if i]
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                evaluator = ReferenceEvaluator(node, opsets=self.opsets,
+                                               functions=list(self.proto.functions) or None)
+                feeds = {name: known[name] for name in inputs}
+                values = evaluator.run(None, feeds)
+        except Exception as error:
+            raise UnsupportedError(f"unsupported: {_node_label(node)} could not be evaluated "
+                                   f"at import: {type(error).__name__}: {error}") from error
+        return [np.asarray(v) if not isinstance(v, (list, dict)) else v for v in values]
+
+    # -- running ----------------------------------------------------------------------
+
+    def _feeds(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, np.ndarray]:
+        if len(args) == 1 and isinstance(args[0], dict) and not kwargs:
+            given = dict(args[0])
+        else:
+            if len(args) > len(self.input_names):
+                raise ValueError(f"the model takes {len(self.input_names)} inputs, got "
+                                 f"{len(args)} positionally")
+            given = dict(zip(self.input_names, args))
+            given.update(kwargs)
+        unknown = [n for n in given if n not in self.input_names and n not in self.initializers]
+        if unknown:
+            raise ValueError(f"unknown model input(s) {unknown}; inputs are {self.input_names}")
+        missing = [n for n in self.input_names if n not in given]
+        if missing:
+            raise ValueError(f"missing model input(s) {missing}")
+        return {name: np.asarray(value) for name, value in given.items()}
+
+    def _input_spec(self, name: str, value: np.ndarray) -> tuple[tuple[int, ...], str]:
+        dtype = nxe_dtype_of(value)
+        declared = self._input_types.get(name)
+        if declared is not None and declared.HasField("tensor_type"):
+            elem = declared.tensor_type.elem_type
+            if elem not in _ONNX_TYPES:
+                raise UnsupportedError(f"unsupported: model input {name!r} has ONNX type "
+                                       f"{onnx_type_name(elem)}, which nxe does not have")
+            if _ONNX_TYPES[elem][0] != value.dtype:
+                raise TypeError(f"model input {name!r} is {onnx_type_name(elem)}, "
+                                f"got an array of {value.dtype}")
+        elif declared is not None:
+            raise UnsupportedError(f"unsupported: model input {name!r} is not a tensor")
+        if dtype is None:
+            raise UnsupportedError(f"unsupported: model input {name!r} has dtype {value.dtype}, "
+                                   "which nxe does not have")
+        return tuple(int(d) for d in value.shape), dtype
+
+    def compile_for(self, feeds: dict[str, np.ndarray]) -> _Compiled:
+        """The compiled executable for the shapes and dtypes of ``feeds`` (cached); inputs
+        that only carry parameters (see PARAMETER_INPUTS) add their values to the key."""
+        specs = {name: self._input_spec(name, value) for name, value in feeds.items()
+                 if name not in self.parameter_inputs}
+        parameters = {name: np.array(value) for name, value in feeds.items()
+                      if name in self.parameter_inputs}
+        key = (tuple(sorted(specs.items())),
+               tuple((n, v.dtype.str, v.shape, v.tobytes()) for n, v in
+                     sorted(parameters.items())))
+        compiled = self._cache.get(key)
+        if compiled is None:
+            compiled = self._compile(specs, parameters)
+            self._cache[key] = compiled
+        return compiled
+
+    def _compile(self, specs: dict[str, tuple[tuple[int, ...], str]],
+                 parameters: dict[str, np.ndarray]) -> _Compiled:
+        # An initializer fed by the caller is a runtime input (IR < 4 lets inputs override).
+        overridden = [n for n in specs if n in self.initializers]
+        builder = _GraphBuilder(self, specs)
+        for name in overridden:
+            del builder.known[name]
+        builder.known.update(parameters)
+        builder.build()
+        graph = builder.graph
+        sources: list[tuple[str, str, Any]] = []
+        marked: dict[Tensor, str] = {}
+        for name in self.output_names:
+            output_type = next(o.type for o in self.proto.graph.output if o.name == name)
+            if not output_type.HasField("tensor_type"):
+                raise UnsupportedError(f"unsupported: model output {name!r} is not a tensor")
+            expected = output_type.tensor_type.elem_type
+            if name in builder.known:
+                value = builder.known[name]
+                if expected in _ONNX_TYPES:
+                    value = np.asarray(value).astype(_ONNX_TYPES[expected][0], copy=False)
+                sources.append((name, "value", np.asarray(value)))
+                continue
+            if expected not in _ONNX_TYPES and expected != 0:
+                raise UnsupportedError(f"unsupported: model output {name!r} has ONNX type "
+                                       f"{onnx_type_name(expected)}, which nxe does not have")
+            if name in specs:
+                sources.append((name, "feed", name))
+                continue
+            tensor = builder.tensors.get(name)
+            if tensor is None:
+                raise UnsupportedError(f"unsupported: model output {name!r} is never produced")
+            kind = tensor.kind
+            if kind == "input":
+                sources.append((name, "feed", tensor.name))
+            elif kind == "constant":
+                raise UnsupportedError(f"unsupported: model output {name!r} is a constant the "
+                                       "importer cannot read back")
+            elif tensor in marked:
+                sources.append((name, "output", marked[tensor]))
+            else:
+                graph.mark_output(tensor, name)
+                marked[tensor] = name
+                sources.append((name, "output", name))
+        executable = graph.compile(threads=self.threads) if marked else None
+        graph.close()
+        return _Compiled(executable, sources, builder)
+
+    def run(self, *args: Any, **kwargs: Any) -> dict[str, np.ndarray]:
+        """Runs the model: inputs as one dict {name: array}, positionally in graph-input
+        order, or as keywords. Returns {output name: array} in graph-output order."""
+        feeds = self._feeds(args, kwargs)
+        compiled = self.compile_for(feeds)
+        results: dict[str, np.ndarray] = {}
+        if compiled.executable is not None:
+            names = [spec[0] for spec in compiled.executable.inputs if spec[0] in feeds]
+            results = compiled.executable.run({n: feeds[n] for n in names})
+        outputs = {}
+        for name, source, detail in compiled.sources:
+            if source == "value":
+                outputs[name] = detail.copy()
+            elif source == "feed":
+                outputs[name] = np.array(feeds[detail])
+            else:
+                outputs[name] = results[detail]
+        return outputs
+
+    __call__ = run
+
+    @property
+    def compiled_count(self) -> int:
+        """How many input-shape variants have been compiled so far."""
+        return len(self._cache)
+
+    def unsupported_nodes(self) -> list[tuple[str, str]]:
+        """(op type, node name) of every node without a converter, folding aside."""
+        result = []
+        for node in self.proto.graph.node:
+            if registry.find(node.op_type, node.domain) is None:
+                op = node.op_type if node.domain in ("", "ai.onnx") else \
+                    f"{node.domain}.{node.op_type}"
+                result.append((op, node.name))
+        return result
+
+
+def _parameter_inputs(graph: onnx.GraphProto, candidates: set[str]) -> frozenset[str]:
+    """Graph inputs every use of which is a parameter position of a top-level node."""
+    uses: dict[str, bool] = {}
+    for node in graph.node:
+        positions = PARAMETER_INPUTS.get(node.op_type, frozenset()) \
+            if node.domain in ("", "ai.onnx") else frozenset()
+        for index, name in enumerate(node.input):
+            if name in candidates:
+                uses[name] = uses.get(name, True) and index in positions
+        for attribute in node.attribute:
+            # Names a subgraph reads from the outer scope are data uses.
+            for subgraph in list(attribute.g.node and [attribute.g] or []) + list(attribute.graphs):
+                for inner in subgraph.node:
+                    for name in inner.input:
+                        if name in candidates:
+                            uses[name] = False
+    return frozenset(name for name, parameter_only in uses.items() if parameter_only)
+
+
+def _sparse_to_dense(sparse: onnx.SparseTensorProto) -> np.ndarray:
+    values = numpy_helper.to_array(sparse.values)
+    indices = numpy_helper.to_array(sparse.indices)
+    dense = np.zeros(tuple(sparse.dims), dtype=values.dtype)
+    if indices.ndim == 1:
+        dense.reshape(-1)[indices] = values
+    else:
+        dense[tuple(indices.T)] = values
+    return dense
+
+
+def _strip_initializer_data(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy of the model whose large float initializers are declared as typed graph inputs
+    instead, so whole-model shape inference stays cheap; small and integer initializers, which
+    shape computations read, keep their values."""
+    stripped = onnx.ModelProto()
+    stripped.CopyFrom(model)
+    graph = stripped.graph
+    declared = {i.name for i in graph.input}
+    kept = []
+    for tensor in graph.initializer:
+        elements = int(np.prod(tensor.dims)) if tensor.dims else 1
+        if elements <= 4096 or tensor.data_type in (TensorProto.INT64, TensorProto.INT32):
+            kept.append(tensor)
+        elif tensor.name not in declared:
+            graph.input.append(helper.make_tensor_value_info(tensor.name, tensor.data_type,
+                                                             list(tensor.dims)))
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+    return stripped
+
+
+def load(path_or_model: str | os.PathLike[str] | bytes | onnx.ModelProto,
+         threads: int = 0) -> OnnxModel:
+    """Loads an ONNX model (a path, serialized bytes or a ModelProto) for running with nxe.
+
+    Nothing is compiled yet: each distinct tuple of input shapes compiles on its first run.
+    ``threads`` = 0 uses every online CPU.
+    """
+    if isinstance(path_or_model, onnx.ModelProto):
+        model = path_or_model
+    elif isinstance(path_or_model, (bytes, bytearray)):
+        model = onnx.load_from_string(bytes(path_or_model))
+    else:
+        model = onnx.load(os.fspath(path_or_model))
+    return OnnxModel(copy.deepcopy(model) if isinstance(path_or_model, onnx.ModelProto)
+                     else model, threads=threads)
+
+
+def unsupported_nodes(path_or_model: str | os.PathLike[str] | bytes | onnx.ModelProto
+                      ) -> list[tuple[str, str]]:
+    """(op type, node name) of every node of the model that has no nxe converter."""
+    return load(path_or_model).unsupported_nodes()

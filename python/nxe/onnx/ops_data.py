@@ -1,0 +1,339 @@
+"""ONNX converters for data movement: Pad, Tile, Expand, the gathers and scatters, OneHot,
+SpaceToDepth, Resize, Trilu, Flatten, Shape, Size, Range, ConstantOfShape, NonZero and Einsum.
+Values that nxe takes as attributes (pads, repeats, sizes, ...) must be known at import.
+"""
+
+from __future__ import annotations
+
+import math
+import string
+from typing import Any
+
+import numpy as np
+
+from .. import _dtypes
+from ..graph import Tensor
+from .registry import converter
+
+
+def _known(ctx: Any, index: int, what: str) -> np.ndarray | None:
+    """Input ``index`` as a numpy array; None when absent; unsupported when only known at run
+    time."""
+    if not ctx.has_input(index):
+        return None
+    value = ctx.const(index)
+    if value is None:
+        raise ctx.unsupported(f"{what} is only known at run time")
+    return np.asarray(value)
+
+
+def _known_ints(ctx: Any, index: int, what: str) -> list[int] | None:
+    value = _known(ctx, index, what)
+    return None if value is None else [int(v) for v in value.reshape(-1)]
+
+
+def _scalar_float(value: np.ndarray) -> float:
+    flat = np.asarray(value).reshape(-1)
+    return float(flat[0]) if flat.size else 0.0
+
+
+def _as_index(ctx: Any, index: int) -> Tensor:
+    """Input ``index`` as an i32 or i64 tensor (other integer types are widened)."""
+    tensor = ctx.input(index)
+    if ctx.dtype(index) in ("i32", "i64"):
+        return tensor
+    if ctx.dtype(index) in ("i8", "u8", "i16", "f32", "f16"):
+        return ctx.g.Cast(tensor, to=_dtypes.code_of("i64"))
+    raise ctx.unsupported(f"indices of dtype {ctx.dtype(index)}")
+
+
+# ---- Pad, Tile, Expand ------------------------------------------------------------------------
+
+@converter("Pad")
+def convert_pad(ctx: Any, node: Any) -> list[Tensor]:
+    rank = len(ctx.shape(0))
+    mode = ctx.attr(node, "mode", "constant")
+    if isinstance(mode, bytes):
+        mode = mode.decode()
+    if ctx.opset < 11:
+        pads = [int(p) for p in ctx.attr(node, "pads", [])]
+        value = float(ctx.attr(node, "value", 0.0))
+    else:
+        pads = _known_ints(ctx, 1, "'pads'") or []
+        constant = _known(ctx, 2, "'constant_value'")
+        value = 0.0 if constant is None else _scalar_float(constant)
+        axes = _known_ints(ctx, 3, "'axes'")
+        if axes is not None:
+            full = [0] * (2 * rank)
+            for i, axis in enumerate(axes):
+                axis = axis + rank if axis < 0 else axis
+                full[axis] = pads[i]
+                full[rank + axis] = pads[len(axes) + i]
+            pads = full
+    if mode not in ("constant", "reflect", "edge", "wrap"):
+        raise ctx.unsupported(f"mode {mode!r}")
+    if not math.isfinite(value) and ctx.dtype(0) not in ("f32", "f16", "bf16"):
+        raise ctx.unsupported("a non-finite fill value for integer data")
+    return [ctx.g.Pad(ctx.input(0), pads=pads, mode=mode, value=value)]
+
+
+@converter("Tile")
+def convert_tile(ctx: Any, node: Any) -> list[Tensor]:
+    repeats = _known_ints(ctx, 1, "'repeats'")
+    return [ctx.g.Tile(ctx.input(0), repeats=repeats)]
+
+
+@converter("Expand")
+def convert_expand(ctx: Any, node: Any) -> list[Tensor]:
+    shape = _known_ints(ctx, 1, "the target shape")
+    return [ctx.g.Expand(ctx.input(0), shape=shape)]
+
+
+@converter("SpaceToDepth")
+def convert_space_to_depth(ctx: Any, node: Any) -> list[Tensor]:
+    return [ctx.g.SpaceToDepth(ctx.input(0), blocksize=int(ctx.attr(node, "blocksize")),
+                               mode=_text(ctx.attr(node, "mode", "DCR")))]
+
+
+@converter("Trilu")
+def convert_trilu(ctx: Any, node: Any) -> list[Tensor]:
+    k = _known(ctx, 1, "'k'")
+    return [ctx.g.Trilu(ctx.input(0), upper=int(ctx.attr(node, "upper", 1)),
+                        k=0 if k is None else int(np.asarray(k).reshape(-1)[0]))]
+
+
+# ---- Gathers and scatters ---------------------------------------------------------------------
+
+@converter("GatherElements")
+def convert_gather_elements(ctx: Any, node: Any) -> list[Tensor]:
+    return [ctx.g.GatherElements(ctx.input(0), _as_index(ctx, 1),
+                                 axis=int(ctx.attr(node, "axis", 0)))]
+
+
+@converter("GatherND")
+def convert_gather_nd(ctx: Any, node: Any) -> list[Tensor]:
+    return [ctx.g.GatherND(ctx.input(0), _as_index(ctx, 1),
+                           batch_dims=int(ctx.attr(node, "batch_dims", 0)))]
+
+
+def _reduction(ctx: Any, node: Any) -> str:
+    reduction = ctx.attr(node, "reduction", "none")
+    return reduction.decode() if isinstance(reduction, bytes) else reduction
+
+
+@converter("ScatterElements", "Scatter")
+def convert_scatter_elements(ctx: Any, node: Any) -> list[Tensor]:
+    return [ctx.g.ScatterElements(ctx.input(0), _as_index(ctx, 1), ctx.input(2),
+                                  axis=int(ctx.attr(node, "axis", 0)),
+                                  reduction=_reduction(ctx, node))]
+
+
+@converter("ScatterND")
+def convert_scatter_nd(ctx: Any, node: Any) -> list[Tensor]:
+    return [ctx.g.ScatterND(ctx.input(0), _as_index(ctx, 1), ctx.input(2),
+                            reduction=_reduction(ctx, node))]
+
+
+@converter("OneHot")
+def convert_one_hot(ctx: Any, node: Any) -> list[Tensor]:
+    depth = _known(ctx, 1, "'depth'")
+    values = _known(ctx, 2, "'values'")
+    depth_value = float(np.asarray(depth).reshape(-1)[0])
+    if not math.isfinite(depth_value) or depth_value < 1:
+        raise ctx.unsupported(f"depth {depth_value}")
+    dtype = ctx.dtype(2)
+    off, on = (float(v) for v in np.asarray(values).reshape(-1)[:2])
+    return [ctx.g.OneHot(_as_index(ctx, 0), depth=int(depth_value),
+                         axis=int(ctx.attr(node, "axis", -1)), on_value=on, off_value=off,
+                         dtype=dtype)]
+
+
+# ---- Resize -----------------------------------------------------------------------------------
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+@converter("Resize")
+def convert_resize(ctx: Any, node: Any) -> list[Tensor]:
+    shape = list(ctx.shape(0))
+    rank = len(shape)
+    if ctx.opset < 11:
+        scales = _known(ctx, 1, "'scales'")
+        roi = sizes = None
+        coord, nearest_mode = "asymmetric", "floor"
+    else:
+        roi = _known(ctx, 1, "'roi'")
+        scales = _known(ctx, 2, "'scales'")
+        sizes = _known(ctx, 3, "'sizes'")
+        coord = _text(ctx.attr(node, "coordinate_transformation_mode", "half_pixel"))
+        nearest_mode = _text(ctx.attr(node, "nearest_mode", "round_prefer_floor"))
+    if int(ctx.attr(node, "antialias", 0)):
+        raise ctx.unsupported("antialias=1")
+    mode = _text(ctx.attr(node, "mode", "nearest"))
+    if mode != "nearest" and ctx.dtype(0) != "f32":
+        raise ctx.unsupported(f"{mode} mode on {ctx.dtype(0)} input")
+    scales = None if scales is None or scales.size == 0 else [float(s) for s in scales.reshape(-1)]
+    sizes = None if sizes is None or sizes.size == 0 else [int(s) for s in sizes.reshape(-1)]
+    roi = None if roi is None or roi.size == 0 else [float(r) for r in roi.reshape(-1)]
+    axes = ctx.attr(node, "axes", None)
+    axes = list(range(rank)) if axes is None else [a + rank if a < 0 else a for a in axes]
+    if scales is None and sizes is None:
+        raise ctx.unsupported("neither scales nor sizes is given")
+    if scales is not None:
+        full_scales = [1.0] * rank
+        for i, a in enumerate(axes):
+            full_scales[a] = scales[i]
+        scales = full_scales
+    if sizes is not None:
+        full_sizes = list(shape)
+        for i, a in enumerate(axes):
+            full_sizes[a] = sizes[i]
+        sizes = full_sizes
+        policy = _text(ctx.attr(node, "keep_aspect_ratio_policy", "stretch"))
+        if policy != "stretch":
+            ratios = [sizes[a] / shape[a] for a in axes]
+            scale = min(ratios) if policy == "not_larger" else max(ratios)
+            scales = [scale if d in axes else 1.0 for d in range(rank)]
+            sizes = [int(scale * shape[d] + 0.5) if d in axes else shape[d] for d in range(rank)]
+    attrs: dict[str, Any] = {"mode": mode, "coordinate_transformation_mode": coord,
+                             "nearest_mode": nearest_mode,
+                             "cubic_coeff_a": float(ctx.attr(node, "cubic_coeff_a", -0.75)),
+                             "exclude_outside": int(ctx.attr(node, "exclude_outside", 0)),
+                             "extrapolation_value": float(ctx.attr(node, "extrapolation_value",
+                                                                   0.0))}
+    if sizes is not None:
+        attrs["sizes"] = sizes
+    if scales is not None:
+        attrs["scales"] = scales
+    if coord == "tf_crop_and_resize" and roi is not None:
+        if len(roi) == 2 * len(axes) and len(axes) != rank:
+            full_roi = [0.0] * rank + [1.0] * rank
+            for i, a in enumerate(axes):
+                full_roi[a] = roi[i]
+                full_roi[rank + a] = roi[len(axes) + i]
+            roi = full_roi
+        attrs["roi"] = roi
+    return [ctx.g.Resize(ctx.input(0), **attrs)]
+
+
+# ---- Shape-only ops ---------------------------------------------------------------------------
+
+@converter("Flatten")
+def convert_flatten(ctx: Any, node: Any) -> list[Tensor]:
+    shape = ctx.shape(0)
+    axis = int(ctx.attr(node, "axis", 1))
+    axis = axis + len(shape) if axis < 0 else axis
+    if not 0 <= axis <= len(shape):
+        raise ctx.unsupported(f"axis {axis} for rank {len(shape)}")
+    outer = int(np.prod(shape[:axis], dtype=np.int64))
+    inner = int(np.prod(shape[axis:], dtype=np.int64))
+    return [ctx.g.Reshape(ctx.input(0), shape=[outer, inner], allowzero=1)]
+
+
+@converter("Shape")
+def convert_shape(ctx: Any, node: Any) -> list[np.ndarray]:
+    shape = list(ctx.shape(0))
+    start = int(ctx.attr(node, "start", 0))
+    end = ctx.attr(node, "end", None)
+    end = len(shape) if end is None else int(end)
+    return [np.array(shape[slice(start, end)], dtype=np.int64)]
+
+
+@converter("Size")
+def convert_size(ctx: Any, node: Any) -> list[np.ndarray]:
+    return [np.array(int(np.prod(ctx.shape(0), dtype=np.int64)), dtype=np.int64)]
+
+
+@converter("Range")
+def convert_range(ctx: Any, node: Any) -> list[Any]:
+    raise ctx.unsupported("start, limit and delta must be known at import (the output length "
+                          "depends on their values)")
+
+
+@converter("ConstantOfShape")
+def convert_constant_of_shape(ctx: Any, node: Any) -> list[Any]:
+    raise ctx.unsupported("the shape must be known at import")
+
+
+@converter("NonZero")
+def convert_non_zero(ctx: Any, node: Any) -> list[Any]:
+    raise ctx.unsupported("the output shape depends on the input values, which are only known "
+                          "at run time")
+
+
+# ---- Einsum -----------------------------------------------------------------------------------
+
+def _parse_einsum(ctx: Any, equation: str, count: int) -> tuple[list[str], str]:
+    equation = equation.replace(" ", "")
+    if "..." in equation:
+        raise ctx.unsupported("an equation with an ellipsis")
+    lhs, arrow, rhs = equation.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != count:
+        raise ctx.unsupported(f"equation {equation!r} names {len(terms)} operands, "
+                              f"{count} given")
+    if not arrow:
+        letters = "".join(terms)
+        rhs = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    for term in terms + [rhs]:
+        if len(set(term)) != len(term) or not set(term) <= set(string.ascii_letters):
+            raise ctx.unsupported(f"equation {equation!r} (repeated letters in one term take "
+                                  "diagonals)")
+    if not set(rhs) <= set("".join(terms)):
+        raise ctx.unsupported(f"equation {equation!r} has output letters no input has")
+    return terms, rhs
+
+
+def _sum_out(ctx: Any, x: Tensor, term: str, keep: set[str]) -> tuple[Tensor, str]:
+    """Sums the letters of ``term`` not in ``keep``."""
+    axes = [i for i, c in enumerate(term) if c not in keep]
+    if not axes:
+        return x, term
+    return (ctx.g.ReduceSum(x, axes=axes, keepdims=0),
+            "".join(c for c in term if c in keep))
+
+
+def _permute(ctx: Any, x: Tensor, term: str, order: str) -> Tensor:
+    perm = [term.index(c) for c in order]
+    return x if perm == list(range(len(perm))) else ctx.g.Transpose(x, perm=perm)
+
+
+@converter("Einsum")
+def convert_einsum(ctx: Any, node: Any) -> list[Tensor]:
+    """Maps einsum onto ReduceSum, Transpose, Reshape and MatMul: one operand is a sum and a
+    permutation; two operands are a batched matrix product of (batch, kept-a, contracted) by
+    (batch, contracted, kept-b)."""
+    equation = _text(ctx.attr(node, "equation"))
+    terms, out = _parse_einsum(ctx, equation, ctx.num_inputs)
+    if ctx.num_inputs not in (1, 2):
+        raise ctx.unsupported(f"{ctx.num_inputs} operands")
+    if any(ctx.dtype(i) != "f32" for i in range(ctx.num_inputs)):
+        raise ctx.unsupported("operands other than f32")
+    sizes: dict[str, int] = {}
+    for i, term in enumerate(terms):
+        for c, n in zip(term, ctx.shape(i)):
+            if sizes.setdefault(c, n) != n:
+                raise ctx.unsupported(f"letter {c!r} has sizes {sizes[c]} and {n} (broadcast)")
+    if len(terms) == 1:
+        x, term = _sum_out(ctx, ctx.input(0), terms[0], set(out))
+        return [_permute(ctx, x, term, out)]
+    ta, tb = terms
+    a, ta = _sum_out(ctx, ctx.input(0), ta, set(out) | set(tb))
+    b, tb = _sum_out(ctx, ctx.input(1), tb, set(out) | set(ta))
+    batch = "".join(c for c in ta if c in tb and c in out)
+    contracted = "".join(c for c in ta if c in tb and c not in out)
+    kept_a = "".join(c for c in ta if c not in tb)
+    kept_b = "".join(c for c in tb if c not in ta)
+
+    def size(letters: str) -> int:
+        return int(np.prod([sizes[c] for c in letters], dtype=np.int64))
+
+    a = ctx.g.Reshape(_permute(ctx, a, ta, batch + kept_a + contracted),
+                      shape=[size(batch), size(kept_a), size(contracted)], allowzero=1)
+    b = ctx.g.Reshape(_permute(ctx, b, tb, batch + contracted + kept_b),
+                      shape=[size(batch), size(contracted), size(kept_b)], allowzero=1)
+    y = ctx.g.MatMul(a, b)
+    order = batch + kept_a + kept_b
+    y = ctx.g.Reshape(y, shape=[sizes[c] for c in order], allowzero=1)
+    return [_permute(ctx, y, order, out)]

@@ -1,0 +1,323 @@
+# ONNX import: small models built with onnx.helper, run through nxe.onnx and compared with
+# onnxruntime on the same model: folding, shape chains, dynamic batch, error reporting, outputs
+# that are constants or inputs, and the converters for nxe's basic ops.
+from __future__ import annotations
+
+import numpy as np
+import nxe
+import nxe.onnx
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+RTOL = 1e-5
+ATOL = 1e-6
+
+
+def _model(nodes, inputs, outputs, initializers=(), opset=17, domains=()):
+    graph = helper.make_graph(nodes, "g", inputs, outputs,
+                              [numpy_helper.from_array(v, n) for n, v in initializers])
+    opsets = [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, 1) for d in domains]
+    model = helper.make_model(graph, opset_imports=opsets)
+    model.ir_version = 8 if opset <= 17 else 10
+    return model
+
+
+def _vi(name, elem=TensorProto.FLOAT, shape=None):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def _reference(model, feeds):
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    return dict(zip(names, session.run(None, feeds)))
+
+
+def _check(model, feeds, rtol=RTOL, atol=ATOL):
+    expected = _reference(model, feeds)
+    actual = nxe.onnx.load(model, threads=1).run(feeds)
+    assert list(actual) == list(expected)
+    for name, reference in expected.items():
+        assert actual[name].dtype == reference.dtype, name
+        assert actual[name].shape == reference.shape, name
+        np.testing.assert_allclose(actual[name], reference, rtol=rtol, atol=atol, err_msg=name)
+    return actual
+
+
+def _rng():
+    return np.random.default_rng(7)
+
+
+def test_initializer_only_subgraph_is_folded_into_one_constant():
+    rng = _rng()
+    w1, w2, w3 = (rng.standard_normal((3, 5)).astype(np.float32) for _ in range(3))
+    nodes = [helper.make_node("Add", ["w1", "w2"], ["s"]),
+             helper.make_node("Mul", ["s", "w3"], ["c"]),
+             helper.make_node("Add", ["x", "c"], ["y"])]
+    model = _model(nodes, [_vi("x", shape=[3, 5])], [_vi("y")],
+                   [("w1", w1), ("w2", w2), ("w3", w3)])
+    feeds = {"x": rng.standard_normal((3, 5)).astype(np.float32)}
+    _check(model, feeds)
+    compiled = nxe.onnx.load(model).compile_for(feeds)
+    assert (compiled.folded_nodes, compiled.converted_nodes) == (2, 1)
+    assert compiled.executable.memory_info()["num_steps"] == 1
+
+
+def test_shape_gather_reshape_chain_on_a_runtime_input_folds_with_static_shapes():
+    rng = _rng()
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+             helper.make_node("Unsqueeze", ["n", "axes"], ["n1"]),
+             helper.make_node("Concat", ["n1", "minus_one"], ["target"], axis=0),
+             helper.make_node("Reshape", ["x", "target"], ["y"])]
+    inits = [("zero", np.array(0, np.int64)), ("axes", np.array([0], np.int64)),
+             ("minus_one", np.array([-1], np.int64))]
+    model = _model(nodes, [_vi("x", shape=["N", 3, 4])], [_vi("y")], inits)
+    feeds = {"x": rng.standard_normal((2, 3, 4)).astype(np.float32)}
+    assert _check(model, feeds)["y"].shape == (2, 12)
+    compiled = nxe.onnx.load(model).compile_for(feeds)
+    assert (compiled.folded_nodes, compiled.converted_nodes) == (4, 1)
+
+
+def test_dynamic_batch_compiles_once_per_input_shape():
+    rng = _rng()
+    w = rng.standard_normal((4, 6)).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]),
+             helper.make_node("Tanh", ["h"], ["y"])]
+    model = _model(nodes, [_vi("x", shape=["batch", 4])], [_vi("y", shape=["batch", 6])],
+                   [("w", w)])
+    imported = nxe.onnx.load(model, threads=1)
+    for batch in (1, 3, 1, 3):
+        x = rng.standard_normal((batch, 4)).astype(np.float32)
+        np.testing.assert_allclose(imported.run(x)["y"], _reference(model, {"x": x})["y"],
+                                   rtol=RTOL, atol=ATOL)
+    assert imported.compiled_count == 2
+
+
+def test_every_unsupported_node_is_reported_at_once():
+    nodes = [helper.make_node("Frobnicate", ["x"], ["a"], name="first", domain="com.example"),
+             helper.make_node("Relu", ["a"], ["b"], name="fine"),
+             helper.make_node("Twiddle", ["b"], ["y"], name="second", domain="com.example")]
+    model = _model(nodes, [_vi("x", shape=[2])], [_vi("y")], domains=["com.example"])
+    imported = nxe.onnx.load(model)
+    with pytest.raises(nxe.UnsupportedError) as info:
+        imported.run(np.zeros(2, np.float32))
+    message = str(info.value)
+    for part in ("Frobnicate", "'first'", "Twiddle", "'second'"):
+        assert part in message
+    assert "Relu" not in message
+    assert imported.unsupported_nodes() == [("com.example.Frobnicate", "first"),
+                                            ("com.example.Twiddle", "second")]
+
+
+def test_outputs_may_be_constants_inputs_or_one_tensor_twice():
+    rng = _rng()
+    constant = helper.make_tensor("k", TensorProto.INT64, [3], [4, 5, 6])
+    nodes = [helper.make_node("Constant", [], ["k"], value=constant),
+             helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("Identity", ["r"], ["r2"])]
+    outputs = [_vi("k", TensorProto.INT64), _vi("x"), _vi("r"), _vi("r2")]
+    model = _model(nodes, [_vi("x", shape=[2, 3])], outputs)
+    actual = _check(model, {"x": rng.standard_normal((2, 3)).astype(np.float32)})
+    assert actual["k"].dtype == np.int64
+
+
+def test_parameter_inputs_are_specialized_per_value():
+    rng = _rng()
+    nodes = [helper.make_node("Reshape", ["x", "shape"], ["y"])]
+    model = _model(nodes, [_vi("x", shape=[2, 6]), _vi("shape", TensorProto.INT64, [2])],
+                   [_vi("y")])
+    imported = nxe.onnx.load(model)
+    x = rng.standard_normal((2, 6)).astype(np.float32)
+    for target in ([3, 4], [4, 3], [3, 4]):
+        shape = np.array(target, np.int64)
+        np.testing.assert_array_equal(imported.run(x, shape)["y"], x.reshape(target))
+    assert imported.compiled_count == 2
+
+
+def test_an_input_dtype_nxe_lacks_is_unsupported():
+    nodes = [helper.make_node("Relu", ["x"], ["y"])]
+    model = _model(nodes, [_vi("x", TensorProto.DOUBLE, [2])], [_vi("y", TensorProto.DOUBLE)])
+    with pytest.raises(nxe.UnsupportedError, match="double"):
+        nxe.onnx.load(model).run(np.zeros(2, np.float64))
+
+
+def test_a_wrong_feed_is_rejected():
+    model = _model([helper.make_node("Relu", ["x"], ["y"])], [_vi("x", shape=[2])], [_vi("y")])
+    imported = nxe.onnx.load(model)
+    with pytest.raises(ValueError, match="missing"):
+        imported.run({})
+    with pytest.raises(ValueError, match="unknown"):
+        imported.run({"x": np.zeros(2, np.float32), "z": np.zeros(2, np.float32)})
+
+
+def test_load_reads_files_and_bytes(tmp_path):
+    model = _model([helper.make_node("Sigmoid", ["x"], ["y"])], [_vi("x", shape=[3])],
+                   [_vi("y")])
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    x = np.array([-1.0, 0.0, 2.0], np.float32)
+    for source in (path, str(path), model.SerializeToString()):
+        np.testing.assert_allclose(nxe.onnx.load(source).run(x)["y"], 1 / (1 + np.exp(-x)),
+                                   rtol=RTOL, atol=ATOL)
+
+
+def test_an_old_opset_is_refused_clearly():
+    model = _model([helper.make_node("Relu", ["x"], ["y"])], [_vi("x", shape=[2])],
+                   [_vi("y")], opset=5)
+    with pytest.raises(nxe.UnsupportedError, match="opset 5"):
+        nxe.onnx.load(model)
+
+
+# -- converters for the basic ops, each against onnxruntime --------------------------------
+
+def _single(op, inputs, attrs=None, initializers=(), opset=17, outputs=("y",)):
+    """A one-node model whose runtime inputs are given as {name: array}."""
+    names = list(inputs) + [n for n, _ in initializers]
+    node = helper.make_node(op, names, list(outputs), **(attrs or {}))
+    vis = [_vi(n, helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape))
+           for n, v in inputs.items()]
+    model = _model([node], vis, [helper.make_empty_tensor_value_info(o) for o in outputs],
+                   initializers, opset)
+    # Output types come from ONNX inference, as an exporter would write them.
+    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    del model.graph.output[:]
+    model.graph.output.extend(inferred.graph.output)
+    return model
+
+
+def _f32(*shape):
+    return _rng().standard_normal(shape).astype(np.float32)
+
+
+CASES = {
+    "add_broadcast": lambda: _single("Add", {"a": _f32(2, 3, 4), "b": _f32(4)}),
+    "sub_i64": lambda: _single("Sub", {"a": np.arange(-6, 6, dtype=np.int64).reshape(3, 4),
+                                       "b": np.array([7, -3, 0, 2], np.int64)}),
+    "mul_f16": lambda: _single("Mul", {"a": _f32(3, 5).astype(np.float16),
+                                       "b": _f32(3, 5).astype(np.float16)}),
+    "add_i8_wraps": lambda: _single("Add", {"a": np.array([120, -120, 5], np.int8),
+                                            "b": np.array([10, -10, 5], np.int8)}),
+    "div_i32_truncates": lambda: _single("Div", {"a": np.array([7, -7, 9, -9], np.int32),
+                                                 "b": np.array([2, 2, -4, -4], np.int32)}),
+    "div_f32": lambda: _single("Div", {"a": _f32(4, 3)},
+                               initializers=[("b", np.float32([1.5, -2.0, 4.0]))]),
+    "relu": lambda: _single("Relu", {"x": _f32(2, 7)}),
+    "leaky_relu": lambda: _single("LeakyRelu", {"x": _f32(2, 7)}, {"alpha": 0.2}),
+    "tanh": lambda: _single("Tanh", {"x": _f32(5)}),
+    "sigmoid_f16": lambda: _single("Sigmoid", {"x": _f32(5).astype(np.float16)}),
+    "erf": lambda: _single("Erf", {"x": _f32(3, 3)}),
+    "gelu_tanh": lambda: _single("Gelu", {"x": _f32(9)}, {"approximate": "tanh"}, opset=20),
+    "matmul_batched": lambda: _single("MatMul", {"a": _f32(2, 3, 4), "b": _f32(4, 5)}),
+    "matmul_1d": lambda: _single("MatMul", {"a": _f32(4), "b": _f32(4, 5)}),
+    "gemm_trans": lambda: _single("Gemm", {"a": _f32(4, 3)},
+                                  {"transA": 1, "transB": 1, "alpha": 0.5, "beta": 2.0},
+                                  [("b", _f32(5, 4)), ("c", _f32(5))]),
+    "identity": lambda: _single("Identity", {"x": _f32(3)}),
+    "dropout_with_mask": lambda: _single("Dropout", {"x": _f32(2, 3)},
+                                         outputs=("y", "mask")),
+    "cast_f32_to_i32": lambda: _single("Cast", {"x": np.float32([-2.7, 0.5, 3.9])},
+                                       {"to": TensorProto.INT32}),
+    "cast_i64_to_f16": lambda: _single("Cast", {"x": np.arange(5, dtype=np.int64)},
+                                       {"to": TensorProto.FLOAT16}),
+    "castlike": lambda: _single("CastLike", {"x": _f32(4)},
+                                initializers=[("like", np.zeros(1, np.int64))]),
+    "quantize_u8": lambda: _single("QuantizeLinear", {"x": _f32(2, 6) * 3},
+                                   initializers=[("s", np.float32(0.05)),
+                                                 ("z", np.uint8(128))]),
+    "quantize_i8_per_axis": lambda: _single(
+        "QuantizeLinear", {"x": _f32(2, 3, 2)}, {"axis": 1},
+        [("s", np.float32([0.01, 0.02, 0.05])), ("z", np.zeros(3, np.int8))]),
+    "dequantize_per_axis": lambda: _single(
+        "DequantizeLinear", {"x": np.arange(-12, 12, dtype=np.int8).reshape(2, 3, 4)},
+        {"axis": 1}, [("s", np.float32([0.1, 0.2, 0.3])), ("z", np.int8([1, -2, 0]))]),
+    "dequantize_blocked": lambda: _single(
+        "DequantizeLinear", {"x": np.arange(-6, 6, dtype=np.int8).reshape(2, 6)},
+        {"axis": 1, "block_size": 4}, [("s", np.float32([[0.5, 0.25], [2.0, 1.0]])),
+                                       ("z", np.int8([[1, -1], [0, 3]]))], opset=21),
+    "reshape_zero_and_minus_one": lambda: _single(
+        "Reshape", {"x": _f32(2, 3, 4)}, initializers=[("s", np.array([0, -1], np.int64))]),
+    "transpose_default": lambda: _single("Transpose", {"x": _f32(2, 3, 4)}),
+    "transpose_perm": lambda: _single("Transpose", {"x": _f32(2, 3, 4)}, {"perm": [1, 2, 0]}),
+    "concat_negative_axis": lambda: _single("Concat", {"a": _f32(2, 3), "b": _f32(2, 1)},
+                                            {"axis": -1}),
+    "split_uneven": lambda: _single("Split", {"x": _f32(7, 2)},
+                                    initializers=[("s", np.array([2, 5], np.int64))],
+                                    outputs=("y0", "y1")),
+    "split_equal_opset11": lambda: _single("Split", {"x": _f32(2, 6)}, {"axis": 1},
+                                           opset=11, outputs=("y0", "y1", "y2")),
+    "slice_negative_step": lambda: _single(
+        "Slice", {"x": _f32(5, 6)},
+        initializers=[("st", np.array([-1, 1], np.int64)), ("en", np.array([-100, 5], np.int64)),
+                      ("ax", np.array([0, 1], np.int64)), ("sp", np.array([-2, 2], np.int64))]),
+    "squeeze_all": lambda: _single("Squeeze", {"x": _f32(1, 3, 1, 2)}),
+    "unsqueeze": lambda: _single("Unsqueeze", {"x": _f32(3, 2)},
+                                 initializers=[("a", np.array([0, -1], np.int64))]),
+    "gather_negative_indices": lambda: _single(
+        "Gather", {"x": _f32(4, 5)}, {"axis": 1},
+        initializers=[("i", np.array([[0, -1], [2, -5]], np.int64))]),
+    "gather_runtime_indices": lambda: _single(
+        "Gather", {"x": _f32(6, 2), "i": np.array([5, 0, 3], np.int32)}),
+    "depth_to_space_dcr": lambda: _single("DepthToSpace", {"x": _f32(1, 8, 2, 3)},
+                                          {"blocksize": 2}),
+    "depth_to_space_crd": lambda: _single("DepthToSpace", {"x": _f32(2, 8, 2, 2)},
+                                          {"blocksize": 2, "mode": "CRD"}),
+    "softmax_opset13": lambda: _single("Softmax", {"x": _f32(2, 3, 4)}, {"axis": 1}),
+    "softmax_opset11_coerces_to_2d": lambda: _single("Softmax", {"x": _f32(2, 3, 4)},
+                                                     {"axis": 1}, opset=11),
+    "layer_norm": lambda: _single("LayerNormalization", {"x": _f32(2, 3, 4)},
+                                  {"axis": -2, "epsilon": 1e-3},
+                                  [("scale", _f32(3, 4)), ("bias", _f32(3, 4))]),
+    "layer_norm_broadcast_scale": lambda: _single("LayerNormalization", {"x": _f32(2, 5)},
+                                                  initializers=[("scale", _f32(5))]),
+    "reduce_sum_axes_input": lambda: _single(
+        "ReduceSum", {"x": _f32(2, 3, 4)}, {"keepdims": 0},
+        initializers=[("axes", np.array([0, -1], np.int64))]),
+    "reduce_sum_i64_all": lambda: _single("ReduceSum",
+                                          {"x": np.arange(24, dtype=np.int64).reshape(2, 3, 4)}),
+    "reduce_mean_opset17": lambda: _single("ReduceMean", {"x": _f32(3, 4)}, {"axes": [1]}),
+    "reduce_mean_opset18": lambda: _single("ReduceMean", {"x": _f32(3, 4, 2)}, opset=18,
+                                           initializers=[("axes", np.array([1], np.int64))]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_basic_converter_matches_onnxruntime(case):
+    model = CASES[case]()
+    inputs = {vi.name: None for vi in model.graph.input}
+    rng = _rng()
+    feeds = {}
+    for vi in model.graph.input:
+        elem = vi.type.tensor_type.elem_type
+        shape = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+        dtype = helper.tensor_dtype_to_np_dtype(elem)
+        if dtype.kind == "f":
+            feeds[vi.name] = (rng.standard_normal(shape) * 2).astype(dtype)
+        else:
+            info = np.iinfo(dtype)
+            low, high = max(info.min, -100), min(info.max, 100)
+            feeds[vi.name] = rng.integers(low, high, shape).astype(dtype)
+    if case == "gather_runtime_indices":
+        feeds["i"] = np.array([5, 0, -3], np.int32)
+    if case.startswith("div_i32"):
+        feeds["b"][feeds["b"] == 0] = 3
+    assert inputs.keys() == feeds.keys()
+    tolerance = {"rtol": 1e-3, "atol": 1e-3} if "f16" in case else {}
+    _check(model, feeds, **tolerance)
+
+
+def test_a_converter_rejection_names_the_node():
+    model = _single("Gelu", {"x": _f32(3)}, {"approximate": "cubic"}, opset=20)
+    with pytest.raises(nxe.UnsupportedError, match="Gelu node.*approximate"):
+        nxe.onnx.load(model).run(_f32(3))
+
+
+def test_a_runtime_reshape_target_is_unsupported_with_a_reason():
+    nodes = [helper.make_node("Relu", ["s"], ["s2"]),
+             helper.make_node("Reshape", ["x", "s2"], ["y"])]
+    model = _model(nodes, [_vi("x", shape=[2, 6]), _vi("s", TensorProto.INT64, [2])],
+                   [_vi("y")])
+    with pytest.raises(nxe.UnsupportedError) as info:
+        nxe.onnx.load(model).run(_f32(2, 6), np.array([3, 4], np.int64))
+    assert "unsupported" in str(info.value)
