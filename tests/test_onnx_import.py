@@ -314,10 +314,208 @@ def test_a_converter_rejection_names_the_node():
 
 
 def test_a_runtime_reshape_target_is_unsupported_with_a_reason():
-    nodes = [helper.make_node("Relu", ["s"], ["s2"]),
+    # The target comes from float data, which the importer does not specialize on.
+    nodes = [helper.make_node("Cast", ["s"], ["s2"], to=TensorProto.INT64),
              helper.make_node("Reshape", ["x", "s2"], ["y"])]
-    model = _model(nodes, [_vi("x", shape=[2, 6]), _vi("s", TensorProto.INT64, [2])],
+    model = _model(nodes, [_vi("x", shape=[2, 6]), _vi("s", TensorProto.FLOAT, [2])],
                    [_vi("y")])
     with pytest.raises(nxe.UnsupportedError) as info:
-        nxe.onnx.load(model).run(_f32(2, 6), np.array([3, 4], np.int64))
+        nxe.onnx.load(model).run(_f32(2, 6), np.array([3, 4], np.float32))
     assert "unsupported" in str(info.value)
+
+
+def test_an_integer_input_that_reaches_a_parameter_is_specialized():
+    # t -> Sub(x's shape) -> Concat -> Pad's pads: t is needed at import, so its value joins
+    # the compile key, and its other use (a data output) folds.
+    nodes = [helper.make_node("Shape", ["x"], ["xs"]),
+             helper.make_node("Sub", ["t", "xs"], ["grow"]),
+             helper.make_node("Concat", ["zero", "grow"], ["pads"], axis=0),
+             helper.make_node("Pad", ["x", "pads"], ["y"]),
+             helper.make_node("Neg", ["t"], ["t2"]),
+             helper.make_node("Cast", ["t2"], ["z"], to=TensorProto.FLOAT)]
+    model = _model(nodes, [_vi("x", shape=[2, 3]), _vi("t", TensorProto.INT64, [2])],
+                   [_vi("y"), _vi("z")], [("zero", np.zeros(2, np.int64))])
+    assert nxe.onnx.load(model).parameter_inputs == {"t"}
+    imported = nxe.onnx.load(model, threads=1)
+    x = _f32(2, 3)
+    for target in ([2, 3], [3, 5], [2, 3]):
+        t = np.array(target, np.int64)
+        out = imported.run(x, t)
+        expected = _reference(model, {"x": x, "t": t})
+        for name in ("y", "z"):
+            assert out[name].dtype == expected[name].dtype
+            np.testing.assert_array_equal(out[name], expected[name])
+    assert imported.compiled_count == 2
+
+
+# -- opsets -----------------------------------------------------------------------------------
+
+def test_an_opset_1_model_of_ops_unchanged_since_is_imported():
+    model = _model([helper.make_node("Not", ["x"], ["y"])], [_vi("x", TensorProto.BOOL, [3, 4])],
+                   [_vi("y", TensorProto.BOOL)], opset=1)
+    model.ir_version = 3
+    x = _rng().integers(0, 2, (3, 4)).astype(bool)
+    np.testing.assert_array_equal(nxe.onnx.load(model).run(x)["y"], np.logical_not(x))
+
+
+def test_an_old_model_without_opset_imports_means_opset_1():
+    model = _model([helper.make_node("Relu", ["x"], ["y"])], [_vi("x", shape=[2])], [_vi("y")])
+    del model.opset_import[:]
+    model.ir_version = 2
+    with pytest.raises(nxe.UnsupportedError, match="opset 1;.*changed: Relu"):
+        nxe.onnx.load(model)
+
+
+def test_a_model_without_a_default_opset_reports_its_nodes():
+    node = helper.make_node("Binarizer", ["x"], ["y"], domain="ai.onnx.ml")
+    graph = helper.make_graph([node], "g", [_vi("x", shape=[2])], [_vi("y")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("ai.onnx.ml", 1)])
+    with pytest.raises(nxe.UnsupportedError, match="no nxe converter: ai.onnx.ml.Binarizer"):
+        nxe.onnx.load(model).run(_f32(2))
+    stray = helper.make_node("Relu", ["x"], ["y"])
+    graph = helper.make_graph([stray], "g", [_vi("x", shape=[2])], [_vi("y")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("ai.onnx.ml", 1)])
+    with pytest.raises(nxe.UnsupportedError, match="no default ONNX opset.*Relu node"):
+        nxe.onnx.load(model)
+
+
+# -- importer compositions: runtime Pad value, EyeLike, Shrink, CenterCropPad, If --------------
+
+def _pad_model(x_elem, shape, pads, axes=None, mode="constant"):
+    names = ["x", "pads", "cv"] + (["axes"] if axes is not None else [])
+    inits = [("pads", np.array(pads, np.int64))]
+    if axes is not None:
+        inits.append(("axes", np.array(axes, np.int64)))
+    node = helper.make_node("Pad", names, ["y"], mode=mode)
+    return _model([node], [_vi("x", x_elem, shape), _vi("cv", x_elem, [])], [_vi("y", x_elem)],
+                  inits, opset=18)
+
+
+@pytest.mark.parametrize("dtype,pads,axes,mode", [
+    (np.float32, [1, 0, 2, 3], None, "constant"),
+    (np.float32, [0, -1, 2, 1], None, "constant"),
+    (np.int32, [2, 1], [-1], "constant"),
+    (np.float16, [1, 1, 1, 1], None, "constant"),
+    (np.float32, [1, 2, 1, 0], None, "reflect"),
+])
+def test_pad_with_a_runtime_fill_value_matches_onnxruntime(dtype, pads, axes, mode):
+    model = _pad_model(helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), [3, 4], pads, axes, mode)
+    rng = _rng()
+    x = (rng.standard_normal((3, 4)) * 10).astype(dtype)
+    for cv in (dtype(-7), dtype(5)):
+        _check(model, {"x": x, "cv": np.array(cv, dtype)})
+
+
+def test_pad_with_a_runtime_non_finite_fill_value_is_exact():
+    model = _pad_model(TensorProto.FLOAT, [2, 3], [0, 1, 1, 0])
+    x = _f32(2, 3)
+    for cv in (np.inf, -np.inf, np.nan):
+        _check(model, {"x": x, "cv": np.array(cv, np.float32)})
+
+
+@pytest.mark.parametrize("shape,k,dtype", [((3, 5), 0, None), ((4, 4), 2, TensorProto.INT32),
+                                           ((5, 3), -1, TensorProto.FLOAT16),
+                                           ((2, 6), 9, None), ((3, 3), -1, TensorProto.BOOL)])
+def test_eye_like_folds_to_a_constant(shape, k, dtype):
+    attrs = {"k": k} if dtype is None else {"k": k, "dtype": dtype}
+    nodes = [helper.make_node("EyeLike", ["x"], ["e"], **attrs),
+             helper.make_node("Neg", ["x"], ["y"])]
+    out_elem = TensorProto.INT64 if dtype is None else dtype
+    model = _model(nodes, [_vi("x", TensorProto.INT64, list(shape))],
+                   [_vi("e", out_elem), _vi("y", TensorProto.INT64)])
+    x = np.arange(np.prod(shape), dtype=np.int64).reshape(shape)
+    imported = nxe.onnx.load(model)
+    out = imported.run(x)
+    expected = np.eye(*shape, k=k, dtype=helper.tensor_dtype_to_np_dtype(out_elem))
+    assert out["e"].dtype == expected.dtype
+    np.testing.assert_array_equal(out["e"], expected)
+    np.testing.assert_array_equal(out["y"], -x)
+    assert ("e", "value") in [source[:2] for source in imported.compile_for({"x": x}).sources]
+
+
+@pytest.mark.parametrize("dtype,lambd,bias", [
+    (np.float32, 0.5, 0.0), (np.float32, 1.5, 1.5), (np.float16, 0.7, 0.2),
+    (np.int32, 2.0, 1.0), (np.int64, 1.5, 3.0), (np.int8, 0.5, 2.0), (np.uint8, 3.0, 5.0)])
+def test_shrink_matches_onnxruntime(dtype, lambd, bias):
+    rng = _rng()
+    if np.dtype(dtype).kind == "f":
+        x = (rng.standard_normal((3, 7)) * 3).astype(dtype)
+    else:
+        info = np.iinfo(dtype)
+        x = rng.integers(max(info.min, -9), min(info.max, 9), (3, 7)).astype(dtype)
+    model = _single("Shrink", {"x": x}, {"lambd": lambd, "bias": bias})
+    tolerance = {"rtol": 1e-3, "atol": 1e-3} if dtype == np.float16 else {}
+    _check(model, {"x": x}, **tolerance)
+
+
+def test_shrink_with_a_fractional_bias_on_integers_is_unsupported():
+    x = np.arange(6, dtype=np.int32)
+    model = _single("Shrink", {"x": x}, {"lambd": 1.0, "bias": 0.5})
+    with pytest.raises(nxe.UnsupportedError, match="Shrink node.*bias=0.5"):
+        nxe.onnx.load(model).run(x)
+
+
+@pytest.mark.parametrize("in_shape,target,axes", [
+    ((5, 7), [3, 4], None), ((4, 6), [7, 9], None), ((5, 6), [8, 3], None),
+    ((3, 10, 9), [6, 13], [1, 2]), ((10, 9, 3), [6, 13], [-3, -2]), ((4, 5), [4, 5], None)])
+def test_center_crop_pad_matches_onnxruntime(in_shape, target, axes):
+    attrs = {} if axes is None else {"axes": axes}
+    node = helper.make_node("CenterCropPad", ["x", "shape"], ["y"], **attrs)
+    model = _model([node], [_vi("x", shape=list(in_shape)),
+                            _vi("shape", TensorProto.INT64, [len(target)])], [_vi("y")],
+                   opset=18)
+    _check(model, {"x": _f32(*in_shape), "shape": np.array(target, np.int64)})
+
+
+def _if_model(cond_nodes, cond_inputs):
+    then_graph = helper.make_graph([helper.make_node("Relu", ["x"], ["t"])], "then", [],
+                                   [_vi("t", shape=[2, 3])])
+    two = numpy_helper.from_array(np.full((1, 3), 2.0, np.float32), "two")
+    else_graph = helper.make_graph([helper.make_node("Mul", ["x", "two"], ["e"])], "else", [],
+                                   [_vi("e", shape=[2, 3])], [two])
+    node = helper.make_node("If", ["c"], ["y"], then_branch=then_graph, else_branch=else_graph)
+    return _model(cond_nodes + [node], [_vi("x", shape=[2, 3])] + cond_inputs, [_vi("y")])
+
+
+def test_if_with_a_condition_given_as_an_input_inlines_the_taken_branch():
+    model = _if_model([], [_vi("c", TensorProto.BOOL, [])])
+    imported = nxe.onnx.load(model, threads=1)
+    x = _f32(2, 3)
+    for c in (True, False, True):
+        feeds = {"x": x, "c": np.array(c)}
+        expected = _reference(model, feeds)["y"]
+        np.testing.assert_allclose(imported.run(feeds)["y"], expected, rtol=RTOL, atol=ATOL)
+    assert imported.compiled_count == 2
+
+
+def test_if_with_a_condition_folded_from_shapes_is_inlined():
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("ReduceSum", ["s"], ["n"], keepdims=0),
+             helper.make_node("Greater", ["n", "four"], ["c"])]
+    model = _if_model(nodes, [])
+    model.graph.initializer.append(numpy_helper.from_array(np.array(4, np.int64), "four"))
+    _check(model, {"x": _f32(2, 3)})
+
+
+def test_if_with_a_runtime_condition_is_unsupported():
+    nodes = [helper.make_node("ReduceSum", ["x"], ["n"], keepdims=0),
+             helper.make_node("Greater", ["n", "zero"], ["c"])]
+    model = _if_model(nodes, [])
+    model.graph.initializer.append(numpy_helper.from_array(np.array(0, np.float32), "zero"))
+    with pytest.raises(nxe.UnsupportedError, match="If node.*only known at run time"):
+        nxe.onnx.load(model).run(_f32(2, 3))
+
+
+def test_nodes_without_converters_inside_an_if_are_reported():
+    then_graph = helper.make_graph([helper.make_node("Foo", ["x"], ["t"], domain="x.y")],
+                                   "then", [], [_vi("t", shape=[2])])
+    else_graph = helper.make_graph([helper.make_node("Relu", ["x"], ["e"])], "else", [],
+                                   [_vi("e", shape=[2])])
+    node = helper.make_node("If", ["c"], ["y"], then_branch=then_graph, else_branch=else_graph)
+    model = _model([node], [_vi("x", shape=[2]), _vi("c", TensorProto.BOOL, [])], [_vi("y")],
+                   domains=["x.y"])
+    assert nxe.onnx.unsupported_nodes(model) == [("x.y.Foo", "")]
+    np.testing.assert_array_equal(nxe.onnx.load(model).run(np.array([-1, 2], np.float32),
+                                                           np.array(False))["y"], [0, 2])
+    with pytest.raises(nxe.UnsupportedError, match="x.y.Foo"):
+        nxe.onnx.load(model).run(np.array([-1, 2], np.float32), np.array(True))

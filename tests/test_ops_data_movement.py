@@ -835,7 +835,7 @@ def test_new_ops_give_identical_results_for_one_and_three_threads(op_type, attrs
     ids=str,
 )
 def test_einsum_converter_matches_numpy_einsum(equation, shapes, rng):
-    onnx = pytest.importorskip("onnx")
+    import onnx
     import nxe.onnx as nxe_onnx
     from onnx import TensorProto, helper
     names = [f"x{i}" for i in range(len(shapes))]
@@ -852,7 +852,7 @@ def test_einsum_converter_matches_numpy_einsum(equation, shapes, rng):
 
 
 def test_einsum_converter_reports_diagonals_as_unsupported():
-    onnx = pytest.importorskip("onnx")
+    import onnx
     import nxe.onnx as nxe_onnx
     from onnx import TensorProto, helper
     graph = helper.make_graph(
@@ -863,3 +863,69 @@ def test_einsum_converter_reports_diagonals_as_unsupported():
     onnx.checker.check_model(model)
     with pytest.raises(nxe.UnsupportedError, match="Einsum.*diagonal"):
         nxe_onnx.load(model).run(sample(np.random.default_rng(0), (3, 3)))
+
+
+# ---- ReverseSequence ----------------------------------------------------------------------
+
+def reverse_sequence_reference(x, lens, batch_axis, time_axis):
+    y = x.copy()
+    for b, length in enumerate(lens):
+        index = [slice(None)] * x.ndim
+        index[batch_axis] = b
+        index[time_axis] = slice(0, length)
+        y[tuple(index)] = np.flip(x[tuple(index)], axis=0)
+    return y
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "i8", "i16", "i64", "bool"])
+@pytest.mark.parametrize("shape, batch_axis, time_axis",
+                         [((5, 4), 1, 0), ((4, 5), 0, 1), ((6, 3, 2, 3), 1, 0),
+                          ((3, 7, 5), 0, 1)], ids=str)
+def test_reverse_sequence_matches_numpy(dtype, shape, batch_axis, time_axis, rng):
+    x = sample(rng, shape, dtype)
+    time = shape[time_axis]
+    lens = rng.integers(0, time, size=shape[batch_axis], endpoint=True).astype(np.int64)
+    lens[0] = time
+    (got,) = run_op("ReverseSequence", [x, lens], dtypes=[dtype, "i64"],
+                    batch_axis=batch_axis, time_axis=time_axis)
+    assert_same(got, reverse_sequence_reference(x, lens, batch_axis, time_axis))
+
+
+def test_reverse_sequence_defaults_to_time_major(rng):
+    x = sample(rng, (4, 3, 2))
+    lens = np.array([4, 2, 1], dtype=np.int64)
+    (got,) = run_op("ReverseSequence", [x, lens])
+    assert_same(got, reverse_sequence_reference(x, lens, 1, 0))
+
+
+def test_reverse_sequence_is_identical_for_one_and_four_threads(rng):
+    x = sample(rng, (300, 64, 40))
+    lens = rng.integers(0, 300, size=64, endpoint=True).astype(np.int64)
+    (one,) = run_op("ReverseSequence", [x, lens], threads=1)
+    (four,) = run_op("ReverseSequence", [x, lens], threads=4)
+    assert_same(one, four)
+
+
+@pytest.mark.parametrize("bad", [-1, 6])
+def test_reverse_sequence_length_out_of_range_fails_the_run_naming_it(bad, rng):
+    x = sample(rng, (5, 3))
+    lens = np.array([2, bad, 1], dtype=np.int64)
+    with pytest.raises(nxe.RunError, match=rf"'ReverseSequence'.*element 1 is {bad}.*\[0, 5\]"):
+        run_op("ReverseSequence", [x, lens])
+
+
+@pytest.mark.parametrize(
+    "specs, attrs, error",
+    [([((5, 3), "f32"), ((3,), "i64")], {"batch_axis": 0, "time_axis": 0},
+      nxe.InvalidArgumentError),
+     ([((5, 3, 2), "f32"), ((3,), "i64")], {"batch_axis": 2, "time_axis": 0},
+      nxe.InvalidArgumentError),
+     ([((5, 3), "f32"), ((5,), "i64")], {}, nxe.ShapeMismatchError),
+     ([((5, 3), "f32"), ((3, 1), "i64")], {}, nxe.ShapeMismatchError),
+     ([((5,), "f32"), ((5,), "i64")], {}, nxe.ShapeMismatchError),
+     ([((5, 3), "f32"), ((3,), "i32")], {}, nxe.DtypeMismatchError)],
+    ids=str,
+)
+def test_reverse_sequence_rejects_bad_input(specs, attrs, error):
+    with pytest.raises(error, match="'ReverseSequence'"):
+        compile_op("ReverseSequence", specs, **attrs)

@@ -344,7 +344,6 @@ def test_dynamic_quantize_linear_rejects_integer_input():
 
 
 def test_onnx_qlinear_conv_1d_same_padding_imports_and_matches_reference(rng):
-    pytest.importorskip("onnx")
     import nxe.onnx
     from onnx import TensorProto, helper, numpy_helper
     from onnx.reference import ReferenceEvaluator

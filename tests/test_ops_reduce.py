@@ -499,3 +499,66 @@ def test_axis_ops_reject_unsupported_dtypes(op_type, dtype):
         g.mark_output(o)
     with pytest.raises(nxe.DtypeMismatchError, match=f"'{op_type}'.*{dtype}"):
         g.compile()
+
+
+# ---- CumProd --------------------------------------------------------------------------------
+
+
+def cumprod_reference(x, axis, exclusive, reverse, dtype):
+    if reverse:
+        x = np.flip(x, axis)
+    y = np.cumprod(x, axis=axis, dtype=dtype)
+    if exclusive:
+        y = np.concatenate([np.ones_like(np.take(y, [0], axis=axis)),
+                            np.take(y, np.arange(x.shape[axis] - 1), axis=axis)], axis=axis)
+    return np.flip(y, axis) if reverse else y
+
+
+@pytest.mark.parametrize("shape,axis", [((7, 13), 0), ((7, 13), -1), ((2, 3, 5), 1), ((13,), 0),
+                                        ((3, 1, 4), 1), ((4, 0, 2), 2)])
+@pytest.mark.parametrize("exclusive", [0, 1])
+@pytest.mark.parametrize("reverse", [0, 1])
+def test_cumprod_f32_matches_numpy(shape, axis, exclusive, reverse):
+    # Factors near 1 keep long products finite and comparable.
+    x = (1.0 + 0.3 * RNG.standard_normal(shape)).astype(np.float32)
+    y = run_op("CumProd", x, axis=axis, exclusive=exclusive, reverse=reverse)
+    ref = cumprod_reference(x.astype(np.float64), axis % len(shape), exclusive, reverse,
+                            np.float64)
+    assert y.dtype == np.float32 and y.shape == x.shape
+    np.testing.assert_allclose(y, ref, **TOL)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("exclusive", [0, 1])
+@pytest.mark.parametrize("reverse", [0, 1])
+def test_cumprod_integers_match_numpy_and_wrap(dtype, exclusive, reverse):
+    x = RNG.integers(-9, 10, size=(5, 30)).astype(dtype)
+    y = run_op("CumProd", x, axis=1, exclusive=exclusive, reverse=reverse)
+    with np.errstate(over="ignore"):
+        ref = cumprod_reference(x, 1, exclusive, reverse, dtype)
+    assert y.dtype == dtype and np.array_equal(y, ref)
+
+
+def test_cumprod_defaults_to_an_inclusive_forward_product_along_axis_0():
+    x = (1.0 + 0.2 * RNG.standard_normal((4, 3))).astype(np.float32)
+    np.testing.assert_allclose(run_op("CumProd", x), np.cumprod(x.astype(np.float64), axis=0),
+                               **TOL)
+
+
+def test_cumprod_is_bit_identical_for_one_and_two_threads():
+    x = (1.0 + 0.01 * RNG.standard_normal((300, 200))).astype(np.float32)
+    assert np.array_equal(run_op("CumProd", x, threads=1, axis=0),
+                          run_op("CumProd", x, threads=2, axis=0))
+
+
+@pytest.mark.parametrize("shape,dtype,attrs,error,match", [
+    ((2, 3), "f32", {"axis": 2}, nxe.InvalidArgumentError, r"axis 2 is out of range"),
+    ((2, 3), "f32", {"exclusive": 3}, nxe.InvalidArgumentError, r"exclusive must be 0 or 1"),
+    ((2, 3), "f32", {"reverse": 2}, nxe.InvalidArgumentError, r"reverse must be 0 or 1"),
+    ((), "f32", {}, nxe.ShapeMismatchError, r"rank >= 1"),
+    ((2, 3), "u8", {}, nxe.DtypeMismatchError, r"u8"),
+])
+def test_cumprod_rejects_bad_input(shape, dtype, attrs, error, match):
+    with pytest.raises(error, match=match) as err:
+        build("CumProd", shape, dtype, **attrs).compile()
+    assert "'CumProd'" in str(err.value)

@@ -200,3 +200,163 @@ def test_resize_rejects_bad_attributes(attrs, error):
 def test_resize_linear_rejects_integer_input():
     with pytest.raises(nxe.UnsupportedError, match="Resize.*linear.*u8"):
         compile_resize((1, 2, 3), "u8", scales=[1.0, 1.0, 2.0], mode="linear")
+
+
+# ---- GridSample -------------------------------------------------------------------------
+
+def grid_reflect(v, lo, hi):
+    span = hi - lo
+    if lo <= v <= hi:
+        return v
+    if span <= 0:
+        return lo
+    distance = lo - v if v < lo else v - hi
+    turns = math.floor(distance / span)
+    rest = distance - turns * span
+    if v < lo:
+        return hi - rest if turns % 2 else lo + rest
+    return lo + rest if turns % 2 else hi - rest
+
+
+def grid_axis_taps(g, size, mode, padding, align_corners):
+    """(index or None for a padding zero, weight) pairs of one axis, per ONNX GridSample."""
+    lo, hi = (0.0, size - 1.0) if align_corners else (-0.5, size - 0.5)
+    v = (g + 1) / 2 * (size - 1) if align_corners else ((g + 1) * size - 1) / 2
+    if mode == "nearest":
+        v = float(np.rint(v))
+    if v < lo or v > hi:
+        if padding == "border":
+            v = min(max(v, 0.0), size - 1.0)
+        elif padding == "reflection":
+            v = grid_reflect(v, lo, hi)
+
+    def index(i):
+        if padding == "zeros":
+            return i if 0 <= i < size else None
+        if padding == "border":
+            return min(max(i, 0), size - 1)
+        return min(max(int(grid_reflect(float(i), lo, hi)), 0), size - 1)
+
+    if mode == "nearest":
+        return [(index(int(v)), 1.0)]
+    base = math.floor(v)
+    t = v - base
+    if mode == "linear":
+        return [(index(base), 1 - t), (index(base + 1), t)]
+    a = -0.75
+    weights = [((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a,
+               ((a + 2) * t - (a + 3)) * t * t + 1,
+               ((a + 2) * (1 - t) - (a + 3)) * (1 - t) ** 2 + 1,
+               ((a * (2 - t) - 5 * a) * (2 - t) + 8 * a) * (2 - t) - 4 * a]
+    return [(index(base - 1 + k), weights[k]) for k in range(4)]
+
+
+def numpy_grid_sample(x, grid, mode, padding, align_corners):
+    n_batch, channels, *spatial = x.shape
+    rank = len(spatial)
+    out_spatial = grid.shape[1:-1]
+    y = np.zeros((n_batch, channels, *out_spatial), dtype=np.float64)
+    for n in range(n_batch):
+        for point in np.ndindex(*out_spatial):
+            coords = grid[(n, *point)][::-1]  # the grid lists the last axis first
+            axes = [grid_axis_taps(float(coords[d]), spatial[d], mode, padding, align_corners)
+                    for d in range(rank)]
+            total = np.zeros(channels)
+            for combo in np.ndindex(*[len(taps) for taps in axes]):
+                picked = [axes[d][k] for d, k in enumerate(combo)]
+                if any(i is None for i, _ in picked):
+                    continue
+                weight = math.prod(w for _, w in picked)
+                total += weight * x[(n, slice(None), *[i for i, _ in picked])]
+            y[(n, slice(None), *point)] = total
+    return y
+
+
+def run_grid_sample(x, grid, threads=1, **attrs):
+    g = nxe.Graph()
+    y = g.GridSample(g.input("x", x.shape, "f32"), g.input("grid", grid.shape, "f32"), **attrs)
+    g.mark_output(y, name="y")
+    return g.compile(threads=threads).run({"x": x, "grid": grid})["y"]
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [0, 1])
+def test_grid_sample_2d_matches_the_onnx_definition(mode, padding_mode, align_corners, rng):
+    x = rng.standard_normal((2, 3, 5, 7)).astype(np.float32)
+    # Coordinates well past [-1, 1] exercise every padding rule, several reflections deep.
+    grid = rng.uniform(-3.2, 3.2, size=(2, 4, 6, 2)).astype(np.float32)
+    got = run_grid_sample(x, grid, mode=mode, padding_mode=padding_mode,
+                          align_corners=align_corners)
+    ref = numpy_grid_sample(x, grid, mode, padding_mode, align_corners)
+    assert got.dtype == np.float32 and got.shape == (2, 3, 4, 6)
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+def test_grid_sample_3d_and_1d_match_the_onnx_definition(mode, padding_mode, rng):
+    x = rng.standard_normal((1, 2, 3, 4, 5)).astype(np.float32)
+    grid = rng.uniform(-1.6, 1.6, size=(1, 2, 3, 2, 3)).astype(np.float32)
+    got = run_grid_sample(x, grid, mode=mode, padding_mode=padding_mode, align_corners=1)
+    np.testing.assert_allclose(got, numpy_grid_sample(x, grid, mode, padding_mode, 1),
+                               rtol=1e-4, atol=1e-5)
+    x1 = rng.standard_normal((2, 3, 6)).astype(np.float32)
+    grid1 = rng.uniform(-1.6, 1.6, size=(2, 5, 1)).astype(np.float32)
+    got1 = run_grid_sample(x1, grid1, mode=mode, padding_mode=padding_mode)
+    np.testing.assert_allclose(got1, numpy_grid_sample(x1, grid1, mode, padding_mode, 0),
+                               rtol=1e-4, atol=1e-5)
+
+
+def test_grid_sample_defaults_to_linear_zeros_without_aligned_corners(rng):
+    x = rng.standard_normal((1, 2, 4, 4)).astype(np.float32)
+    grid = rng.uniform(-1.3, 1.3, size=(1, 3, 3, 2)).astype(np.float32)
+    np.testing.assert_allclose(run_grid_sample(x, grid),
+                               numpy_grid_sample(x, grid, "linear", "zeros", 0),
+                               rtol=1e-4, atol=1e-5)
+
+
+def test_grid_sample_nan_and_infinite_coordinates(rng):
+    x = rng.standard_normal((1, 2, 3, 3)).astype(np.float32)
+    grid = np.array([[[[np.nan, 0.0], [np.inf, 0.0], [-np.inf, 0.5]]]], dtype=np.float32)
+    zeros = run_grid_sample(x, grid, padding_mode="zeros")
+    assert np.isnan(zeros[0, :, 0, 0]).all()
+    assert (zeros[0, :, 0, 1:] == 0).all()
+    border = run_grid_sample(x, grid, padding_mode="border", align_corners=1)
+    np.testing.assert_allclose(border[0, :, 0, 1], x[0, :, 1, 2], rtol=1e-6)
+
+
+def test_grid_sample_is_identical_for_one_and_four_threads(rng):
+    x = rng.standard_normal((2, 3, 20, 30)).astype(np.float32)
+    grid = rng.uniform(-1.2, 1.2, size=(2, 40, 50, 2)).astype(np.float32)
+    one = run_grid_sample(x, grid, threads=1, mode="cubic", padding_mode="reflection")
+    four = run_grid_sample(x, grid, threads=4, mode="cubic", padding_mode="reflection")
+    assert np.array_equal(one, four)
+
+
+@pytest.mark.parametrize(
+    "x_shape, grid_shape, attrs, error",
+    [((1, 2, 3, 3), (1, 2, 2, 2), {"mode": "bilinear"}, nxe.InvalidArgumentError),
+     ((1, 2, 3, 3), (1, 2, 2, 2), {"padding_mode": "wrap"}, nxe.InvalidArgumentError),
+     ((1, 2, 3, 3), (1, 2, 2, 2), {"align_corners": 2}, nxe.InvalidArgumentError),
+     ((1, 2, 3, 3), (1, 2, 2, 3), {}, nxe.ShapeMismatchError),
+     ((1, 2, 3, 3), (2, 2, 2, 2), {}, nxe.ShapeMismatchError),
+     ((1, 2, 3, 3), (1, 2, 2), {}, nxe.ShapeMismatchError),
+     ((1, 2), (1, 2), {}, nxe.ShapeMismatchError),
+     ((1, 2, 0, 3), (1, 2, 2, 2), {}, nxe.ShapeMismatchError)],
+    ids=str,
+)
+def test_grid_sample_rejects_bad_attributes_and_shapes(x_shape, grid_shape, attrs, error):
+    g = nxe.Graph()
+    y = g.GridSample(g.input("x", x_shape, "f32"), g.input("grid", grid_shape, "f32"), **attrs)
+    g.mark_output(y)
+    with pytest.raises(error, match="'GridSample'"):
+        g.compile()
+
+
+def test_grid_sample_rejects_non_f32_input():
+    g = nxe.Graph()
+    y = g.GridSample(g.input("x", (1, 1, 2, 2), "i32"), g.input("grid", (1, 1, 1, 2), "f32"))
+    g.mark_output(y)
+    with pytest.raises(nxe.DtypeMismatchError, match="'GridSample'"):
+        g.compile()

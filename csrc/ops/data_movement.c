@@ -1,6 +1,6 @@
 /* data_movement.c — the data_movement op family: Gather, Reshape, Transpose, Concat, Split,
  * Slice, Squeeze, Unsqueeze, Pad, Tile, Expand, SpaceToDepth, GatherElements, ScatterElements,
- * GatherND, ScatterND, OneHot, Trilu. Shape rules and lowering to the byte-moving kernels in
+ * GatherND, ScatterND, OneHot, Trilu, ReverseSequence. Shape rules and lowering to the byte-moving kernels in
  * kernels/ref; only scatter reductions look at values, so every dtype is accepted. */
 #include <stdio.h>
 #include <string.h>
@@ -1805,6 +1805,119 @@ static const nxe_op_attr_info trilu_attrs[] = {
      NXE_ATTR_INT, "0"},
 };
 
+/* ---- ReverseSequence ------------------------------------------------------------------------ */
+
+typedef struct reverse_sequence_params {
+    int64_t dim1;  /* size of axis 1 */
+    int64_t rows;  /* dim0 * dim1 */
+    int64_t inner; /* elements per (axis 0, axis 1) position */
+    int64_t batch;
+    int64_t time;
+    int32_t batch_axis;
+    int32_t elem_size;
+} reverse_sequence_params;
+
+static nxe_status reverse_sequence_infer(const nxe_node *node, const nxe_value *inputs,
+                                         int32_t num_inputs, nxe_value *outputs,
+                                         int32_t num_outputs, void *params)
+{
+    (void)num_inputs;
+    (void)num_outputs;
+    const nxe_value *x = &inputs[0], *lens = &inputs[1];
+    reverse_sequence_params *p = params;
+    int64_t batch_axis = 0, time_axis = 0;
+    nxe_status status = nxe_node_attr_int(node, "batch_axis", &batch_axis);
+    if (status == NXE_OK)
+        status = nxe_node_attr_int(node, "time_axis", &time_axis);
+    if (status != NXE_OK)
+        return status;
+    if (!((batch_axis == 0 && time_axis == 1) || (batch_axis == 1 && time_axis == 0)))
+        return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
+                              "attributes 'batch_axis' (%lld) and 'time_axis' (%lld) must be 0 "
+                              "and 1 in either order",
+                              (long long)batch_axis, (long long)time_axis);
+    char sx[128], sl[128];
+    if (x->ndim < 2)
+        return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
+                              "input 'input' %s must have rank >= 2",
+                              nxe_shape_str(x->ndim, x->shape, sx, sizeof sx));
+    p->batch_axis = (int32_t)batch_axis;
+    p->batch = x->shape[batch_axis];
+    p->time = x->shape[time_axis];
+    if (lens->ndim != 1 || lens->shape[0] != p->batch)
+        return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
+                              "input 'sequence_lens' %s must be 1-D with one length per batch "
+                              "item (%lld; input is %s)",
+                              nxe_shape_str(lens->ndim, lens->shape, sl, sizeof sl),
+                              (long long)p->batch,
+                              nxe_shape_str(x->ndim, x->shape, sx, sizeof sx));
+    if (!nxe_shape_numel(x->ndim - 2, x->shape + 2, &p->inner) ||
+        !nxe_shape_numel(2, x->shape, &p->rows))
+        return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
+                              "input 'input' %s has more elements than int64 can count",
+                              nxe_shape_str(x->ndim, x->shape, sx, sizeof sx));
+    p->dim1 = x->shape[1];
+    p->elem_size = (int32_t)nxe_dtype_size(x->dtype);
+    outputs[0].dtype = x->dtype;
+    outputs[0].ndim = x->ndim;
+    memcpy(outputs[0].shape, x->shape, (size_t)x->ndim * sizeof(int64_t));
+    return NXE_OK;
+}
+
+typedef struct reverse_sequence_job {
+    const reverse_sequence_params *p;
+    const int64_t *lens;
+    const void *src;
+    void *dst;
+} reverse_sequence_job;
+
+static void reverse_sequence_range(void *ctx, int64_t begin, int64_t end)
+{
+    const reverse_sequence_job *job = ctx;
+    const reverse_sequence_params *p = job->p;
+    nxe_ref_x8_reverse_sequence((size_t)p->elem_size, p->dim1, p->inner, p->batch_axis,
+                                job->lens, job->src, job->dst, begin, end);
+}
+
+static nxe_status reverse_sequence_run(const void *params, const nxe_value *inputs,
+                                       int32_t num_inputs, nxe_value *outputs,
+                                       int32_t num_outputs, nxe_thread_pool *pool)
+{
+    (void)num_inputs;
+    (void)num_outputs;
+    const reverse_sequence_params *p = params;
+    const int64_t *lens = inputs[1].data;
+    const int64_t bad = nxe_ref_i64_find_bad_length(p->batch, lens, p->time);
+    if (bad >= 0)
+        return nxe_error(NXE_ERROR_RUNTIME,
+                         "'sequence_lens' element %lld is %lld, outside "
+                         "[0, %lld] (the time axis' size)",
+                         (long long)bad, (long long)lens[bad], (long long)p->time);
+    if (p->rows == 0 || p->inner == 0)
+        return NXE_OK;
+    reverse_sequence_job job = {p, lens, inputs[0].data, outputs[0].data};
+    const int64_t row_bytes = p->inner * p->elem_size;
+    const int64_t grain = row_bytes >= COPY_GRAIN_BYTES ? 1 : COPY_GRAIN_BYTES / row_bytes;
+    nxe_parallel_for(pool, p->rows, grain, reverse_sequence_range, &job);
+    return NXE_OK;
+}
+
+static const nxe_op_param_info reverse_sequence_inputs[] = {
+    {"input", "tensor of rank >= 2, any dtype; axes 0 and 1 are the batch and time axes",
+     NXE_MASK_ALL, 0, 0},
+    {"sequence_lens",
+     "i64 length per batch item, each in [0, time size] (checked at run time: another value "
+     "fails the run with NXE_ERROR_RUNTIME); 0 and 1 leave the item as it is",
+     NXE_MASK(NXE_DTYPE_I64), 0, 0},
+};
+static const nxe_op_param_info reverse_sequence_outputs[] = {
+    {"Y", "dtype and shape of input", NXE_MASK_ALL, 0, 0},
+};
+static const nxe_op_attr_info reverse_sequence_attrs[] = {
+    {"batch_axis", "the batch axis: 0 or 1, not time_axis", NXE_ATTR_INT, "1"},
+    {"time_axis", "the time axis: 0 or 1, not batch_axis", NXE_ATTR_INT, "0"},
+};
+
 static const nxe_op_def data_movement_defs[] = {
     {NXE_INFO("Gather", "Picks entries of 'data' along one axis at the given indices.",
               gather_inputs, gather_outputs, gather_attrs),
@@ -1866,6 +1979,11 @@ static const nxe_op_def data_movement_defs[] = {
     {NXE_INFO("Trilu", "Keeps the upper or lower triangle of the last two axes.", trilu_inputs,
               trilu_outputs, trilu_attrs),
      sizeof(trilu_params), trilu_infer, trilu_run},
+    {NXE_INFO("ReverseSequence",
+              "Reverses the first sequence_lens[b] time steps of every batch item b; the rest "
+              "stay in place.",
+              reverse_sequence_inputs, reverse_sequence_outputs, reverse_sequence_attrs),
+     sizeof(reverse_sequence_params), reverse_sequence_infer, reverse_sequence_run},
 };
 
 const nxe_op_family nxe_ops_data_movement = {

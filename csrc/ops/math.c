@@ -1,5 +1,5 @@
 /* math.c — the math op family: unary math and activations, binary math (Pow, Min, Max, Mod,
- * BitShift, PRelu), comparisons, logic and Where. Shape rules and lowering only; the
+ * BitShift, PRelu), comparisons, logic, bitwise ops and Where. Shape rules and lowering only; the
  * arithmetic lives in kernels/ref, broadcasting in the elementwise family's machinery. */
 #include <math.h>
 #include <string.h>
@@ -12,7 +12,7 @@
 /* ---- Unary ops ----------------------------------------------------------------------------- */
 
 /* Op codes past the kernels' enum nxe_ref_unary_op, for the ops with a bool output. */
-enum { MATH_ISNAN = NXE_REF_UNARY_OP_COUNT, MATH_ISINF, MATH_NOT };
+enum { MATH_ISNAN = NXE_REF_UNARY_OP_COUNT, MATH_ISINF, MATH_NOT, MATH_BITWISE_NOT };
 
 typedef struct unary_params {
     int32_t op; /* enum nxe_ref_unary_op or MATH_* */
@@ -160,6 +160,7 @@ UNARY_INFER(thresholded_relu_infer, NXE_REF_THRESHOLDED_RELU)
 UNARY_INFER(isnan_infer, MATH_ISNAN)
 UNARY_INFER(isinf_infer, MATH_ISINF)
 UNARY_INFER(not_infer, MATH_NOT)
+UNARY_INFER(bitwise_not_infer, MATH_BITWISE_NOT)
 #undef UNARY_INFER
 
 typedef struct unary_job {
@@ -185,6 +186,7 @@ static void unary_range(void *ctx, int64_t begin, int64_t end)
         (void)nxe_ref_isinf(job->type, p->detect_negative, p->detect_positive, n, x, y);
         return;
     case MATH_NOT: nxe_ref_not(n, x, y); return;
+    case MATH_BITWISE_NOT: (void)nxe_ref_bitwise_not(job->in_size, n, x, y); return;
     default: break;
     }
     switch (job->type) {
@@ -297,6 +299,83 @@ static nxe_status prelu_infer(const nxe_node *node, const nxe_value *inputs, int
     return NXE_OK;
 }
 
+/* ---- Bitwise And / Or / Xor ---------------------------------------------------------------- */
+
+typedef struct bitwise_params {
+    int32_t op; /* enum nxe_ref_bitwise_op */
+    int32_t dtype;
+    int64_t numel;
+    nxe_ref_broadcast walk; /* operands: A, B */
+} bitwise_params;
+
+static nxe_status bitwise_infer(const nxe_node *node, const nxe_value *inputs,
+                                nxe_value *outputs, bitwise_params *p, int32_t op)
+{
+    if (inputs[0].dtype != inputs[1].dtype)
+        return nxe_node_error(node, NXE_ERROR_DTYPE_MISMATCH,
+                              "inputs 'A' (%s) and 'B' (%s) must have the same dtype",
+                              nxe_dtype_name(inputs[0].dtype), nxe_dtype_name(inputs[1].dtype));
+    const nxe_value *operands[2] = {&inputs[0], &inputs[1]};
+    nxe_status status = nxe_broadcast_plan(node, operands, 2, &outputs[0], &p->walk);
+    if (status != NXE_OK)
+        return status;
+    outputs[0].dtype = inputs[0].dtype;
+    p->op = op;
+    p->dtype = inputs[0].dtype;
+    p->numel = nxe_value_numel(&outputs[0]);
+    return NXE_OK;
+}
+
+#define BITWISE_INFER(fn, op)                                                                 \
+    static nxe_status fn(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,   \
+                         nxe_value *outputs, int32_t num_outputs, void *params)               \
+    {                                                                                         \
+        (void)num_inputs;                                                                     \
+        (void)num_outputs;                                                                    \
+        return bitwise_infer(node, inputs, outputs, params, op);                              \
+    }
+BITWISE_INFER(bitwise_and_infer, NXE_REF_BITWISE_AND)
+BITWISE_INFER(bitwise_or_infer, NXE_REF_BITWISE_OR)
+BITWISE_INFER(bitwise_xor_infer, NXE_REF_BITWISE_XOR)
+#undef BITWISE_INFER
+
+typedef struct bitwise_job {
+    const bitwise_params *p;
+    size_t size;
+    const char *a;
+    const char *b;
+    char *out;
+} bitwise_job;
+
+static void bitwise_segment(void *ctx, int64_t n, int64_t out_offset, const int64_t *offsets,
+                            const int64_t *steps)
+{
+    const bitwise_job *job = ctx;
+    const int64_t size = (int64_t)job->size;
+    /* The schema admits only integer dtypes of 1, 2, 4 or 8 bytes, so this cannot fail. */
+    (void)nxe_ref_bitwise(job->p->op, job->size, n, job->a + offsets[0] * size, steps[0],
+                          job->b + offsets[1] * size, steps[1], job->out + out_offset * size);
+}
+
+static void bitwise_range(void *ctx, int64_t begin, int64_t end)
+{
+    const bitwise_job *job = ctx;
+    nxe_ref_broadcast_walk(&job->p->walk, begin, end, bitwise_segment, ctx);
+}
+
+static nxe_status bitwise_run(const void *params, const nxe_value *inputs, int32_t num_inputs,
+                              nxe_value *outputs, int32_t num_outputs, nxe_thread_pool *pool)
+{
+    (void)num_inputs;
+    (void)num_outputs;
+    const bitwise_params *p = params;
+    bitwise_job job = {p, nxe_dtype_size(p->dtype), inputs[0].data, inputs[1].data,
+                       outputs[0].data};
+    if (p->numel > 0)
+        nxe_parallel_for(pool, p->numel, NXE_ELEMENTWISE_GRAIN, bitwise_range, &job);
+    return NXE_OK;
+}
+
 /* ---- Where --------------------------------------------------------------------------------- */
 
 typedef struct where_params {
@@ -394,6 +473,12 @@ static const nxe_op_param_info bool_in[] = {
 };
 static const nxe_op_param_info bool_out[] = {
     {"Y", "bool, shape of X", BOOL_MASK, 0, 0},
+};
+static const nxe_op_param_info int_in[] = {
+    {"X", "input: i8, u8, i16, i32 or i64", INTS_MASK, 0, 0},
+};
+static const nxe_op_param_info int_out[] = {
+    {"Y", "result, dtype and shape of X", INTS_MASK, 0, 0},
 };
 
 #define BINARY_INPUTS(var, mask, what)                                                        \
@@ -588,6 +673,22 @@ static const nxe_op_def math_defs[] = {
            bool_pair_out, or_infer),
     BINARY("Xor", "Logical exclusive or of bool A and B with numpy broadcasting.", bool_pair_in,
            bool_pair_out, xor_infer),
+    {NXE_INFO_NOATTR("BitwiseNot",
+                     "Complement of every bit of integer X (two's complement: ~x = -x - 1 for "
+                     "signed, MAX - x for unsigned).",
+                     int_in, int_out),
+     sizeof(unary_params), bitwise_not_infer, unary_run},
+    {NXE_INFO_NOATTR("BitwiseAnd",
+                     "Bitwise and of integers A and B with numpy broadcasting.", int_pair_in,
+                     int_pair_out),
+     sizeof(bitwise_params), bitwise_and_infer, bitwise_run},
+    {NXE_INFO_NOATTR("BitwiseOr", "Bitwise or of integers A and B with numpy broadcasting.",
+                     int_pair_in, int_pair_out),
+     sizeof(bitwise_params), bitwise_or_infer, bitwise_run},
+    {NXE_INFO_NOATTR("BitwiseXor",
+                     "Bitwise exclusive or of integers A and B with numpy broadcasting.",
+                     int_pair_in, int_pair_out),
+     sizeof(bitwise_params), bitwise_xor_infer, bitwise_run},
     {NXE_INFO_NOATTR("Where",
                      "Selects X where condition is true and Y elsewhere; condition, X and Y "
                      "broadcast together as in numpy.",

@@ -1,6 +1,6 @@
 /* reduce.c — the reduce op family: reductions over any set of axes (ReduceSum, ReduceMax,
- * ReduceLogSumExp, ...), ArgMax/ArgMin, TopK and CumSum along one axis. Schemas, shape rules
- * and lowering to kernels/ref/reduce. */
+ * ReduceLogSumExp, ...), ArgMax/ArgMin, TopK, CumSum and CumProd along one axis. Schemas,
+ * shape rules and lowering to kernels/ref/reduce. */
 #include <inttypes.h>
 #include <string.h>
 
@@ -442,6 +442,34 @@ static void cumsum_lanes(void *ctx, int64_t begin, int64_t end)
     }
 }
 
+static void cumprod_lanes(void *ctx, int64_t begin, int64_t end)
+{
+    const axis_job *job = ctx;
+    const axis_params *p = job->params;
+    switch (job->dtype) {
+    case NXE_DTYPE_I32:
+        nxe_ref_i32_cumprod(job->x, job->y, p->axis_size, p->inner, p->flag_a, p->flag_b, begin,
+                            end);
+        break;
+    case NXE_DTYPE_I64:
+        nxe_ref_i64_cumprod(job->x, job->y, p->axis_size, p->inner, p->flag_a, p->flag_b, begin,
+                            end);
+        break;
+    default:
+        nxe_ref_f32_cumprod(job->x, job->y, p->axis_size, p->inner, p->flag_a, p->flag_b, begin,
+                            end);
+        break;
+    }
+}
+
+static nxe_status cumprod_run(const void *params, const nxe_value *inputs, int32_t num_inputs,
+                              nxe_value *outputs, int32_t num_outputs, nxe_thread_pool *pool)
+{
+    (void)num_inputs;
+    const axis_params *p = params;
+    return axis_run(p, inputs, outputs, num_outputs, pool, cumprod_lanes, (double)p->axis_size);
+}
+
 static nxe_status cumsum_run(const void *params, const nxe_value *inputs, int32_t num_inputs,
                              nxe_value *outputs, int32_t num_outputs, nxe_thread_pool *pool)
 {
@@ -576,6 +604,20 @@ static const nxe_op_attr_info cumsum_attrs[] = {
     {"reverse", "1 sums from the last element towards the first.", NXE_ATTR_INT, "0"},
 };
 
+static const nxe_op_param_info cumprod_outputs[] = {
+    {"Y",
+     "Running products along axis, shaped like X. Floating products accumulate in double; "
+     "integer products wrap around on overflow.",
+     NUMERIC_DTYPES, 0, 0},
+};
+static const nxe_op_attr_info cumprod_attrs[] = {
+    {"axis", "The dimension multiplied along; negative counts from the end.", NXE_ATTR_INT,
+     "0"},
+    {"exclusive", "1 leaves each element out of its own product (the first product is 1).",
+     NXE_ATTR_INT, "0"},
+    {"reverse", "1 multiplies from the last element towards the first.", NXE_ATTR_INT, "0"},
+};
+
 #define REDUCE_DEF(name, summary, inputs, outputs, infer)                                    \
     {NXE_INFO(name, summary, inputs, outputs, reduce_attrs), sizeof(reduce_params), infer,   \
      reduce_run}
@@ -614,6 +656,10 @@ static const nxe_op_def reduce_defs[] = {
     {NXE_INFO("CumSum", "Inclusive or exclusive running sums along one axis, either direction.",
               cumsum_inputs, cumsum_outputs, cumsum_attrs),
      sizeof(axis_params), cumsum_infer, cumsum_run},
+    {NXE_INFO("CumProd",
+              "Inclusive or exclusive running products along one axis, either direction.",
+              cumsum_inputs, cumprod_outputs, cumprod_attrs),
+     sizeof(axis_params), cumsum_infer, cumprod_run},
 };
 
 const nxe_op_family nxe_ops_reduce = {reduce_defs,

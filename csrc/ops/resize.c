@@ -1,5 +1,5 @@
 /* resize.c — the resize op family: Resize (ONNX semantics: nearest, linear and cubic over any
- * axes, with ONNX's coordinate transformation and nearest-rounding modes). The shape rule turns
+ * axes, with ONNX's coordinate transformation and nearest-rounding modes) and GridSample. The shape rule turns
  * the attributes into one plain-value config; the kernels in kernels/ref compute from it. */
 #include <math.h>
 #include <string.h>
@@ -179,6 +179,105 @@ static nxe_status resize_run(const void *params, const nxe_value *inputs, int32_
     return NXE_OK;
 }
 
+/* ---- GridSample ---------------------------------------------------------------------------- */
+
+#define GRID_GRAIN_POINTS 256
+
+typedef struct grid_sample_params {
+    nxe_ref_grid_sample_config config;
+    int64_t total_points; /* batch * points */
+} grid_sample_params;
+
+static nxe_status grid_sample_infer(const nxe_node *node, const nxe_value *inputs,
+                                    int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
+                                    void *params)
+{
+    (void)num_inputs;
+    (void)num_outputs;
+    static const char *const modes[] = {"nearest", "linear", "cubic"};
+    static const char *const paddings[] = {"zeros", "border", "reflection"};
+    const nxe_value *x = &inputs[0], *grid = &inputs[1];
+    grid_sample_params *p = params;
+    nxe_ref_grid_sample_config *c = &p->config;
+    int64_t align_corners = 0;
+    nxe_status status = pick(node, "mode", modes, 3, "nearest, linear or cubic", &c->mode);
+    if (status == NXE_OK)
+        status = pick(node, "padding_mode", paddings, 3, "zeros, border or reflection",
+                      &c->padding);
+    if (status == NXE_OK)
+        status = nxe_node_attr_int(node, "align_corners", &align_corners);
+    if (status != NXE_OK)
+        return status;
+    if (align_corners != 0 && align_corners != 1)
+        return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
+                              "attribute 'align_corners' is %lld; expected 0 or 1",
+                              (long long)align_corners);
+    c->align_corners = (int32_t)align_corners;
+    const int32_t rank = x->ndim - 2;
+    char sx[128], sg[128];
+    if (rank < 1 || rank > NXE_REF_GRID_SAMPLE_MAX_RANK)
+        return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
+                              "input 'X' %s must have rank 3, 4 or 5 (batch, channels and 1 to 3 "
+                              "spatial axes)",
+                              nxe_shape_str(x->ndim, x->shape, sx, sizeof sx));
+    if (grid->ndim != x->ndim || grid->shape[0] != x->shape[0] ||
+        grid->shape[grid->ndim - 1] != rank)
+        return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
+                              "input 'grid' %s must have X's rank, X's batch size and %d "
+                              "coordinates in its last axis (X is %s)",
+                              nxe_shape_str(grid->ndim, grid->shape, sg, sizeof sg), rank,
+                              nxe_shape_str(x->ndim, x->shape, sx, sizeof sx));
+    c->rank = rank;
+    c->channels = x->shape[1];
+    for (int32_t d = 0; d < rank; d++) {
+        c->in[d] = x->shape[2 + d];
+        if (c->in[d] < 1)
+            return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
+                                  "input 'X' %s has an empty spatial axis; nothing to sample",
+                                  nxe_shape_str(x->ndim, x->shape, sx, sizeof sx));
+    }
+    int64_t out_numel = 0;
+    outputs[0].dtype = x->dtype;
+    outputs[0].ndim = x->ndim;
+    outputs[0].shape[0] = x->shape[0];
+    outputs[0].shape[1] = x->shape[1];
+    for (int32_t d = 0; d < rank; d++)
+        outputs[0].shape[2 + d] = grid->shape[1 + d];
+    if (!nxe_shape_numel(rank, grid->shape + 1, &c->points) ||
+        !nxe_shape_numel(x->ndim, outputs[0].shape, &out_numel) ||
+        !nxe_shape_numel(rank + 1, grid->shape, &p->total_points))
+        return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
+                              "the output has more elements than int64 can count");
+    return NXE_OK;
+}
+
+typedef struct grid_sample_job {
+    const grid_sample_params *p;
+    const float *x;
+    const float *grid;
+    float *y;
+} grid_sample_job;
+
+static void grid_sample_range(void *ctx, int64_t begin, int64_t end)
+{
+    const grid_sample_job *job = ctx;
+    nxe_ref_f32_grid_sample(&job->p->config, job->x, job->grid, job->y, begin, end);
+}
+
+static nxe_status grid_sample_run(const void *params, const nxe_value *inputs,
+                                  int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
+                                  nxe_thread_pool *pool)
+{
+    (void)num_inputs;
+    (void)num_outputs;
+    const grid_sample_params *p = params;
+    if (p->total_points == 0 || p->config.channels == 0)
+        return NXE_OK;
+    grid_sample_job job = {p, inputs[0].data, inputs[1].data, outputs[0].data};
+    nxe_parallel_for(pool, p->total_points, GRID_GRAIN_POINTS, grid_sample_range, &job);
+    return NXE_OK;
+}
+
 static const nxe_op_param_info resize_inputs[] = {
     {"X", "tensor to resize, rank >= 1 with every axis non-empty; f32 for linear and cubic, any "
           "dtype for nearest",
@@ -224,12 +323,42 @@ static const nxe_op_attr_info resize_attrs[] = {
      NXE_ATTR_FLOATS, "[]"},
 };
 
+static const nxe_op_param_info grid_sample_inputs[] = {
+    {"X", "f32 input of shape (N, C, D1, .., Dr), r = 1 to 3 spatial axes, each non-empty",
+     NXE_MASK_FLOAT, 0, 0},
+    {"grid",
+     "f32 sampling points of shape (N, O1, .., Or, r): normalized coordinates in [-1, 1], "
+     "the last axis in reverse axis order (x = width first, then height, then depth)",
+     NXE_MASK_FLOAT, 0, 0},
+};
+static const nxe_op_param_info grid_sample_outputs[] = {
+    {"Y", "f32 samples of shape (N, C, O1, .., Or)", NXE_MASK_FLOAT, 0, 0},
+};
+static const nxe_op_attr_info grid_sample_attrs[] = {
+    {"mode",
+     "\"nearest\" (the pixel at the coordinate rounded half to even), \"linear\" (2 taps per "
+     "axis) or \"cubic\" (4 taps per axis, Keys kernel with a = -0.75)",
+     NXE_ATTR_STRING, "\"linear\""},
+    {"padding_mode",
+     "samples outside the input: \"zeros\" read 0, \"border\" the nearest edge pixel, "
+     "\"reflection\" the input mirrored at its borders",
+     NXE_ATTR_STRING, "\"zeros\""},
+    {"align_corners",
+     "1: -1 and 1 are the centres of the corner pixels; 0: their outer edges", NXE_ATTR_INT,
+     "0"},
+};
+
 static const nxe_op_def resize_defs[] = {
     {NXE_INFO("Resize",
               "Resizes a tensor by interpolation: nearest, linear or cubic, over any axes "
               "(ONNX Resize without antialias).",
               resize_inputs, resize_outputs, resize_attrs),
      sizeof(resize_params), resize_infer, resize_run},
+    {NXE_INFO("GridSample",
+              "Samples X at the points of a grid of normalized coordinates, by nearest, linear "
+              "or cubic interpolation (ONNX GridSample; a NaN coordinate gives NaN).",
+              grid_sample_inputs, grid_sample_outputs, grid_sample_attrs),
+     sizeof(grid_sample_params), grid_sample_infer, grid_sample_run},
 };
 
 const nxe_op_family nxe_ops_resize = {resize_defs,

@@ -401,3 +401,27 @@ void nxe_ref_trilu(int64_t rows, int64_t cols, int32_t upper, int64_t k, size_t 
         }
     }
 }
+
+void nxe_ref_x8_reverse_sequence(size_t elem_size, int64_t dim1, int64_t inner,
+                                 int32_t batch_axis, const int64_t *lens, const void *src,
+                                 void *dst, int64_t begin, int64_t end)
+{
+    const size_t row_bytes = (size_t)inner * elem_size;
+    for (int64_t row = begin; row < end; row++) {
+        const int64_t i0 = row / dim1, i1 = row % dim1;
+        const int64_t b = batch_axis == 0 ? i0 : i1;
+        const int64_t t = batch_axis == 0 ? i1 : i0;
+        const int64_t from_t = t < lens[b] ? lens[b] - 1 - t : t;
+        const int64_t from = batch_axis == 0 ? b * dim1 + from_t : from_t * dim1 + b;
+        memcpy((char *)dst + (size_t)row * row_bytes,
+               (const char *)src + (size_t)from * row_bytes, row_bytes);
+    }
+}
+
+int64_t nxe_ref_i64_find_bad_length(int64_t n, const int64_t *lens, int64_t max)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (lens[i] < 0 || lens[i] > max)
+            return i;
+    return -1;
+}

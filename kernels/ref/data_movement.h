@@ -151,4 +151,16 @@ void nxe_ref_one_hot(int64_t depth, int64_t inner, const void *indices, int32_t 
 void nxe_ref_trilu(int64_t rows, int64_t cols, int32_t upper, int64_t k, size_t elem_size,
                    const void *src, void *dst, int64_t begin, int64_t end);
 
+/* ReverseSequence over a tensor viewed as (dim0, dim1, inner) (dim0 is implied by the rows): the batch axis is axis 0 when
+ * `batch_axis` is 0, else axis 1, and the time axis the other one. For batch item b the first
+ * lens[b] time steps are reversed and the rest copied. Writes rows [begin, end) of the
+ * dim0 * dim1 rows of `inner` elements of `elem_size` bytes. Every lens[b] must lie in
+ * [0, time size] (see nxe_ref_i64_find_bad_length). */
+void nxe_ref_x8_reverse_sequence(size_t elem_size, int64_t dim1, int64_t inner,
+                                 int32_t batch_axis, const int64_t *lens, const void *src,
+                                 void *dst, int64_t begin, int64_t end);
+
+/* The position of the first of `n` lengths outside [0, max], or -1 when all are valid. */
+int64_t nxe_ref_i64_find_bad_length(int64_t n, const int64_t *lens, int64_t max);
+
 #endif

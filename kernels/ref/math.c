@@ -199,3 +199,56 @@ void nxe_ref_not(int64_t n, const uint8_t *x, uint8_t *y)
     for (int64_t i = 0; i < n; i++)
         y[i] = (uint8_t)(x[i] == 0 ? 1 : 0);
 }
+
+#define BITWISE(T, OPERATOR)                                                                  \
+    do {                                                                                      \
+        const T *as = a;                                                                      \
+        const T *bs = b;                                                                      \
+        T *outs = out;                                                                        \
+        for (int64_t i = 0; i < n; i++)                                                       \
+            outs[i] = (T)(as[i * step_a] OPERATOR bs[i * step_b]);                            \
+    } while (0)
+
+#define BITWISE_SIZES(OPERATOR)                                                               \
+    switch (element_size) {                                                                   \
+    case 1: BITWISE(uint8_t, OPERATOR); return 0;                                             \
+    case 2: BITWISE(uint16_t, OPERATOR); return 0;                                            \
+    case 4: BITWISE(uint32_t, OPERATOR); return 0;                                            \
+    case 8: BITWISE(uint64_t, OPERATOR); return 0;                                            \
+    default: return -1;                                                                       \
+    }
+
+int nxe_ref_bitwise(int32_t op, size_t element_size, int64_t n, const void *a, int64_t step_a,
+                    const void *b, int64_t step_b, void *out)
+{
+    switch (op) {
+    case NXE_REF_BITWISE_AND: BITWISE_SIZES(&)
+    case NXE_REF_BITWISE_OR: BITWISE_SIZES(|)
+    case NXE_REF_BITWISE_XOR: BITWISE_SIZES(^)
+    default: return -1;
+    }
+}
+
+#undef BITWISE_SIZES
+#undef BITWISE
+
+#define BITWISE_NOT(T)                                                                        \
+    do {                                                                                      \
+        const T *xs = x;                                                                      \
+        T *ys = y;                                                                            \
+        for (int64_t i = 0; i < n; i++)                                                       \
+            ys[i] = (T)~xs[i];                                                                \
+    } while (0)
+
+int nxe_ref_bitwise_not(size_t element_size, int64_t n, const void *x, void *y)
+{
+    switch (element_size) {
+    case 1: BITWISE_NOT(uint8_t); return 0;
+    case 2: BITWISE_NOT(uint16_t); return 0;
+    case 4: BITWISE_NOT(uint32_t); return 0;
+    case 8: BITWISE_NOT(uint64_t); return 0;
+    default: return -1;
+    }
+}
+
+#undef BITWISE_NOT

@@ -79,4 +79,13 @@ int nxe_ref_isinf(int32_t type, int detect_negative, int detect_positive, int64_
 /* Logical not of bool bytes: 1 for zero, 0 otherwise. */
 void nxe_ref_not(int64_t n, const uint8_t *x, uint8_t *y);
 
+/* Bitwise ops on the two's-complement bits of integers of `element_size` 1, 2, 4 or 8 bytes
+ * (the signedness does not change the bits). Binary ops run over one broadcast run:
+ * out[i] = a[i * step_a] op b[i * step_b] for i in [0, n); NOT maps x[i] to ~x[i]. Each
+ * returns -1 and writes nothing for another element size or op. */
+enum nxe_ref_bitwise_op { NXE_REF_BITWISE_AND, NXE_REF_BITWISE_OR, NXE_REF_BITWISE_XOR };
+int nxe_ref_bitwise(int32_t op, size_t element_size, int64_t n, const void *a, int64_t step_a,
+                    const void *b, int64_t step_b, void *out);
+int nxe_ref_bitwise_not(size_t element_size, int64_t n, const void *x, void *y);
+
 #endif

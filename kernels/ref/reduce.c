@@ -326,3 +326,49 @@ void nxe_ref_f32_cumsum(const float *x, float *y, int64_t axis_size, int64_t inn
 
 DEFINE_INT_CUMSUM(i32, int32_t, uint32_t)
 DEFINE_INT_CUMSUM(i64, int64_t, uint64_t)
+
+void nxe_ref_f32_cumprod(const float *x, float *y, int64_t axis_size, int64_t inner,
+                         bool exclusive, bool reverse, int64_t lane_begin, int64_t lane_end)
+{
+    for (int64_t lane = lane_begin; lane < lane_end; lane++) {
+        const int64_t base = lane_base(lane, axis_size, inner);
+        double product = 1.0;
+        for (int64_t n = 0; n < axis_size; n++) {
+            const int64_t at = base + (reverse ? axis_size - 1 - n : n) * inner;
+            if (exclusive) {
+                y[at] = (float)product;
+                product *= x[at];
+            } else {
+                product *= x[at];
+                y[at] = (float)product;
+            }
+        }
+    }
+}
+
+/* utype is at least as wide as unsigned int, so the multiplication never promotes to a signed
+ * type and wraps as unsigned arithmetic does. */
+#define DEFINE_INT_CUMPROD(name, type, utype)                                                \
+    void nxe_ref_##name##_cumprod(const type *x, type *y, int64_t axis_size, int64_t inner,  \
+                                  bool exclusive, bool reverse, int64_t lane_begin,          \
+                                  int64_t lane_end)                                          \
+    {                                                                                        \
+        for (int64_t lane = lane_begin; lane < lane_end; lane++) {                           \
+            const int64_t base = lane_base(lane, axis_size, inner);                          \
+            utype product = 1;                                                               \
+            for (int64_t n = 0; n < axis_size; n++) {                                        \
+                const int64_t at = base + (reverse ? axis_size - 1 - n : n) * inner;         \
+                const utype v = (utype)x[at];                                                \
+                if (!exclusive) {                                                            \
+                    product *= v;                                                            \
+                }                                                                            \
+                memcpy(&y[at], &product, sizeof product);                                    \
+                if (exclusive) {                                                             \
+                    product *= v;                                                            \
+                }                                                                            \
+            }                                                                                \
+        }                                                                                    \
+    }
+
+DEFINE_INT_CUMPROD(i32, int32_t, uint32_t)
+DEFINE_INT_CUMPROD(i64, int64_t, uint64_t)

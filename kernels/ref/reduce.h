@@ -85,4 +85,13 @@ void nxe_ref_i32_cumsum(const int32_t *x, int32_t *y, int64_t axis_size, int64_t
 void nxe_ref_i64_cumsum(const int64_t *x, int64_t *y, int64_t axis_size, int64_t inner,
                         bool exclusive, bool reverse, int64_t lane_begin, int64_t lane_end);
 
+/* Running products, laid out as the running sums above (an exclusive product starts at 1).
+ * Floating products run in double; integer products wrap modulo 2^bits. */
+void nxe_ref_f32_cumprod(const float *x, float *y, int64_t axis_size, int64_t inner,
+                         bool exclusive, bool reverse, int64_t lane_begin, int64_t lane_end);
+void nxe_ref_i32_cumprod(const int32_t *x, int32_t *y, int64_t axis_size, int64_t inner,
+                         bool exclusive, bool reverse, int64_t lane_begin, int64_t lane_end);
+void nxe_ref_i64_cumprod(const int64_t *x, int64_t *y, int64_t axis_size, int64_t inner,
+                         bool exclusive, bool reverse, int64_t lane_begin, int64_t lane_end);
+
 #endif

@@ -1,6 +1,7 @@
 /* resize.h — reference kernels for the resize op family (portable C11, the oracle for all
- * others): ONNX Resize with nearest, linear and cubic interpolation over any axes, computed
- * per output element from plain-value settings, so a kernel needs no tables or scratch. */
+ * others): ONNX Resize with nearest, linear and cubic interpolation over any axes, and
+ * GridSample, computed per output element from plain-value settings, so a kernel needs no
+ * tables or scratch. */
 #ifndef NXE_KERNELS_REF_RESIZE_H
 #define NXE_KERNELS_REF_RESIZE_H
 
@@ -61,5 +62,37 @@ void nxe_ref_f32_resize(const nxe_ref_resize_config *config, const float *src, f
 void nxe_ref_x8_resize_nearest(const nxe_ref_resize_config *config, size_t elem_size,
                                const void *fill, const void *src, void *dst, int64_t begin,
                                int64_t end);
+
+/* GridSample: X of shape (batch, channels, in[0], .., in[rank - 1]) sampled at the points of a
+ * grid of shape (batch, points..., rank), whose last axis holds normalized coordinates in
+ * [-1, 1] in reverse axis order (x for the last axis of X first). The output has shape
+ * (batch, channels, points...). Follows ONNX GridSample: a coordinate maps to
+ * (c + 1) / 2 * (in - 1) with align_corners, else ((c + 1) * in - 1) / 2; nearest rounds half
+ * to even; linear takes 2 taps per axis, cubic 4 (Keys kernel, a = -0.75). Padding: zeros
+ * (samples outside read 0), border (clamped to the edge) or reflection (mirrored at the
+ * borders: the corner pixels' centres with align_corners, their outer edges without). A NaN
+ * coordinate gives a NaN sample. */
+#define NXE_REF_GRID_SAMPLE_MAX_RANK 3
+
+enum nxe_ref_grid_padding {
+    NXE_REF_GRID_PADDING_ZEROS,
+    NXE_REF_GRID_PADDING_BORDER,
+    NXE_REF_GRID_PADDING_REFLECTION
+};
+
+typedef struct nxe_ref_grid_sample_config {
+    int32_t rank;          /* spatial axes, 1..NXE_REF_GRID_SAMPLE_MAX_RANK */
+    int32_t mode;          /* enum nxe_ref_resize_mode */
+    int32_t padding;       /* enum nxe_ref_grid_padding */
+    int32_t align_corners; /* nonzero: -1 and 1 are the centres of the corner pixels */
+    int64_t channels;
+    int64_t in[NXE_REF_GRID_SAMPLE_MAX_RANK]; /* spatial sizes of X, each >= 1 */
+    int64_t points;        /* grid points per batch item */
+} nxe_ref_grid_sample_config;
+
+/* Writes the samples of grid points [begin, end), counted over batch * points (every channel
+ * of each), taps combined in double and rounded once. */
+void nxe_ref_f32_grid_sample(const nxe_ref_grid_sample_config *config, const float *x,
+                             const float *grid, float *y, int64_t begin, int64_t end);
 
 #endif

@@ -54,7 +54,8 @@ PARAMETER_INPUTS: dict[str, frozenset[int]] = {
     "Expand": frozenset({1}), "Pad": frozenset({1, 2, 3}), "TopK": frozenset({1}),
     "ConstantOfShape": frozenset({0}), "Range": frozenset({0, 1, 2}),
     "OneHot": frozenset({1, 2}), "Resize": frozenset({1, 2, 3}), "Upsample": frozenset({1}),
-    "CumSum": frozenset({1}), "Trilu": frozenset({1}), "Clip": frozenset({1, 2}),
+    "CumSum": frozenset({1}), "CumProd": frozenset({1}), "Trilu": frozenset({1}),
+    "Clip": frozenset({1, 2}),
     "Dropout": frozenset({1, 2}), "QuantizeLinear": frozenset({1, 2}),
     "DequantizeLinear": frozenset({1, 2}), "QLinearConv": frozenset({1, 2, 4, 5, 6, 7}),
     "QLinearMatMul": frozenset({1, 2, 4, 5, 6, 7}), "ConvInteger": frozenset({2, 3}),
@@ -62,7 +63,7 @@ PARAMETER_INPUTS: dict[str, frozenset[int]] = {
     "Col2Im": frozenset({1, 2}), "NonMaxSuppression": frozenset({2, 3, 4}),
     "BlackmanWindow": frozenset({0}), "HannWindow": frozenset({0}),
     "HammingWindow": frozenset({0}), "DFT": frozenset({1, 2}), "STFT": frozenset({1, 2, 3}),
-    "MelWeightMatrix": frozenset({0, 1, 2, 3, 4}),
+    "MelWeightMatrix": frozenset({0, 1, 2, 3, 4}), "If": frozenset({0}),
 }
 
 
@@ -150,7 +151,7 @@ class ConversionContext:
         array = np.asarray(value) if dtype is None else np.asarray(value, dtype=dtype)
         if nxe_dtype_of(array) is None:
             raise self.unsupported(f"a constant of dtype {array.dtype} (nxe has no such dtype)")
-        return self.g.constant(np.ascontiguousarray(array))
+        return self.g.constant(array)
 
     def unsupported(self, why: str) -> UnsupportedError:
         """The error to raise for an attribute or input combination nxe cannot run."""
@@ -361,11 +362,15 @@ class _GraphBuilder:
         # Shapes are concrete (one compile per input shape), so Shape and Size always fold.
         return node.op_type in ("Shape", "Size") and node.domain in ("", "ai.onnx")
 
-    def plan(self) -> None:
-        """Raises one UnsupportedError naming every node that would need a missing converter."""
+    def plan(self, nodes: Sequence[onnx.NodeProto] | None = None) -> None:
+        """Raises one UnsupportedError naming every node that would need a missing converter.
+        An If node's taken branch is planned when it is inlined (see _inline_if)."""
+        nodes = self.model.proto.graph.node if nodes is None else nodes
         known_names = set(self.known)
         missing = []
-        for node in self.model.proto.graph.node:
+        for node in nodes:
+            if _is_if(node):
+                continue
             if self._foldable(node, known_names):
                 known_names.update(o for o in node.output if o)
             elif registry.find(node.op_type, node.domain) is None:
@@ -375,11 +380,14 @@ class _GraphBuilder:
             raise UnsupportedError(f"unsupported: {len(missing)} ONNX node(s) have no nxe "
                                    f"converter: {listed}")
 
-    def build(self) -> None:
-        self.plan()
+    def build(self, nodes: Sequence[onnx.NodeProto] | None = None) -> None:
+        nodes = self.model.proto.graph.node if nodes is None else nodes
+        self.plan(nodes)
         known_names = set(self.known)
-        for node in self.model.proto.graph.node:
-            if self._foldable(node, known_names):
+        for node in nodes:
+            if _is_if(node):
+                self._inline_if(node)
+            elif self._foldable(node, known_names):
                 values = self._fold(node)
                 for name, value in zip(node.output, values):
                     if name:
@@ -390,6 +398,43 @@ class _GraphBuilder:
                 self._convert(node)
                 self.converted_nodes += 1
             known_names.update(o for o in node.output if o and o in self.known)
+
+    def _inline_if(self, node: onnx.NodeProto) -> None:
+        """An If whose condition is known at import (an initializer, a folded value, or a
+        specialized graph input) is replaced by its taken branch: the branch's nodes are
+        built in place (they read the outer scope's values directly; ONNX forbids a subgraph
+        to shadow outer names) and its outputs become the If's outputs."""
+        condition = self.known.get(node.input[0])
+        if condition is None:
+            raise UnsupportedError(f"unsupported: {_node_label(node)}: the condition is only "
+                                   "known at run time (nxe inlines an If whose condition is "
+                                   "known at import)")
+        flat = np.asarray(condition).reshape(-1)
+        if flat.size != 1:
+            raise UnsupportedError(f"unsupported: {_node_label(node)}: a condition of "
+                                   f"{flat.size} elements")
+        branch_name = "then_branch" if bool(flat[0]) else "else_branch"
+        branch = next(a.g for a in node.attribute if a.name == branch_name)
+        for tensor in branch.initializer:
+            self.known[tensor.name] = numpy_helper.to_array(tensor)
+        for sparse in branch.sparse_initializer:
+            self.known[sparse.values.name] = _sparse_to_dense(sparse)
+        self.build(branch.node)
+        if len(branch.output) != len(node.output):
+            raise UnsupportedError(f"unsupported: {_node_label(node)}: the {branch_name} has "
+                                   f"{len(branch.output)} outputs for {len(node.output)}")
+        for name, source in zip(node.output, branch.output):
+            if not name:
+                continue
+            if source.name in self.known:
+                self.known[name] = self.known[source.name]
+            else:
+                self.tensors[name] = self.tensor_of(source.name)
+                if source.name in self._types:
+                    self._types[name] = self._types[source.name]
+                elif source.name in self._input_specs:
+                    shape, dtype = self._input_specs[source.name]
+                    self._types[name] = (shape, _ELEM_BY_NXE[dtype])
 
     def _fold(self, node: onnx.NodeProto) -> list[np.ndarray]:
         if node.op_type == "Shape" and node.input[0] not in self.known:
@@ -458,18 +503,55 @@ class OnnxModel:
         self._cache: dict[tuple[Any, ...], _Compiled] = {}
         self.opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version
                        for o in model.opset_import}
+        if not model.opset_import and model.ir_version < 3:
+            self.opsets[""] = 1
 
     @staticmethod
     def _check_opset(model: onnx.ModelProto) -> int:
-        versions = {o.domain or "": o.version for o in model.opset_import}
-        if "" not in versions and "ai.onnx" not in versions:
-            raise UnsupportedError("unsupported: the model imports no default ONNX opset")
-        version = versions.get("", versions.get("ai.onnx"))
+        """The default-domain opset the converters see.
+
+        ONNX rules: a model of IR version < 3 has no opset_import and means opset 1; a newer
+        model that imports no default opset may only use other domains (its default opset is
+        then irrelevant and reported as the newest). A model whose opset is older than
+        MIN_OPSET is accepted when every default-domain node it has (subgraphs included) has
+        the same definition at its opset as at MIN_OPSET (e.g. Not, unchanged since opset 1);
+        it is then converted as an opset-MIN_OPSET model.
+        """
         newest = onnx.defs.onnx_opset_version()
-        if version < MIN_OPSET or version > newest:
+        versions = {o.domain or "": o.version for o in model.opset_import}
+        if "" in versions or "ai.onnx" in versions:
+            version = versions.get("", versions.get("ai.onnx"))
+        elif not model.opset_import and model.ir_version < 3:
+            version = 1
+        else:
+            default_nodes = [n for n in _all_nodes(model.graph) if n.domain in ("", "ai.onnx")]
+            if default_nodes:
+                listed = "; ".join(_node_label(n) for n in default_nodes)
+                raise UnsupportedError("unsupported: the model imports no default ONNX opset "
+                                       f"but has default-domain nodes: {listed}")
+            return newest
+        if version > newest:
             raise UnsupportedError(f"unsupported: ONNX opset {version}; nxe imports opsets "
                                    f"{MIN_OPSET} to {newest}")
-        return version
+        if version >= MIN_OPSET:
+            return version
+        changed = set()
+        for node in _all_nodes(model.graph):
+            if node.domain not in ("", "ai.onnx"):
+                continue
+            try:
+                same = (onnx.defs.get_schema(node.op_type, version, "").since_version
+                        == onnx.defs.get_schema(node.op_type, MIN_OPSET, "").since_version)
+            except onnx.defs.SchemaError:
+                same = False
+            if not same:
+                changed.add(node.op_type)
+        if changed:
+            raise UnsupportedError(f"unsupported: ONNX opset {version}; nxe imports opsets "
+                                   f"{MIN_OPSET} to {newest}, and older models only when "
+                                   f"their ops are unchanged since; changed: "
+                                   f"{', '.join(sorted(changed))}")
+        return MIN_OPSET
 
     # -- folding ----------------------------------------------------------------------
 
@@ -620,31 +702,99 @@ class OnnxModel:
     def unsupported_nodes(self) -> list[tuple[str, str]]:
         """(op type, node name) of every node without a converter, folding aside."""
         result = []
-        for node in self.proto.graph.node:
-            if registry.find(node.op_type, node.domain) is None:
+        nodes = list(self.proto.graph.node)
+        while nodes:
+            node = nodes.pop(0)
+            if _is_if(node):  # the importer inlines If; its branches' nodes are checked
+                nodes[0:0] = _subgraph_nodes(node)
+            elif registry.find(node.op_type, node.domain) is None:
                 op = node.op_type if node.domain in ("", "ai.onnx") else \
                     f"{node.domain}.{node.op_type}"
                 result.append((op, node.name))
         return result
 
 
-def _parameter_inputs(graph: onnx.GraphProto, candidates: set[str]) -> frozenset[str]:
-    """Graph inputs every use of which is a parameter position of a top-level node."""
-    uses: dict[str, bool] = {}
+def _is_if(node: onnx.NodeProto) -> bool:
+    return node.op_type == "If" and node.domain in ("", "ai.onnx")
+
+
+def _all_nodes(graph: onnx.GraphProto) -> list[onnx.NodeProto]:
+    """Every node of ``graph`` and of its subgraphs, outer nodes first."""
+    nodes = []
     for node in graph.node:
-        positions = PARAMETER_INPUTS.get(node.op_type, frozenset()) \
-            if node.domain in ("", "ai.onnx") else frozenset()
-        for index, name in enumerate(node.input):
-            if name in candidates:
-                uses[name] = uses.get(name, True) and index in positions
+        nodes.append(node)
         for attribute in node.attribute:
-            # Names a subgraph reads from the outer scope are data uses.
-            for subgraph in list(attribute.g.node and [attribute.g] or []) + list(attribute.graphs):
-                for inner in subgraph.node:
-                    for name in inner.input:
-                        if name in candidates:
-                            uses[name] = False
-    return frozenset(name for name, parameter_only in uses.items() if parameter_only)
+            subgraphs = ([attribute.g] if attribute.HasField("g") else []) + list(attribute.graphs)
+            for subgraph in subgraphs:
+                nodes.extend(_all_nodes(subgraph))
+    return nodes
+
+
+_INTEGER_TYPES = {TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16, TensorProto.INT32,
+                  TensorProto.INT64, TensorProto.BOOL}
+
+
+def _parameter_inputs(graph: onnx.GraphProto, candidates: set[str]) -> frozenset[str]:
+    """Graph inputs to specialize on (their values join the compile key).
+
+    Any input every use of which is a parameter position of a top-level node; and integer and
+    bool inputs whose value reaches a parameter position at all, through deterministic nodes
+    (e.g. a target shape that Sub/Div/Concat turn into Pad's pads, or a window size that feeds
+    Range and the window formula): such a value is needed at import anyway, since nxe compiles
+    static shapes and takes parameters as attributes, and its other uses then fold.
+    """
+    uses: dict[str, list[tuple[int, int]]] = {}
+    subgraph_reads: set[str] = set()
+    for node_index, node in enumerate(graph.node):
+        for index, name in enumerate(node.input):
+            if name:
+                uses.setdefault(name, []).append((node_index, index))
+        for inner in _subgraph_nodes(node):
+            subgraph_reads.update(inner.input)
+
+    def is_parameter_use(node_index: int, index: int) -> bool:
+        node = graph.node[node_index]
+        return node.domain in ("", "ai.onnx") and \
+            index in PARAMETER_INPUTS.get(node.op_type, frozenset())
+
+    # Whether a value reaches a parameter position, decided from the last node backwards (a
+    # node's results are decided before its inputs).
+    reaches: dict[str, bool] = {}
+
+    def use_reaches(node_index: int, index: int) -> bool:
+        if is_parameter_use(node_index, index):
+            return True
+        node = graph.node[node_index]
+        if node.domain not in ("", "ai.onnx") or node.op_type in _NONDETERMINISTIC or \
+                _subgraph_nodes(node):
+            return False
+        return any(reaches.get(o, False) for o in node.output if o)
+
+    for node in reversed(graph.node):
+        for name in node.output:
+            if name:
+                reaches[name] = any(use_reaches(*u) for u in uses.get(name, []))
+    elem_types = {i.name: i.type.tensor_type.elem_type for i in graph.input
+                  if i.type.HasField("tensor_type")}
+    result = set()
+    for name in candidates:
+        if name in subgraph_reads or not uses.get(name):
+            continue
+        if all(is_parameter_use(*u) for u in uses[name]) or (
+                elem_types.get(name) in _INTEGER_TYPES
+                and any(use_reaches(*u) for u in uses[name])):
+            result.add(name)
+    return frozenset(result)
+
+
+def _subgraph_nodes(node: onnx.NodeProto) -> list[onnx.NodeProto]:
+    """Every node of the subgraphs of ``node`` (If branches, Loop and Scan bodies)."""
+    nodes = []
+    for attribute in node.attribute:
+        subgraphs = ([attribute.g] if attribute.HasField("g") else []) + list(attribute.graphs)
+        for subgraph in subgraphs:
+            nodes.extend(_all_nodes(subgraph))
+    return nodes
 
 
 def _sparse_to_dense(sparse: onnx.SparseTensorProto) -> np.ndarray:

@@ -468,3 +468,94 @@ def convert_reduce_sum(ctx: Any, node: Any) -> list[Any]:
 @converter("ReduceMean")
 def convert_reduce_mean(ctx: Any, node: Any) -> list[Any]:
     return _reduce(ctx, node, "ReduceMean", 18)
+
+
+# ---- ops composed from others at import --------------------------------------------------------
+
+@converter("EyeLike")
+def convert_eye_like(ctx: Any, node: Any) -> np.ndarray:
+    # The output depends only on the (static) input shape: it is folded to a constant.
+    shape = ctx.shape(0)
+    if len(shape) != 2:
+        raise ctx.unsupported(f"an input of rank {len(shape)} (EyeLike takes rank 2)")
+    elem = ctx.attr(node, "dtype", None)
+    if elem is None:
+        np_dtype = np.dtype(_dtypes_numpy(ctx, ctx.dtype(0)))
+    elif elem in _ONNX_TYPES:
+        np_dtype = _ONNX_TYPES[elem][0]
+    else:
+        raise ctx.unsupported(f"dtype {onnx_type_name(elem)}, which nxe does not have")
+    return np.eye(shape[0], shape[1], k=int(ctx.attr(node, "k", 0)), dtype=np_dtype)
+
+
+def _dtypes_numpy(ctx: Any, dtype: str) -> np.dtype:
+    for np_dtype, name in _ONNX_TYPES.values():
+        if name == dtype:
+            return np_dtype
+    raise ctx.unsupported(f"dtype {dtype}")
+
+
+@converter("Shrink")
+def convert_shrink(ctx: Any, node: Any) -> list[Tensor]:
+    # y = x + bias where x < -lambd, x - bias where x > lambd, else 0.
+    lambd = float(ctx.attr(node, "lambd", 0.5))
+    bias = float(ctx.attr(node, "bias", 0.0))
+    dtype = ctx.dtype(0)
+    rank = len(ctx.shape(0))
+    np_dtype = _dtypes_numpy(ctx, dtype)
+    compute = dtype if dtype != "u8" else "i16"  # x - bias may go below zero before the select
+    if np_dtype.kind in "iu":
+        # For integers, x < -lambd is x < ceil(-lambd) and x > lambd is x > floor(lambd); the
+        # bias must itself be an integer of the dtype computed in.
+        info = np.iinfo(_dtypes_numpy(ctx, compute))
+        low, high = float(np.ceil(-lambd)), float(np.floor(lambd))
+        if not bias.is_integer() or not all(info.min <= v <= info.max for v in (low, high, bias)):
+            raise ctx.unsupported(f"lambd={lambd} and bias={bias} for {dtype} input")
+    elif np_dtype.kind == "f":
+        low, high = -lambd, lambd
+    else:
+        raise ctx.unsupported(f"input of dtype {dtype}")
+    x = ctx.input(0) if compute == dtype else _cast(ctx, ctx.input(0), compute)
+    cdt = _dtypes_numpy(ctx, compute)
+
+    def const(v: float) -> Tensor:
+        return ctx.constant(np.full([1] * rank, v, dtype=cdt))
+
+    below = ctx.g.Less(x, const(low))
+    above = ctx.g.Greater(x, const(high))
+    y = ctx.g.Where(below, ctx.g.Add(x, const(bias)),
+                    ctx.g.Where(above, ctx.g.Sub(x, const(bias)),
+                                const(0)))
+    return [y if compute == dtype else _cast(ctx, y, dtype)]
+
+
+@converter("CenterCropPad")
+def convert_center_crop_pad(ctx: Any, node: Any) -> list[Tensor]:
+    # A Slice for the axes that shrink and a zero Pad for those that grow (static shapes).
+    shape = ctx.shape(0)
+    rank = len(shape)
+    target = _known_ints(ctx, 1, "shape")
+    axes = ctx.attr(node, "axes", None)
+    axes = list(range(rank)) if axes is None else [a + rank if a < 0 else a for a in axes]
+    if len(axes) != len(target) or any(not 0 <= a < rank for a in axes) or \
+            any(t < 0 for t in target):
+        raise ctx.unsupported(f"shape {target} for axes {axes} of an input of rank {rank}")
+    starts, ends, slice_axes, pads = [], [], [], [0] * (2 * rank)
+    for axis, size in zip(axes, target):
+        dim = shape[axis]
+        if size < dim:
+            begin = (dim - size) // 2
+            starts.append(begin)
+            ends.append(begin + size)
+            slice_axes.append(axis)
+        elif size > dim:
+            pads[axis] = (size - dim) // 2
+            pads[rank + axis] = size - dim - pads[axis]
+    if 0 in target:
+        raise ctx.unsupported("an empty result")
+    y = ctx.input(0)
+    if slice_axes:
+        y = ctx.g.Slice(y, starts=starts, ends=ends, axes=slice_axes)
+    if any(pads):
+        y = ctx.g.Pad(y, pads=pads, mode="constant", value=0.0)
+    return [y]

@@ -60,7 +60,8 @@ def convert_pad(ctx: Any, node: Any) -> list[Tensor]:
         value = float(ctx.attr(node, "value", 0.0))
     else:
         pads = _known_ints(ctx, 1, "'pads'") or []
-        constant = _known(ctx, 2, "'constant_value'")
+        runtime_value = ctx.has_input(2) and ctx.const(2) is None
+        constant = None if runtime_value else _known(ctx, 2, "'constant_value'")
         value = 0.0 if constant is None else _scalar_float(constant)
         axes = _known_ints(ctx, 3, "'axes'")
         if axes is not None:
@@ -74,7 +75,34 @@ def convert_pad(ctx: Any, node: Any) -> list[Tensor]:
         raise ctx.unsupported(f"mode {mode!r}")
     if not math.isfinite(value) and ctx.dtype(0) not in ("f32", "f16", "bf16"):
         raise ctx.unsupported("a non-finite fill value for integer data")
-    return [ctx.g.Pad(ctx.input(0), pads=pads, mode=mode, value=value)]
+    padded = ctx.g.Pad(ctx.input(0), pads=pads, mode=mode, value=value)
+    if ctx.opset < 11 or not runtime_value or mode != "constant":
+        return [padded]
+    # The fill value is only known at run time, but pads and shapes are static: the padded
+    # region is a constant mask, and the value is selected there.
+    if ctx.dtype(2) != ctx.dtype(0) or int(np.prod(ctx.shape(2))) != 1:
+        raise ctx.unsupported(f"a runtime 'constant_value' of shape {ctx.shape(2)} and dtype "
+                              f"{ctx.dtype(2)} for data of dtype {ctx.dtype(0)}")
+    mask = _pad_mask(ctx.shape(0), pads)
+    if not mask.any():
+        return [padded]
+    fill = ctx.g.Reshape(ctx.input(2), shape=[1] * mask.ndim)
+    return [ctx.g.Where(ctx.constant(mask), fill, padded)]
+
+
+def _pad_mask(shape: tuple[int, ...], pads: list[int]) -> np.ndarray:
+    """True where constant padding of an array of ``shape`` by ``pads`` (ONNX order, negative
+    values crop) writes the fill value rather than copying input."""
+    rank = len(shape)
+    out_shape = [shape[i] + pads[i] + pads[rank + i] for i in range(rank)]
+    mask = np.zeros(out_shape, dtype=bool)
+    for axis in range(rank):
+        source = np.arange(out_shape[axis]) - pads[axis]
+        outside = (source < 0) | (source >= shape[axis])
+        view = [1] * rank
+        view[axis] = out_shape[axis]
+        mask |= outside.reshape(view)
+    return mask
 
 
 @converter("Tile")
@@ -337,3 +365,48 @@ def convert_einsum(ctx: Any, node: Any) -> list[Tensor]:
     order = batch + kept_a + kept_b
     y = ctx.g.Reshape(y, shape=[sizes[c] for c in order], allowzero=1)
     return [_permute(ctx, y, order, out)]
+
+
+# ---- GridSample -------------------------------------------------------------------------------
+
+# Opset 16 spelled the interpolation modes "bilinear" and "bicubic".
+_GRID_SAMPLE_MODES = {"bilinear": "linear", "bicubic": "cubic", "linear": "linear",
+                      "cubic": "cubic", "nearest": "nearest"}
+
+
+def _string_attr(ctx: Any, node: Any, name: str, default: str) -> str:
+    value = ctx.attr(node, name, default)
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+@converter("GridSample")
+def convert_grid_sample(ctx: Any, node: Any) -> list[Tensor]:
+    if ctx.dtype(0) != "f32" or ctx.dtype(1) != "f32":
+        raise ctx.unsupported(f"GridSample of {ctx.dtype(0)} with a {ctx.dtype(1)} grid "
+                              "(nxe's takes f32)")
+    mode = _string_attr(ctx, node, "mode", "linear" if ctx.opset >= 20 else "bilinear")
+    if mode not in _GRID_SAMPLE_MODES:
+        raise ctx.unsupported(f"mode={mode!r}")
+    padding_mode = _string_attr(ctx, node, "padding_mode", "zeros")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ctx.unsupported(f"padding_mode={padding_mode!r}")
+    if not 3 <= len(ctx.shape(0)) <= 5:
+        raise ctx.unsupported(f"X of rank {len(ctx.shape(0))} (nxe takes 1 to 3 spatial axes)")
+    return [ctx.g.GridSample(ctx.input(0), ctx.input(1), mode=_GRID_SAMPLE_MODES[mode],
+                             padding_mode=padding_mode,
+                             align_corners=int(ctx.attr(node, "align_corners", 0)))]
+
+
+# ---- ReverseSequence --------------------------------------------------------------------------
+
+@converter("ReverseSequence")
+def convert_reverse_sequence(ctx: Any, node: Any) -> list[Tensor]:
+    if ctx.dtype(1) != "i64":
+        raise ctx.unsupported(f"sequence_lens of dtype {ctx.dtype(1)}")
+    batch_axis = int(ctx.attr(node, "batch_axis", 1))
+    time_axis = int(ctx.attr(node, "time_axis", 0))
+    if {batch_axis, time_axis} != {0, 1}:
+        raise ctx.unsupported(f"batch_axis={batch_axis}, time_axis={time_axis}")
+    lens = ctx.input(1) if ctx.const(1) is None else ctx.constant(np.asarray(ctx.const(1)))
+    return [ctx.g.ReverseSequence(ctx.input(0), lens, batch_axis=batch_axis,
+                                  time_axis=time_axis)]

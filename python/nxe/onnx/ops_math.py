@@ -211,3 +211,16 @@ def convert_where(ctx: Any, node: Any) -> list[Tensor]:
     if ctx.dtype(1) != ctx.dtype(2):
         raise ctx.unsupported(f"values of dtypes {ctx.dtype(1)} and {ctx.dtype(2)}")
     return [ctx.g.Where(ctx.input(0), ctx.input(1), ctx.input(2))]
+
+
+# ---- bitwise ----------------------------------------------------------------------------------
+
+@converter("BitwiseAnd", "BitwiseOr", "BitwiseXor")
+def convert_bitwise_binary(ctx: Any, node: Any) -> list[Tensor]:
+    return _same_dtype_binary(ctx, node.op_type)
+
+
+@converter("BitwiseNot")
+def convert_bitwise_not(ctx: Any, node: Any) -> list[Tensor]:
+    _require(ctx, "BitwiseNot", ctx.dtype(0))
+    return [ctx.g.BitwiseNot(ctx.input(0))]

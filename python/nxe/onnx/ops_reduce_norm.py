@@ -1,4 +1,5 @@
-"""ONNX converters for reductions (ReduceMax ... ReduceLogSumExp, ArgMax, ArgMin, TopK, CumSum),
+"""ONNX converters for reductions (ReduceMax ... ReduceLogSumExp, ArgMax, ArgMin, TopK, CumSum,
+CumProd),
 normalizations (BatchNormalization, InstanceNormalization, GroupNormalization, RMSNormalization,
 LRN, LpNormalization, MeanVarianceNormalization) and LogSoftmax / Hardmax.
 Axes, k and other values that nxe takes as attributes must be known at import.
@@ -253,3 +254,16 @@ def convert_mean_variance_normalization(ctx: Any, node: Any) -> list[Tensor]:
     variance = g.ReduceMean(g.Mul(centered, centered), axes=axes, keepdims=1)
     std = g.Add(g.Sqrt(variance), ctx.constant(np.array(1e-9, np.float32)))
     return [_to_dtype(ctx, g.Div(centered, std), dtype)]
+
+
+@converter("CumProd")
+def convert_cumprod(ctx: Any, node: Any) -> list[Tensor]:
+    (axis,) = _known_ints(ctx, 1, "axis")
+    dtype = ctx.dtype(0)
+    compute = _compute_dtype(ctx, "CumProd", dtype)
+    if compute != dtype and compute == "i32":
+        raise ctx.unsupported(f"CumProd of {dtype} (would not wrap as ONNX does)")
+    (x,) = _in_dtype(ctx, [ctx.input(0)], dtype, compute)
+    y = ctx.g.CumProd(x, axis=axis, exclusive=int(ctx.attr(node, "exclusive", 0)),
+                      reverse=int(ctx.attr(node, "reverse", 0)))
+    return [_out_dtype(ctx, y, dtype, compute)]

@@ -213,72 +213,356 @@ def _heads_first(ctx: Any, tensor: Tensor, shape: tuple[int, ...], heads: int) -
     return ctx.g.Transpose(split, perm=[0, 2, 1, 3])
 
 
+def _mask_input(ctx: Any) -> Tensor:
+    """attn_mask as nxe's attention takes it: bool, or f32 (an f16 mask is widened)."""
+    return ctx.g.Cast(ctx.input(3), to=1) if ctx.dtype(3) == "f16" else ctx.input(3)
+
+
+def _allowed_to_bias(ctx: Any, allowed: Tensor) -> Tensor:
+    """A bool 'attend' tensor as an additive f32 bias: 0 where true, -inf where false."""
+    return ctx.g.Where(allowed, ctx.constant(np.float32(0.0)), ctx.constant(np.float32(-np.inf)))
+
+
+def _attention_bias(ctx: Any, node: Any, batch: int, q_len: int, kv_len: int, past: int,
+                    causal: bool) -> Tensor | None:
+    """Everything ONNX Attention adds to the scores as one f32 tensor broadcasting to
+    [B, H, L, S]: attn_mask (padded to S; bool as 0 / -inf), the causal and sliding-window
+    frontiers (offset by the past keys, or per batch by nonpad_kv_seqlen - L) and the key
+    padding of nonpad_kv_seqlen. None when nothing is added."""
+    g = ctx.g
+    left = int(ctx.attr(node, "left_window_size", -1))
+    right = int(ctx.attr(node, "right_window_size", -1))
+    i_idx = np.arange(q_len, dtype=np.int64).reshape(q_len, 1)
+    j_idx = np.arange(kv_len, dtype=np.int64).reshape(1, kv_len)
+    terms: list[Tensor] = []
+
+    if ctx.has_input(3):
+        mask_shape = ctx.shape(3)
+        if ctx.dtype(3) not in ("f32", "f16", "bool"):
+            raise ctx.unsupported(f"attn_mask of dtype {ctx.dtype(3)}")
+        if mask_shape[-1] > kv_len:
+            raise ctx.unsupported(f"attn_mask of shape {mask_shape} for {kv_len} keys")
+        if mask_shape[-1] < kv_len:
+            # Keys past the mask's end are masked out (false / -inf).
+            is_bool = ctx.dtype(3) == "bool"
+            fill = np.full((*mask_shape[:-1], kv_len - mask_shape[-1]),
+                           False if is_bool else -np.inf,
+                           dtype=np.bool_ if is_bool else np.float32)
+            mask = g.Concat(_mask_input(ctx), ctx.constant(fill), axis=-1)
+        else:
+            mask = _mask_input(ctx)
+        terms.append(_allowed_to_bias(ctx, mask) if ctx.dtype(3) == "bool" else mask)
+
+    nonpad = None
+    if ctx.has_input(6):
+        if ctx.has_input(4):
+            raise ctx.unsupported("nonpad_kv_seqlen together with past_key")
+        if ctx.dtype(6) not in ("i64", "i32"):
+            raise ctx.unsupported(f"nonpad_kv_seqlen of dtype {ctx.dtype(6)}")
+        nonpad = ctx.input(6)
+        if ctx.dtype(6) != "i64":
+            nonpad = g.Cast(nonpad, to=8)
+        nonpad = g.Reshape(nonpad, shape=[batch, 1, 1])           # [B, 1, 1]
+        keys = ctx.constant(j_idx.reshape(1, 1, kv_len))
+        terms.append(g.Reshape(_allowed_to_bias(ctx, g.Less(keys, nonpad)),
+                               shape=[batch, 1, 1, kv_len]))
+
+    # Frontier rules: key j is allowed for query i when j - i <= offset (causal),
+    # i + offset - j <= left and j - i - offset <= right (window).
+    rules: list[tuple[np.ndarray, str]] = []
+    if causal:
+        rules.append((j_idx - i_idx, "le"))
+    if left >= 0:
+        rules.append((i_idx - j_idx - left, "ge_neg"))
+    if right >= 0:
+        rules.append((j_idx - i_idx - right, "le"))
+    if rules:
+        if nonpad is None:
+            offset = past
+            allowed = np.ones((q_len, kv_len), dtype=np.bool_)
+            for diff, kind in rules:
+                allowed &= (diff <= offset) if kind == "le" else (diff + offset <= 0)
+            terms.append(ctx.constant(np.where(allowed, np.float32(0), np.float32(-np.inf))))
+        else:
+            offset = g.Sub(nonpad, ctx.constant(np.int64(q_len)))  # [B, 1, 1]
+            allowed_t = None
+            for diff, kind in rules:
+                d = ctx.constant(diff.reshape(1, q_len, kv_len))
+                if kind == "le":    # diff <= offset
+                    part = g.LessOrEqual(d, offset)
+                else:               # diff + offset <= 0, i.e. offset <= -diff
+                    part = g.LessOrEqual(offset, ctx.constant(-diff.reshape(1, q_len, kv_len)))
+                allowed_t = part if allowed_t is None else g.And(allowed_t, part)
+            terms.append(g.Reshape(_allowed_to_bias(ctx, allowed_t),
+                                   shape=[batch, 1, q_len, kv_len]))
+    if not terms:
+        return None
+    bias = terms[0]
+    for term in terms[1:]:
+        bias = g.Add(bias, term)
+    return bias
+
+
+def _qk_matmul_output(ctx: Any, q: Tensor, k: Tensor, q_shape4: tuple[int, ...],
+                      kv_heads: int, scale: float, softcap: float, bias: Tensor | None,
+                      mode: int) -> Tensor:
+    """The ONNX Attention qk_matmul_output [B, H, L, S] for qk_matmul_output_mode `mode`:
+    0 and 1 the (soft-capped) scaled Q @ K^T, 2 with the bias added, 3 after the softmax,
+    rows whose bias is all -inf giving zeros."""
+    g = ctx.g
+    batch, heads, q_len, head_size = q_shape4
+    k_t = g.Transpose(k, perm=[0, 1, 3, 2])                      # [B, Hkv, E, S]
+    if heads != kv_heads:
+        group = heads // kv_heads
+        q5 = g.Reshape(q, shape=[batch, kv_heads, group, q_len, head_size])
+        k5 = g.Reshape(k_t, shape=[batch, kv_heads, 1, head_size, -1])
+        qk = g.Reshape(g.MatMul(q5, k5), shape=[batch, heads, q_len, -1])
+    else:
+        qk = g.MatMul(q, k_t)
+    qk = g.Mul(qk, ctx.constant(np.float32(scale)))
+    if softcap > 0:
+        cap = ctx.constant(np.float32(softcap))
+        qk = g.Mul(g.Tanh(g.Div(qk, cap)), cap)
+    if mode in (0, 1):
+        return qk
+    if mode not in (2, 3):
+        raise ctx.unsupported(f"qk_matmul_output_mode {mode}")
+    with_bias = qk if bias is None else g.Add(qk, bias)
+    if mode == 2:
+        return with_bias
+    probabilities = g.Softmax(with_bias, axis=-1)
+    if bias is None:
+        return probabilities
+    row_masked = g.Equal(g.ReduceMax(bias, axes=[-1], keepdims=1),
+                         ctx.constant(np.float32(-np.inf)))
+    return g.Where(row_masked, ctx.constant(np.float32(0.0)), probabilities)
+
+
 @converter("Attention")
 def convert_attention(ctx: Any, node: Any) -> list[Tensor]:
-    if ctx.dtype(0) != "f32":
-        raise ctx.unsupported(f"dtype {ctx.dtype(0)} (nxe's attention is f32)")
-    if len(node.output) > 3 and node.output[3]:
-        raise ctx.unsupported("the qk_matmul_output output")
-    if ctx.has_input(6):
-        raise ctx.unsupported("nonpad_kv_seqlen")
-    for name in ("left_window_size", "right_window_size"):
-        if int(ctx.attr(node, name, -1)) != -1:
-            raise ctx.unsupported(f"{name} (sliding-window attention)")
+    dtype = ctx.dtype(0)
+    if dtype not in ("f32", "f16"):
+        raise ctx.unsupported(f"dtype {dtype} (nxe's attention is f32; f16 is widened)")
     q_shape, k_shape, v_shape = ctx.shape(0), ctx.shape(1), ctx.shape(2)
     q, k, v = ctx.input(0), ctx.input(1), ctx.input(2)
+    if dtype == "f16":
+        # Computed in f32 and rounded once at the end.
+        q, k, v = (ctx.g.Cast(t, to=1) for t in (q, k, v))
     rank3 = len(q_shape) == 3
     if rank3:
         q_heads = ctx.attr(node, "q_num_heads", None)
         kv_heads = ctx.attr(node, "kv_num_heads", None)
         if q_heads is None or kv_heads is None:
             raise ctx.unsupported("3-D inputs without q_num_heads and kv_num_heads")
-        q = _heads_first(ctx, q, q_shape, int(q_heads))
-        k = _heads_first(ctx, k, k_shape, int(kv_heads))
-        v = _heads_first(ctx, v, v_shape, int(kv_heads))
-        head_size = q_shape[2] // int(q_heads)
+        q_heads, kv_heads = int(q_heads), int(kv_heads)
+        q = _heads_first(ctx, q, q_shape, q_heads)
+        k = _heads_first(ctx, k, k_shape, kv_heads)
+        v = _heads_first(ctx, v, v_shape, kv_heads)
+        head_size = q_shape[2] // q_heads
+        q_len = q_shape[1]
+        new_keys = k_shape[1]
     elif len(q_shape) == 4:
-        head_size = q_shape[3]
+        q_heads, kv_heads = q_shape[1], k_shape[1]
+        head_size, q_len, new_keys = q_shape[3], q_shape[2], k_shape[2]
     else:
         raise ctx.unsupported(f"Q of rank {len(q_shape)}")
+    if q_heads % kv_heads != 0:
+        raise ctx.unsupported(f"{q_heads} query heads over {kv_heads} key/value heads")
     past = 0
     if ctx.has_input(4) != ctx.has_input(5):
         raise ctx.unsupported("past_key without past_value or the reverse")
     if ctx.has_input(4):
         past = ctx.shape(4)[2]
         if past > 0:
-            k = ctx.g.Concat(ctx.input(4), k, axis=2)
-            v = ctx.g.Concat(ctx.input(5), v, axis=2)
-    q_len = q_shape[1] if rank3 else q_shape[2]
-    kv_len = past + (k_shape[1] if rank3 else k_shape[2])
-
-    mask = None
-    if ctx.has_input(3):
-        mask_shape = ctx.shape(3)
-        if mask_shape[-1] != kv_len:
-            value = ctx.const(3)
-            if value is None or mask_shape[-1] > kv_len:
-                raise ctx.unsupported(f"attn_mask of shape {mask_shape} for {kv_len} keys "
-                                      "(a shorter mask must be known at import)")
-            width = [(0, 0)] * (value.ndim - 1) + [(0, kv_len - mask_shape[-1])]
-            fill = False if value.dtype == np.bool_ else -np.inf
-            mask = ctx.constant(np.pad(value, width, constant_values=fill))
-        else:
-            mask = ctx.input(3)
-        if ctx.dtype(3) not in ("f32", "bool"):
-            raise ctx.unsupported(f"attn_mask of dtype {ctx.dtype(3)}")
+            past_k, past_v = ctx.input(4), ctx.input(5)
+            if dtype == "f16":
+                past_k, past_v = ctx.g.Cast(past_k, to=1), ctx.g.Cast(past_v, to=1)
+            k = ctx.g.Concat(past_k, k, axis=2)
+            v = ctx.g.Concat(past_v, v, axis=2)
+    kv_len = past + new_keys
+    batch = q_shape[0]
 
     scale = ctx.attr(node, "scale", None)
-    attrs: dict[str, Any] = {
-        "scale": float(scale) if scale is not None else 1.0 / float(np.sqrt(head_size)),
-        "causal": int(ctx.attr(node, "is_causal", 0)),
-        "causal_offset": past,
-    }
+    scale = float(scale) if scale is not None else 1.0 / float(np.sqrt(head_size))
+    if scale == 0.0:
+        raise ctx.unsupported("scale = 0 (nxe reads 0 as 1/sqrt(E))")
     softcap = float(ctx.attr(node, "softcap", 0.0) or 0.0)
+    causal = bool(ctx.attr(node, "is_causal", 0))
+    windowed = any(int(ctx.attr(node, n, -1)) != -1
+                   for n in ("left_window_size", "right_window_size"))
+    want_qk = len(node.output) > 3 and bool(node.output[3])
+    attrs: dict[str, Any] = {"scale": scale}
     if softcap > 0:
         attrs["softcap"] = softcap
-    if attrs["scale"] == 0.0:
-        raise ctx.unsupported("scale = 0 (nxe reads 0 as 1/sqrt(E))")
-    y = ctx.g.ScaledDotProductAttention(q, k, v, mask, **attrs)
+    if not (want_qk or windowed or ctx.has_input(6)):
+        # The op's own causal frontier; only attn_mask becomes the bias.
+        attrs["causal"] = int(causal)
+        attrs["causal_offset"] = past
+        bias = _attention_bias(ctx, node, batch, q_len, kv_len, past, False)
+    else:
+        bias = _attention_bias(ctx, node, batch, q_len, kv_len, past, causal)
+    y = ctx.g.ScaledDotProductAttention(q, k, v, bias, **attrs)
     if rank3:
         y = ctx.g.Reshape(ctx.g.Transpose(y, perm=[0, 2, 1, 3]), shape=[q_shape[0], q_len, -1])
-    return [y, k, v][:max(1, len(node.output))]
+    outputs = [y, k, v]
+    if want_qk:
+        mode = int(ctx.attr(node, "qk_matmul_output_mode", 0))
+        outputs.append(_qk_matmul_output(ctx, q, k, (batch, q_heads, q_len, head_size),
+                                         kv_heads, scale, softcap, bias, mode))
+    outputs = outputs[:max(1, len(node.output))]
+    if dtype == "f16":
+        outputs = [ctx.g.Cast(t, to=2) for t in outputs]
+    return outputs
+
+
+# ---- rotary embedding -----------------------------------------------------------------------
+
+
+@converter("RotaryEmbedding")
+def convert_rotary_embedding(ctx: Any, node: Any) -> list[Tensor]:
+    """x [B, H, S, D] or [B, S, H * D] rotated pairwise by the cos/sin caches: the first
+    rotary_embedding_dim features as halves (x1 | x2) or interleaved pairs (x1, x2, ...),
+    (x1, x2) -> (cos x1 - sin x2, sin x1 + cos x2); the remaining features pass through."""
+    g = ctx.g
+    dtype = ctx.dtype(0)
+    if dtype not in ("f32", "f16"):
+        raise ctx.unsupported(f"dtype {dtype}")
+    shape = ctx.shape(0)
+    x, cos, sin = ctx.input(0), ctx.input(1), ctx.input(2)
+    if dtype == "f16":
+        x, cos, sin = (g.Cast(t, to=1) for t in (x, cos, sin))
+    if ctx.has_input(3):
+        positions = ctx.input(3)
+        cos = g.Gather(cos, positions, axis=0)
+        sin = g.Gather(sin, positions, axis=0)
+        cache_shape = (*ctx.shape(3), ctx.shape(1)[-1])
+    else:
+        cache_shape = ctx.shape(1)
+    if len(cache_shape) != 3:
+        raise ctx.unsupported(f"cos/sin caches of shape {cache_shape} (expected [B, S, R/2] "
+                              "after position_ids)")
+    batch, seq, half = cache_shape
+    if len(shape) == 4:
+        heads, head_size = shape[1], shape[3]
+        x4 = x
+        cos = g.Reshape(cos, shape=[batch, 1, seq, half])
+        sin = g.Reshape(sin, shape=[batch, 1, seq, half])
+    elif len(shape) == 3:
+        heads = int(ctx.attr(node, "num_heads", 0))
+        if heads <= 0 or shape[2] % heads != 0:
+            raise ctx.unsupported(f"3-D input {shape} with num_heads {heads}")
+        head_size = shape[2] // heads
+        x4 = g.Reshape(x, shape=[shape[0], shape[1], heads, head_size])
+        cos = g.Reshape(cos, shape=[batch, seq, 1, half])
+        sin = g.Reshape(sin, shape=[batch, seq, 1, half])
+    else:
+        raise ctx.unsupported(f"input of rank {len(shape)}")
+    rotary = int(ctx.attr(node, "rotary_embedding_dim", 0)) or head_size
+    if rotary % 2 != 0 or rotary > head_size or rotary // 2 != half:
+        raise ctx.unsupported(f"rotary_embedding_dim {rotary} with head size {head_size} and "
+                              f"caches of {half} frequencies")
+    interleaved = bool(ctx.attr(node, "interleaved", 0))
+    if interleaved:
+        x1 = g.Slice(x4, starts=[0], ends=[rotary], axes=[3], steps=[2])
+        x2 = g.Slice(x4, starts=[1], ends=[rotary], axes=[3], steps=[2])
+    else:
+        x1 = g.Slice(x4, starts=[0], ends=[half], axes=[3])
+        x2 = g.Slice(x4, starts=[half], ends=[rotary], axes=[3])
+    real = g.Sub(g.Mul(cos, x1), g.Mul(sin, x2))
+    imag = g.Add(g.Mul(sin, x1), g.Mul(cos, x2))
+    if interleaved:
+        pairs = g.Concat(g.Unsqueeze(real, axes=[4]), g.Unsqueeze(imag, axes=[4]), axis=4)
+        dims = [int(d) for d in (shape[0], shape[1], shape[2], half)] if len(shape) == 4 \
+            else [shape[0], shape[1], heads, half]
+        rotated = g.Reshape(pairs, shape=[*dims[:3], rotary])
+    else:
+        rotated = g.Concat(real, imag, axis=3)
+    if rotary < head_size:
+        rotated = g.Concat(rotated, g.Slice(x4, starts=[rotary], ends=[head_size], axes=[3]),
+                           axis=3)
+    y = rotated if len(shape) == 4 else g.Reshape(rotated, shape=list(shape))
+    return [g.Cast(y, to=2) if dtype == "f16" else y]
+
+
+# ---- DFT ------------------------------------------------------------------------------------
+
+
+def _dft_matrices(rows: int, length: int, inverse: bool, onesided: bool
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(rr, ir, ri, ii): real-out = re @ rr + im @ ir, imag-out = re @ ri + im @ ii for a
+    signal of `rows` samples (a DFT of `length` points, the rest zero)."""
+    n = np.arange(rows, dtype=np.float64).reshape(rows, 1)
+    if inverse and onesided:
+        # Half spectrum -> real signal: Hermitian symmetry supplies the other half.
+        k = n
+        t = np.arange(length, dtype=np.float64).reshape(1, length)
+        angle = 2.0 * np.pi * ((k * t) % length) / length
+        weight = np.where((k == 0) | (2 * k == length), 1.0, 2.0)
+        rr = weight * np.cos(angle) / length
+        ir = -weight * np.sin(angle) / length
+        return rr, ir, np.zeros_like(rr), np.zeros_like(rr)
+    outputs = length // 2 + 1 if onesided else length
+    k = np.arange(outputs, dtype=np.float64).reshape(1, outputs)
+    angle = 2.0 * np.pi * ((n * k) % length) / length
+    cos, sin = np.cos(angle), np.sin(angle)
+    if inverse:
+        return cos / length, -sin / length, sin / length, cos / length
+    return cos, sin, -sin, cos
+
+
+@converter("DFT")
+def convert_dft(ctx: Any, node: Any) -> list[Tensor]:
+    """DFT as matrix products with constant cos/sin matrices along the transformed axis."""
+    g = ctx.g
+    if ctx.dtype(0) != "f32":
+        raise ctx.unsupported(f"dtype {ctx.dtype(0)} (nxe's DFT is f32)")
+    shape = ctx.shape(0)
+    rank = len(shape)
+    opset = ctx.opset
+    axis = ctx.attr(node, "axis", None)
+    if ctx.num_inputs > 2 and ctx.has_input(2):
+        value = ctx.const(2)
+        if value is None:
+            raise ctx.unsupported("axis known only at run time")
+        axis = int(np.asarray(value).reshape(()))
+    if axis is None:
+        axis = 1 if opset < 20 else -2
+    axis = int(axis)
+    if not -rank <= axis < rank or axis % rank == rank - 1:
+        raise ctx.unsupported(f"axis {axis} for input of rank {rank}")
+    axis %= rank
+    inverse = bool(ctx.attr(node, "inverse", 0))
+    onesided = bool(ctx.attr(node, "onesided", 0))
+    size = shape[axis]
+    length = None
+    if ctx.num_inputs > 1 and ctx.has_input(1):
+        value = ctx.const(1)
+        if value is None:
+            raise ctx.unsupported("dft_length known only at run time")
+        length = int(np.asarray(value).reshape(()))
+    if length is None:
+        length = 2 * (size - 1) if inverse and onesided else size
+    if length < 1:
+        raise ctx.unsupported(f"dft_length {length}")
+    if shape[-1] not in (1, 2):
+        raise ctx.unsupported(f"last dimension {shape[-1]} (1 real or 2 complex)")
+    rows = min(size, length // 2 + 1 if inverse and onesided else length)
+    # Signal axis last, the real/imaginary axis dropped: [..., rows].
+    perm = [d for d in range(rank - 1) if d != axis] + [axis]
+    def part(index: int) -> Tensor:
+        piece = g.Slice(ctx.input(0), starts=[index, 0], ends=[index + 1, rows],
+                        axes=[rank - 1, axis])
+        return g.Transpose(g.Squeeze(piece, axes=[rank - 1]), perm=perm)
+    re = part(0)
+    im = part(1) if shape[-1] == 2 else None
+    rr, ir, ri, ii = (np.ascontiguousarray(m, dtype=np.float32)
+                      for m in _dft_matrices(rows, length, inverse, onesided))
+    def combine(a: np.ndarray, b: np.ndarray) -> Tensor:
+        y = g.MatMul(re, ctx.constant(a))
+        return y if im is None else g.Add(y, g.MatMul(im, ctx.constant(b)))
+    back = [perm.index(d) for d in range(rank - 1)]
+    def restore(y: Tensor) -> Tensor:
+        return g.Unsqueeze(g.Transpose(y, perm=back), axes=[rank - 1])
+    if inverse and onesided:
+        return [restore(combine(rr, ir))]
+    return [g.Concat(restore(combine(rr, ir)), restore(combine(ri, ii)), axis=rank - 1)]

@@ -19,6 +19,7 @@ CONVERTER_MODULES = (
     "ops_data",
     "ops_conv_pool",
     "ops_sequence_quant",
+    "ops_loss",
 )
 
 _CONVERTERS: dict[tuple[str, str], Converter] = {}
