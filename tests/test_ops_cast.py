@@ -1,4 +1,4 @@
-"""Cast op family: Cast between all nine dtypes (bit-exact f16/bf16 rounding, saturating
+"""Cast op family: Cast between all thirteen dtypes (bit-exact f16/bf16 rounding, saturating
 float-to-int, wrapping int-to-int), QuantizeLinear and DequantizeLinear, each against a
 reference computed here with numpy or exact Python integers."""
 
@@ -11,11 +11,14 @@ import pytest
 
 import nxe
 
-DTYPES = ["f32", "f16", "bf16", "i8", "u8", "i16", "i32", "i64", "bool"]
+DTYPES = ["f32", "f16", "bf16", "i8", "u8", "i16", "i32", "i64", "bool", "f64", "u16", "u32",
+          "u64"]
 CODES = {name: code for code, name in enumerate(DTYPES, start=1)}  # enum nxe_dtype
-FLOATS = {"f32", "f16", "bf16"}
-INTS = {"i8": np.int8, "u8": np.uint8, "i16": np.int16, "i32": np.int32, "i64": np.int64}
-NUMPY = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16, "bool": np.bool_, **INTS}
+FLOATS = {"f32", "f16", "bf16", "f64"}
+INTS = {"i8": np.int8, "u8": np.uint8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
+        "u16": np.uint16, "u32": np.uint32, "u64": np.uint64}
+NUMPY = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16, "bool": np.bool_,
+         "f64": np.float64, **INTS}
 
 
 # ---- references ----------------------------------------------------------------------------
@@ -49,6 +52,15 @@ def round_int_to_bits(value, significant_bits):
     return math.copysign(quotient << shift, value)
 
 
+def round_float_to_bits(v, significant_bits, min_exponent):
+    """A finite float rounded once to `significant_bits` significant bits, nearest even, with
+    quanta no finer than 2^min_exponent (subnormals); scaling by powers of two is exact."""
+    if v == 0 or math.isinf(v) or math.isnan(v):
+        return v
+    quantum = max(math.frexp(v)[1] - significant_bits, min_exponent)
+    return math.ldexp(round(math.ldexp(v, -quantum)), quantum)
+
+
 def exact_values(x, src):
     """Source elements as exact Python numbers (float for float dtypes, int otherwise)."""
     if src == "bf16":
@@ -79,6 +91,19 @@ def reference_cast(x, src, dst):
     if dst in INTS:
         values = [to_int(v, INTS[dst]) for v in exact_values(x, src)]
         return np.array(values, dtype=INTS[dst]).reshape(x.shape)
+    if dst == "f64":  # exact from everything but 64-bit integers, which Python rounds once
+        return np.array([float(v) for v in exact_values(x, src)],
+                        dtype=np.float64).reshape(x.shape)
+    if src == "f64":
+        values = x.ravel().tolist()
+        with np.errstate(over="ignore"):
+            if dst == "f32":
+                return x.astype(np.float32)
+            if dst == "f16":
+                return np.array([round_float_to_bits(v, 11, -24) for v in values]
+                                ).astype(np.float16).reshape(x.shape)
+            rounded = [round_float_to_bits(v, 8, -133) for v in values]
+            return bf16_from_f32(np.array(rounded).astype(np.float32)).reshape(x.shape)
     if src in FLOATS:  # f16 and bf16 are exact in f32, so this rounds once
         as_f32 = bf16_to_f32(x) if src == "bf16" else x.astype(np.float32)
         if dst == "f32":
@@ -89,7 +114,8 @@ def reference_cast(x, src, dst):
         return bf16_from_f32(as_f32)
     ints = exact_values(x, src)
     if dst == "f32":
-        return np.array(ints, dtype=np.int64).astype(np.float32).reshape(x.shape)
+        return np.array([round_int_to_bits(v, 24) for v in ints],
+                        dtype=np.float64).astype(np.float32).reshape(x.shape)
     if dst == "f16":
         rounded = [round_int_to_bits(v, 11) for v in ints]
         with np.errstate(over="ignore"):
@@ -107,8 +133,8 @@ def assert_same_values(got, ref, dtype):
         np.testing.assert_array_equal(got_nan, ref_nan)
         got, ref = got[~got_nan], ref[~ref_nan]
         if dtype != "bf16":
-            got = got.view(np.uint32 if dtype == "f32" else np.uint16)
-            ref = ref.view(np.uint32 if dtype == "f32" else np.uint16)
+            bits = {"f32": np.uint32, "f16": np.uint16, "f64": np.uint64}[dtype]
+            got, ref = got.view(bits), ref.view(bits)
     np.testing.assert_array_equal(got, ref)
 
 
@@ -119,6 +145,11 @@ def sample(rng, dtype, n=64):
                  255.9, 256.0, -1.0, 32767.6, -32769.0, 65504.0, 65519.0, 65520.0, 2.0**31,
                  -(2.0**31) - 256, 2.0**63, -(2.0**63), 1e30, -1e30, 6e-8, 3e-8, 1e-40]
         values = np.concatenate([edges, rng.standard_normal(n) * 10.0 ** rng.integers(-8, 12, n)])
+        if dtype == "f64":  # values a rounding through f32 would get wrong, and the f64 range
+            close = [1.0 + 2.0**-11 + 2.0**-40, 1.0 + 2.0**-8 + 2.0**-40, 3e38, 3.4e38, 1e300,
+                     -1e300, 2.0**64, 2.0**64 - 2048, 1e-300, 5e-324, 65519.99, 65520.0,
+                     2.0**-25 + 2.0**-60, 1.0 + 2.0**-24 + 2.0**-50]
+            return np.concatenate([values, close, rng.standard_normal(n) * 1e50])
         f32 = values.astype(np.float32)
         if dtype == "f32":
             return f32
@@ -129,9 +160,9 @@ def sample(rng, dtype, n=64):
     if dtype == "bool":
         return rng.random(n) < 0.5
     info = np.iinfo(INTS[dtype])
-    edges = np.array([info.min, info.max, 0, 1, -1 if info.min < 0 else 2, 255, 256, 65519,
-                      65520, 16777217, 33554435], dtype=np.int64)
-    edges = edges[(edges >= info.min) & (edges <= info.max)].astype(INTS[dtype])
+    edges = [int(info.min), int(info.max), 0, 1, -1 if info.min < 0 else 2, 255, 256, 65519,
+             65520, 16777217, 33554435, 2**53 + 1, 2**63 + 2**40 + 1, 2**64 - 1025]
+    edges = np.array([e for e in edges if info.min <= e <= info.max], dtype=INTS[dtype])
     return np.concatenate([edges, rng.integers(info.min, info.max, n, INTS[dtype], endpoint=True)])
 
 
@@ -198,7 +229,7 @@ def test_cast_result_is_identical_for_one_and_two_threads(rng):
         assert np.array_equal(one, run_cast(x, "f32", dst, threads=2))
 
 
-@pytest.mark.parametrize("to", [0, 10, -1, 1000])
+@pytest.mark.parametrize("to", [0, 14, -1, 1000])
 def test_cast_rejects_a_target_that_is_not_a_dtype(to):
     g = nxe.Graph()
     g.mark_output(g.Cast(g.input("x", (3,), "f32"), to=to))

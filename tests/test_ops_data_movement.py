@@ -10,7 +10,8 @@ import pytest
 
 INT64_MAX = np.iinfo(np.int64).max
 INT64_MIN = np.iinfo(np.int64).min
-DTYPES = ["f32", "f16", "bf16", "i8", "u8", "i16", "i32", "i64", "bool"]
+DTYPES = ["f32", "f16", "bf16", "i8", "u8", "i16", "i32", "i64", "bool", "f64", "u16", "u32",
+          "u64"]
 
 
 def sample(rng, shape, dtype="f32"):
@@ -21,8 +22,11 @@ def sample(rng, shape, dtype="f32"):
         return rng.standard_normal(shape).astype(np.float16)
     if dtype == "bool":
         return rng.random(shape) < 0.5
+    if dtype == "f64":
+        return rng.standard_normal(shape) * 1e200
     numpy_dtype = {"bf16": np.uint16, "i8": np.int8, "u8": np.uint8, "i16": np.int16,
-                   "i32": np.int32, "i64": np.int64}[dtype]
+                   "i32": np.int32, "i64": np.int64, "u16": np.uint16, "u32": np.uint32,
+                   "u64": np.uint64}[dtype]
     info = np.iinfo(numpy_dtype)
     return rng.integers(info.min, info.max, size=shape, dtype=numpy_dtype, endpoint=True)
 
@@ -652,6 +656,16 @@ def test_scatter_elements_rejects_reductions_on_bool_and_unknown_names():
                    reduction="sum")
 
 
+@pytest.mark.parametrize("op_type", ["ScatterElements", "ScatterND"])
+@pytest.mark.parametrize("dtype", ["f64", "u16", "u32", "u64"])
+def test_scatter_reductions_are_not_implemented_for_the_api_0_2_dtypes(op_type, dtype):
+    index_shape = (3, 4) if op_type == "ScatterElements" else (3, 1)
+    update_shape = (3, 4)
+    specs = [((3, 4), dtype), (index_shape, "i64"), (update_shape, dtype)]
+    with pytest.raises(nxe.UnsupportedError, match=f"{op_type}.*reduction 'max'.*{dtype}"):
+        compile_op(op_type, specs, reduction="max")
+
+
 def test_scatter_elements_rejects_updates_of_another_shape():
     with pytest.raises(nxe.ShapeMismatchError, match="ScatterElements.*updates"):
         compile_op("ScatterElements", [((3, 4), "f32"), ((3, 4), "i64"), ((3, 3), "f32")])
@@ -789,7 +803,7 @@ def test_one_hot_rejects_bad_depth_and_dtype():
     with pytest.raises(nxe.InvalidArgumentError, match="OneHot.*depth"):
         compile_op("OneHot", [((3,), "i64")], depth=0)
     with pytest.raises(nxe.InvalidArgumentError, match="OneHot.*dtype"):
-        compile_op("OneHot", [((3,), "i64")], depth=3, dtype="f64")
+        compile_op("OneHot", [((3,), "i64")], depth=3, dtype="f128")
 
 
 @pytest.mark.parametrize("upper", [0, 1])

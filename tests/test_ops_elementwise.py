@@ -308,3 +308,32 @@ def test_unknown_attribute_is_rejected(op_type):
     inputs = [x, x] if op_type in BINARY_OPS else [x]
     with pytest.raises(nxe.NotFoundError, match=f"{op_type}.*slope"):
         g.op(op_type, inputs, slope=1)
+
+
+# ---- f64 and the wide unsigned dtypes -------------------------------------------------------
+
+
+@pytest.mark.parametrize("op_type,fn", [("Add", np.add), ("Sub", np.subtract),
+                                        ("Mul", np.multiply), ("Div", np.divide)])
+def test_f64_arithmetic_matches_numpy_in_double(op_type, fn, rng):
+    a = rng.standard_normal((2, 1, 5)) * 1e3
+    b = rng.standard_normal((3, 5)) + 2.0**-40
+    (got,) = run_op(op_type, [a, b])
+    assert got.dtype == np.float64 and got.shape == (2, 3, 5)
+    np.testing.assert_array_equal(got, fn(a, b))
+
+
+@pytest.mark.parametrize("dtype", [np.uint16, np.uint32, np.uint64])
+@pytest.mark.parametrize("op_type", ["Add", "Sub", "Mul", "Div"])
+def test_wide_unsigned_arithmetic_wraps_and_divides_by_zero_to_zero(op_type, dtype, rng):
+    info = np.iinfo(dtype)
+    a = rng.integers(0, info.max, size=(4, 6), dtype=dtype, endpoint=True)
+    b = rng.integers(0, info.max, size=(6,), dtype=dtype, endpoint=True)
+    a[0, 0], b[0], b[1] = info.max, 0, 1
+    modulus = 1 << info.bits
+    fn = {"Add": lambda x, y: (x + y) % modulus, "Sub": lambda x, y: (x - y) % modulus,
+          "Mul": lambda x, y: (x * y) % modulus, "Div": lambda x, y: x // y if y else 0}[op_type]
+    ref = np.array([[fn(int(x), int(y)) for x, y in zip(row, b)] for row in a], dtype=dtype)
+    (got,) = run_op(op_type, [a, b])
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, ref)

@@ -661,3 +661,104 @@ def test_bitwise_binary_rejects_mixed_dtypes_and_unbroadcastable_shapes(op_type)
         compile_op(op_type, [((2, 3), "i32"), ((2, 3), "i64")])
     with pytest.raises(nxe.ShapeMismatchError, match=f"'{op_type}'"):
         compile_op(op_type, [((2, 3), "i32"), ((4,), "i32")])
+
+
+# ---- f64 and the wide unsigned dtypes -------------------------------------------------------
+
+WIDE_UNSIGNED = (np.uint16, np.uint32, np.uint64)
+
+
+def unsigned_operands(dtype, rng, shape=(3, 5)):
+    """Values spread over the whole range of dtype, with zeros and the maximum mixed in."""
+    info = np.iinfo(dtype)
+    a = rng.integers(0, info.max, size=shape, dtype=dtype, endpoint=True)
+    b = rng.integers(0, info.max, size=shape[-1:], dtype=dtype, endpoint=True)
+    a.flat[0], a.flat[1], b[0], b[1] = 0, info.max, 0, 1
+    return a, b
+
+
+@pytest.mark.parametrize("op_type,fn", [("Pow", np.power), ("Min", np.minimum),
+                                        ("Max", np.maximum)])
+def test_f64_pow_min_max_match_numpy_in_double(op_type, fn, rng):
+    a = rng.uniform(0.5, 2.0, size=(4, 1, 3))
+    b = rng.uniform(-3.0, 3.0, size=(5, 3))
+    got = run_op(op_type, [a, b])
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, fn(a, b), rtol=1e-14, atol=0)
+
+
+@pytest.mark.parametrize("fmod", [0, 1])
+def test_f64_mod_matches_numpy(fmod, rng):
+    a = rng.uniform(-50, 50, size=(6, 7))
+    b = rng.uniform(-9, 9, size=(7,))
+    ref = np.fmod(a, b) if fmod else np.mod(a, b)
+    np.testing.assert_allclose(run_op("Mod", [a, b], fmod=fmod), ref, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", WIDE_UNSIGNED)
+@pytest.mark.parametrize("op_type", ["Pow", "Min", "Max", "Mod"])
+def test_wide_unsigned_binary_ops_match_python_integers(op_type, dtype, rng):
+    a, b = unsigned_operands(dtype, rng)
+    if op_type == "Pow":
+        b = b % 5
+    got = run_op(op_type, [a, b], fmod=0) if op_type == "Mod" else run_op(op_type, [a, b])
+    bits = np.iinfo(dtype).bits
+    fn = {"Pow": lambda x, y: pow(x, y, 1 << bits), "Min": min, "Max": max,
+          "Mod": lambda x, y: x % y if y else 0}[op_type]
+    ref = np.array([[fn(int(x), int(y)) for x, y in zip(row, b)] for row in a], dtype=dtype)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, ref)
+
+
+@pytest.mark.parametrize("dtype", (np.float64, *WIDE_UNSIGNED))
+@pytest.mark.parametrize("op_type,fn", [("Equal", np.equal), ("Less", np.less),
+                                        ("LessOrEqual", np.less_equal),
+                                        ("Greater", np.greater),
+                                        ("GreaterOrEqual", np.greater_equal)])
+def test_wide_dtype_comparisons_match_numpy(op_type, fn, dtype, rng):
+    if dtype == np.float64:
+        a = rng.standard_normal((4, 6))
+        b = a[1].copy()
+        b[:3] += 2.0**-45  # differ from a's row only beyond f32 precision
+    else:
+        a, b = unsigned_operands(dtype, rng, (4, 6))
+        b[2:] = a[1, 2:]
+    got = run_op(op_type, [a, b])
+    assert got.dtype == np.bool_
+    np.testing.assert_array_equal(got, fn(a, b))
+
+
+@pytest.mark.parametrize("dtype", WIDE_UNSIGNED)
+@pytest.mark.parametrize("direction", ["LEFT", "RIGHT"])
+def test_wide_unsigned_bit_shift_drops_bits_and_saturates_to_zero(dtype, direction, rng):
+    bits = np.iinfo(dtype).bits
+    a, _ = unsigned_operands(dtype, rng, (3, bits + 3))
+    b = np.arange(bits + 3, dtype=dtype)
+    got = run_op("BitShift", [a, b], direction=direction)
+    mask = (1 << bits) - 1
+    shift = (lambda x, s: (x << s) & mask) if direction == "LEFT" else (lambda x, s: x >> s)
+    ref = np.array([[shift(int(x), int(s)) if s < bits else 0 for x, s in zip(row, b)]
+                    for row in a], dtype=dtype)
+    np.testing.assert_array_equal(got, ref)
+
+
+@pytest.mark.parametrize("dtype", WIDE_UNSIGNED)
+@pytest.mark.parametrize("op_type,fn", [("BitwiseAnd", np.bitwise_and),
+                                        ("BitwiseOr", np.bitwise_or),
+                                        ("BitwiseXor", np.bitwise_xor)])
+def test_wide_unsigned_bitwise_ops_match_numpy(op_type, fn, dtype, rng):
+    a, b = unsigned_operands(dtype, rng)
+    np.testing.assert_array_equal(run_op(op_type, [a, b]), fn(a, b))
+
+
+@pytest.mark.parametrize("dtype", (np.float64, *WIDE_UNSIGNED))
+def test_where_selects_wide_dtype_values(dtype, rng):
+    cond = rng.integers(0, 2, size=(4, 1)).astype(bool)
+    x = (rng.standard_normal((4, 5)) * 1e3).astype(dtype)
+    y = (rng.standard_normal((5,)) * 1e3).astype(dtype)
+    np.testing.assert_array_equal(run_op("Where", [cond, x, y]), np.where(cond, x, y))
+
+
+def test_wide_unsigned_unary_math_is_still_rejected():
+    with pytest.raises(nxe.DtypeMismatchError, match="'Abs'.*u32"):
+        compile_op("Abs", [((2,), "u32")])

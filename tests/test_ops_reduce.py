@@ -562,3 +562,54 @@ def test_cumprod_rejects_bad_input(shape, dtype, attrs, error, match):
     with pytest.raises(error, match=match) as err:
         build("CumProd", shape, dtype, **attrs).compile()
     assert "'CumProd'" in str(err.value)
+
+
+# ---- f64 ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op_type", ["ReduceSum", "ReduceMean", *FLOAT_REDUCTIONS])
+@pytest.mark.parametrize("axes,keepdims", [([1], 1), ([0, 2], 0), ([], 1)])
+def test_f64_reductions_match_numpy_in_double(op_type, axes, keepdims):
+    x = reduction_input(op_type, (3, 4, 5)).astype(np.float64) + RNG.uniform(0, 1e-9, (3, 4, 5))
+    y = run_op(op_type, x, axes=axes, keepdims=keepdims)
+    na = numpy_axes(axes, x.ndim)
+    if op_type in ("ReduceSum", "ReduceMean"):
+        fn = np.sum if op_type == "ReduceSum" else np.mean
+        ref = fn(x, axis=na, keepdims=bool(keepdims))
+    else:
+        ref = float_reference(op_type, x, na, bool(keepdims))
+    assert y.dtype == np.float64 and y.shape == np.shape(ref)
+    np.testing.assert_allclose(y, ref, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("op_type,reference", [("CumSum", cumsum_reference),
+                                               ("CumProd", cumprod_reference)])
+@pytest.mark.parametrize("exclusive,reverse", [(0, 0), (1, 0), (0, 1), (1, 1)])
+def test_f64_scans_match_numpy_in_double(op_type, reference, exclusive, reverse):
+    x = RNG.uniform(0.5, 1.5, size=(3, 7, 2))
+    y = run_op(op_type, x, axis=1, exclusive=exclusive, reverse=reverse)
+    assert y.dtype == np.float64 and y.shape == x.shape
+    np.testing.assert_allclose(y, reference(x, 1, exclusive, reverse, np.float64),
+                               rtol=1e-13, atol=0)
+
+
+@pytest.mark.parametrize("op_type", ["ArgMax", "ArgMin"])
+def test_f64_arg_extremes_tell_apart_values_equal_in_f32(op_type):
+    x = np.array([[1.0, 1.0 + 2.0**-40, 1.0 - 2.0**-40, 0.5]])
+    y = run_op(op_type, x, axis=1, keepdims=0)
+    ref = np.argmax(x, axis=1) if op_type == "ArgMax" else np.argmin(x, axis=1)
+    np.testing.assert_array_equal(y, ref)
+
+
+def test_f64_top_k_matches_a_stable_sort():
+    x = RNG.standard_normal((4, 9))
+    g = nxe.Graph()
+    t = g.input("x", x.shape, x.dtype)
+    values, indices = g.op("TopK", [t], k=3, axis=1)
+    g.mark_output(values, name="v")
+    g.mark_output(indices, name="i")
+    out = g.compile().run({"x": x})
+    order = np.argsort(-x, axis=1, kind="stable")[:, :3]
+    assert out["v"].dtype == np.float64
+    np.testing.assert_array_equal(out["i"], order)
+    np.testing.assert_array_equal(out["v"], np.take_along_axis(x, order, axis=1))

@@ -23,7 +23,8 @@ from nxe._binding import ffi, lib
 REPO = Path(__file__).resolve().parents[1]
 NUMPY_DTYPES = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16, "i8": np.int8,
                 "u8": np.uint8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
-                "bool": np.bool_}
+                "bool": np.bool_, "f64": np.float64, "u16": np.uint16, "u32": np.uint32,
+                "u64": np.uint64}
 
 
 def schema(op_type):
@@ -311,10 +312,25 @@ def test_declared_tensor_may_leave_dims_unknown():
 def test_constant_takes_the_array_dtype_or_converts_to_the_given_one():
     g = nxe.Graph()
     assert g.constant(np.zeros(3, np.int16)).dtype == "i16"
-    assert g.constant(np.zeros(3, np.uint16)).dtype == "bf16"
+    assert g.constant(np.zeros(3, np.uint16)).dtype == "u16"
+    assert g.constant(np.zeros(3, np.uint16), dtype="bf16").dtype == "bf16"
+    assert g.constant(np.zeros(3)).dtype == "f64"
+    assert g.constant(np.zeros(3, np.uint64)).dtype == "u64"
     assert g.constant([1.0, 2.0], dtype="f32").dtype == "f32"
-    with pytest.raises(TypeError, match="float64"):
-        g.constant(np.zeros(3))
+    with pytest.raises(TypeError, match="complex128"):
+        g.constant(np.zeros(3, np.complex128))
+
+
+def test_ml_dtypes_bfloat16_arrays_are_bf16(rng):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    values = rng.standard_normal((2, 3)).astype(ml_dtypes.bfloat16)
+    g = nxe.Graph()
+    c = g.constant(values)
+    assert c.dtype == "bf16"
+    g.mark_output(g.Transpose(c, perm=[1, 0]))
+    (got,) = g.compile().run({}).values()
+    assert got.dtype == np.uint16
+    np.testing.assert_array_equal(got, values.view(np.uint16).T)
 
 
 def test_quantization_setters_report_back_through_quant():
@@ -440,6 +456,39 @@ def test_every_dtype_crosses_with_its_numpy_dtype(rng, dtype):
     y = run_single(lambda g: g.Transpose(g.input("x", x.shape, dtype), perm=[1, 0]), {"x": x})
     assert y.dtype == NUMPY_DTYPES[dtype]
     np.testing.assert_array_equal(y, x.T)
+
+
+@pytest.mark.parametrize("elem, dtype", [("DOUBLE", np.float64), ("UINT16", np.uint16),
+                                         ("UINT32", np.uint32), ("UINT64", np.uint64),
+                                         ("BFLOAT16", "bfloat16")])
+def test_onnx_models_exchange_every_dtype_with_their_numpy_types(rng, elem, dtype):
+    onnx = pytest.importorskip("onnx")
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+    import nxe.onnx
+
+    dtype = np.dtype(ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype)
+    elem = getattr(TensorProto, elem)
+    graph = helper.make_graph(
+        [helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0]),
+         helper.make_node("Cast", ["t"], ["y"], to=TensorProto.DOUBLE),
+         helper.make_node("Cast", ["y"], ["z"], to=elem)],
+        "g", [helper.make_tensor_value_info("x", elem, [2, 3])],
+        [helper.make_tensor_value_info("t", elem, [3, 2]),
+         helper.make_tensor_value_info("y", TensorProto.DOUBLE, [3, 2]),
+         helper.make_tensor_value_info("z", elem, [3, 2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    if dtype.kind in "ui":
+        info = np.iinfo(dtype)
+        x = rng.integers(info.min, info.max, (2, 3), dtype=dtype, endpoint=True)
+    else:
+        x = (rng.standard_normal((2, 3)) * 1e3).astype(dtype)
+    got = nxe.onnx.load(model).run({"x": x})
+    expected = ReferenceEvaluator(model).run(None, {"x": x})
+    for name, ref in zip(["t", "y", "z"], expected):
+        assert got[name].dtype == ref.dtype and got[name].shape == ref.shape
+        np.testing.assert_array_equal(got[name], ref)
 
 
 def test_memory_info_reports_threads_and_steps():

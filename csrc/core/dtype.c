@@ -21,6 +21,10 @@ static const dtype_fact dtype_facts[NXE_DTYPE_COUNT] = {
     [NXE_DTYPE_I32] = {"i32", 4, NXE_DL_INT, 32},
     [NXE_DTYPE_I64] = {"i64", 8, NXE_DL_INT, 64},
     [NXE_DTYPE_BOOL] = {"bool", 1, NXE_DL_BOOL, 8},
+    [NXE_DTYPE_F64] = {"f64", 8, NXE_DL_FLOAT, 64},
+    [NXE_DTYPE_U16] = {"u16", 2, NXE_DL_UINT, 16},
+    [NXE_DTYPE_U32] = {"u32", 4, NXE_DL_UINT, 32},
+    [NXE_DTYPE_U64] = {"u64", 8, NXE_DL_UINT, 64},
 };
 
 bool nxe_dtype_valid(int32_t dtype)

@@ -1,4 +1,4 @@
-/* cast.c — the cast op family: Cast between the nine dtypes, QuantizeLinear and
+/* cast.c — the cast op family: Cast between the thirteen dtypes, QuantizeLinear and
  * DequantizeLinear. Quantization parameters come from the tensors (declared output for
  * QuantizeLinear, input for DequantizeLinear), never from attributes. */
 #include <math.h>
@@ -39,6 +39,10 @@ static int32_t ref_type(int32_t dtype)
     case NXE_DTYPE_I32: return NXE_REF_I32;
     case NXE_DTYPE_I64: return NXE_REF_I64;
     case NXE_DTYPE_BOOL: return NXE_REF_BOOL;
+    case NXE_DTYPE_F64: return NXE_REF_F64;
+    case NXE_DTYPE_U16: return NXE_REF_U16;
+    case NXE_DTYPE_U32: return NXE_REF_U32;
+    case NXE_DTYPE_U64: return NXE_REF_U64;
     default: return -1;
     }
 }
@@ -317,7 +321,7 @@ static const nxe_op_param_info cast_outputs[] = {
 };
 static const nxe_op_attr_info cast_attrs[] = {
     {"to", "target dtype as an enum nxe_dtype value (1 f32, 2 f16, 3 bf16, 4 i8, 5 u8, 6 i16, "
-           "7 i32, 8 i64, 9 bool)",
+           "7 i32, 8 i64, 9 bool, 10 f64, 11 u16, 12 u32, 13 u64)",
      NXE_ATTR_INT, NULL},
 };
 
@@ -344,11 +348,13 @@ static const nxe_op_param_info dequantize_outputs[] = {
 
 static const nxe_op_def cast_defs[] = {
     {NXE_INFO("Cast",
-              "Converts every element to dtype 'to'. To f32/f16/bf16: rounded once to nearest "
-              "even (f16 keeps subnormals, overflow gives inf, NaN stays NaN). Float to "
-              "integer: truncated toward zero and saturated at the target's range, NaN gives "
-              "0. Integer to narrower integer: low bits kept (two's complement wrap). To bool: "
-              "x != 0. From bool: 0 or 1.",
+              "Converts every element to dtype 'to'. To f64: exact from every dtype but u64 "
+              "and i64 (rounded to nearest even). To f32/f16/bf16: rounded once to nearest "
+              "even from the exact source value, f64 included (f16 keeps subnormals, overflow "
+              "gives inf, NaN stays NaN). Float to integer: truncated toward zero and "
+              "saturated at the target's range, NaN gives 0. Integer to integer (signed or "
+              "unsigned): low bits kept (two's complement wrap), so -1 becomes the maximum of "
+              "an unsigned type. To bool: x != 0. From bool: 0 or 1.",
               cast_inputs, cast_outputs, cast_attrs),
      sizeof(cast_params), cast_infer, cast_run},
     {NXE_INFO_NOATTR("QuantizeLinear",

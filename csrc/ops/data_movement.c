@@ -734,15 +734,15 @@ static void value_bytes(double value, int32_t dtype, unsigned char out[8])
 {
     memset(out, 0, 8);
     const bool integer = dtype != NXE_DTYPE_F32 && dtype != NXE_DTYPE_F16 &&
-                         dtype != NXE_DTYPE_BF16 && dtype != NXE_DTYPE_BOOL;
+                         dtype != NXE_DTYPE_BF16 && dtype != NXE_DTYPE_BOOL &&
+                         dtype != NXE_DTYPE_F64;
     if (integer && value >= -9223372036854775808.0 && value < 9223372036854775808.0 &&
         value == (double)(int64_t)value) {
         const int64_t v = (int64_t)value;
         nxe_ref_cast(NXE_REF_I64, &v, ref_type(dtype), out, 0, 1);
         return;
     }
-    const float f = (float)value;
-    nxe_ref_cast(NXE_REF_F32, &f, ref_type(dtype), out, 0, 1);
+    nxe_ref_cast(NXE_REF_F64, &value, ref_type(dtype), out, 0, 1);
 }
 
 static nxe_status parse_reduction(const nxe_node *node, const nxe_value *data, int32_t *out)
@@ -757,6 +757,12 @@ static nxe_status parse_reduction(const nxe_node *node, const nxe_value *data, i
             if (i != NXE_REF_REDUCE_NONE && data->dtype == NXE_DTYPE_BOOL)
                 return nxe_node_error(node, NXE_ERROR_UNSUPPORTED,
                                       "reduction '%s' is not defined for bool data", text);
+            if (i != NXE_REF_REDUCE_NONE &&
+                (data->dtype == NXE_DTYPE_F64 || data->dtype == NXE_DTYPE_U16 ||
+                 data->dtype == NXE_DTYPE_U32 || data->dtype == NXE_DTYPE_U64))
+                return nxe_node_error(node, NXE_ERROR_UNSUPPORTED,
+                                      "reduction '%s' is not implemented for %s data", text,
+                                      nxe_dtype_name(data->dtype));
             *out = i;
             return NXE_OK;
         }

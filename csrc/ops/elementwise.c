@@ -21,6 +21,10 @@ int32_t nxe_elementwise_ref_type(int32_t dtype)
     case NXE_DTYPE_I32: return NXE_REF_I32;
     case NXE_DTYPE_I64: return NXE_REF_I64;
     case NXE_DTYPE_BOOL: return NXE_REF_BOOL;
+    case NXE_DTYPE_F64: return NXE_REF_EW_F64;
+    case NXE_DTYPE_U16: return NXE_REF_EW_U16;
+    case NXE_DTYPE_U32: return NXE_REF_EW_U32;
+    case NXE_DTYPE_U64: return NXE_REF_EW_U64;
     default: return -1;
     }
 }
@@ -287,10 +291,14 @@ static nxe_status unary_run(const void *params, const nxe_value *inputs, int32_t
 
 /* ---- Schemas -------------------------------------------------------------------------- */
 
-#define ARITH_MASK (NXE_MASK_ALL & ~NXE_MASK(NXE_DTYPE_BOOL))
+#define ARITH_MASK                                                                            \
+    ((NXE_MASK_ALL & ~NXE_MASK(NXE_DTYPE_BOOL)) | NXE_MASK(NXE_DTYPE_F64) |                   \
+     NXE_MASK(NXE_DTYPE_U16) | NXE_MASK(NXE_DTYPE_U32) | NXE_MASK(NXE_DTYPE_U64))
 
 static const nxe_op_param_info binary_inputs[] = {
-    {"A", "first operand: any numeric dtype (f16 and bf16 compute in f32 and round once)",
+    {"A",
+     "first operand: any numeric dtype (f16 and bf16 compute in f32 and round once, f64 in "
+     "double; unsigned integers wrap modulo 2^bits)",
      ARITH_MASK, 0, 0},
     {"B", "second operand, same dtype as A; A and B broadcast against each other as in numpy",
      ARITH_MASK, 0, 0},
@@ -335,8 +343,8 @@ static const nxe_op_def elementwise_defs[] = {
                mul_infer),
     BINARY_DEF("Div",
                "Elementwise quotient A / B with numpy broadcasting. f32 follows IEEE 754 "
-               "(x/0 is inf or NaN). Integer division truncates toward zero; x / 0 gives 0 and "
-               "MIN / -1 wraps to MIN, so no input traps.",
+               "(x/0 is inf or NaN). Integer division truncates toward zero; x / 0 gives 0 (signed and "
+               "unsigned) and MIN / -1 wraps to MIN, so no input traps.",
                div_infer),
     {NXE_INFO_NOATTR("Relu", "Rectified linear unit: Y = max(X, 0); NaN stays NaN.",
                      unary_inputs, unary_outputs),

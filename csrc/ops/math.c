@@ -451,6 +451,12 @@ static nxe_status where_run(const void *params, const nxe_value *inputs, int32_t
      NXE_MASK(NXE_DTYPE_I32) | NXE_MASK(NXE_DTYPE_I64))
 #define NUMERIC_MASK (FLOATS_MASK | INTS_MASK)
 #define BOOL_MASK NXE_MASK(NXE_DTYPE_BOOL)
+/* Dtypes of API 0.2 that the binary kernels, bitwise ops and Where take. */
+#define WIDE_UINTS_MASK                                                                       \
+    (NXE_MASK(NXE_DTYPE_U16) | NXE_MASK(NXE_DTYPE_U32) | NXE_MASK(NXE_DTYPE_U64))
+#define BINARY_INTS_MASK (INTS_MASK | WIDE_UINTS_MASK)
+#define BINARY_NUMERIC_MASK (NUMERIC_MASK | NXE_MASK(NXE_DTYPE_F64) | WIDE_UINTS_MASK)
+#define WHERE_MASK (NXE_MASK_ALL | NXE_MASK(NXE_DTYPE_F64) | WIDE_UINTS_MASK)
 
 static const nxe_op_param_info float_in[] = {
     {"X", "input: f32, f16 or bf16 (half types compute in f32 and round once)", FLOATS_MASK, 0,
@@ -488,18 +494,21 @@ static const nxe_op_param_info int_out[] = {
               "numpy",                                                                        \
          mask, 0, 0},                                                                         \
     };
-BINARY_INPUTS(numeric_pair_in, NUMERIC_MASK, "f32, f16, bf16, i8, u8, i16, i32 or i64")
-BINARY_INPUTS(compare_pair_in, NUMERIC_MASK, "f32, f16, bf16, i8, u8, i16, i32 or i64")
-BINARY_INPUTS(equal_pair_in, NUMERIC_MASK | BOOL_MASK, "any dtype")
+BINARY_INPUTS(numeric_pair_in, BINARY_NUMERIC_MASK,
+              "f32, f16, bf16, f64, i8, u8, i16, u16, i32, u32, i64 or u64")
+BINARY_INPUTS(compare_pair_in, BINARY_NUMERIC_MASK,
+              "f32, f16, bf16, f64, i8, u8, i16, u16, i32, u32, i64 or u64")
+BINARY_INPUTS(equal_pair_in, BINARY_NUMERIC_MASK | BOOL_MASK, "any dtype")
 BINARY_INPUTS(bool_pair_in, BOOL_MASK, "bool")
-BINARY_INPUTS(int_pair_in, INTS_MASK, "i8, u8, i16, i32 or i64")
+BINARY_INPUTS(int_pair_in, BINARY_INTS_MASK, "i8, u8, i16, u16, i32, u32, i64 or u64")
 #undef BINARY_INPUTS
 
 static const nxe_op_param_info numeric_pair_out[] = {
-    {"C", "result, dtype of A, shape of A and B broadcast together", NUMERIC_MASK, 0, 0},
+    {"C", "result, dtype of A, shape of A and B broadcast together", BINARY_NUMERIC_MASK, 0,
+     0},
 };
 static const nxe_op_param_info int_pair_out[] = {
-    {"C", "result, dtype of A, shape of A and B broadcast together", INTS_MASK, 0, 0},
+    {"C", "result, dtype of A, shape of A and B broadcast together", BINARY_INTS_MASK, 0, 0},
 };
 static const nxe_op_param_info bool_pair_out[] = {
     {"C", "bool, shape of A and B broadcast together", BOOL_MASK, 0, 0},
@@ -514,13 +523,13 @@ static const nxe_op_param_info prelu_out[] = {
 };
 static const nxe_op_param_info where_in[] = {
     {"condition", "bool selector", BOOL_MASK, 0, 0},
-    {"X", "values taken where condition is true: any dtype", NXE_MASK_ALL, 0, 0},
+    {"X", "values taken where condition is true: any dtype", WHERE_MASK, 0, 0},
     {"Y", "values taken where condition is false, dtype of X; condition, X and Y broadcast "
           "together as in numpy",
-     NXE_MASK_ALL, 0, 0},
+     WHERE_MASK, 0, 0},
 };
 static const nxe_op_param_info where_out[] = {
-    {"output", "dtype of X, shape of the three inputs broadcast together", NXE_MASK_ALL, 0, 0},
+    {"output", "dtype of X, shape of the three inputs broadcast together", WHERE_MASK, 0, 0},
 };
 
 static const nxe_op_attr_info clip_attrs[] = {
@@ -635,8 +644,8 @@ static const nxe_op_def math_defs[] = {
      sizeof(unary_params), not_infer, unary_run},
     BINARY("Pow",
            "A raised to the power B with numpy broadcasting. Floats use powf (f16/bf16 through "
-           "f32). Integers are exact with wrap-around; a negative exponent gives the truncated "
-           "1 / A^|B| (1 for A = 1, +-1 for A = -1, else 0).",
+           "f32), f64 uses pow. Integers are exact with wrap-around; a negative exponent "
+           "gives the truncated 1 / A^|B| (1 for A = 1, +-1 for A = -1, else 0).",
            numeric_pair_in, numeric_pair_out, pow_infer),
     BINARY("Min", "Elementwise minimum with numpy broadcasting; NaN in either operand gives NaN.",
            numeric_pair_in, numeric_pair_out, min_infer),
@@ -646,13 +655,14 @@ static const nxe_op_def math_defs[] = {
                  "Remainder of A / B with numpy broadcasting. fmod = 0: A - floor(A / B) * B "
                  "(sign of B); fmod = 1: A - trunc(A / B) * B (sign of A). Floats follow IEEE "
                  "(x mod 0 and inf mod y are NaN; finite x mod inf is x, or B when the signs "
-                 "differ and fmod = 0). Integer x mod 0 is 0.",
+                 "differ and fmod = 0). Integer x mod 0 is 0, signed or unsigned.",
                  numeric_pair_in, numeric_pair_out, mod_attrs, mod_infer),
     BINARY_ATTRS("BitShift",
                  "A shifted by B bits with numpy broadcasting. Right shifts of signed values "
                  "are arithmetic (sign-extending); left shifts drop the bits shifted out. A "
                  "negative B or one of the bit width or more gives what the sign fill alone "
-                 "gives: -1 for a right shift of a negative A, else 0.",
+                 "gives: -1 for a right shift of a negative A, else 0 (always 0 for the "
+                 "unsigned u8, u16, u32 and u64).",
                  int_pair_in, int_pair_out, bit_shift_attrs, bit_shift_infer),
     {NXE_INFO_NOATTR("PRelu", "Parametric ReLU: x for x >= 0, slope * x below.", prelu_in,
                      prelu_out),

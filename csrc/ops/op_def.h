@@ -90,7 +90,9 @@ const nxe_op_def *nxe_op_def_find(const char *op_type);
 #define NXE_MASK_ALL                                                                         \
     (NXE_MASK(NXE_DTYPE_F32) | NXE_MASK(NXE_DTYPE_F16) | NXE_MASK(NXE_DTYPE_BF16) |          \
      NXE_MASK(NXE_DTYPE_I8) | NXE_MASK(NXE_DTYPE_U8) | NXE_MASK(NXE_DTYPE_I16) |             \
-     NXE_MASK(NXE_DTYPE_I32) | NXE_MASK(NXE_DTYPE_I64) | NXE_MASK(NXE_DTYPE_BOOL))
+     NXE_MASK(NXE_DTYPE_I32) | NXE_MASK(NXE_DTYPE_I64) | NXE_MASK(NXE_DTYPE_BOOL) |         \
+     NXE_MASK(NXE_DTYPE_F64) | NXE_MASK(NXE_DTYPE_U16) | NXE_MASK(NXE_DTYPE_U32) |           \
+     NXE_MASK(NXE_DTYPE_U64))
 #define NXE_INFO(name_, summary_, ins, outs, attrs_)                                         \
     {sizeof(nxe_op_info), name_, summary_, (int32_t)(sizeof(ins) / sizeof((ins)[0])), ins,   \
      (int32_t)(sizeof(outs) / sizeof((outs)[0])), outs,                                      \

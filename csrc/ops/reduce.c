@@ -160,6 +160,9 @@ static void reduce_range(void *ctx, int64_t begin, int64_t end)
     case NXE_DTYPE_BOOL:
         nxe_ref_bool_reduce(kind, g, job->x, job->y, begin, end);
         break;
+    case NXE_DTYPE_F64:
+        nxe_ref_f64_reduce(kind, g, job->x, job->y, begin, end);
+        break;
     default:
         nxe_ref_f32_reduce(kind, g, job->x, job->y, begin, end);
         break;
@@ -310,6 +313,10 @@ static void arg_extreme_lanes(void *ctx, int64_t begin, int64_t end)
         nxe_ref_i64_arg_extreme(job->x, job->y, p->axis_size, p->inner, p->flag_b, p->flag_a,
                                 begin, end);
         break;
+    case NXE_DTYPE_F64:
+        nxe_ref_f64_arg_extreme(job->x, job->y, p->axis_size, p->inner, p->flag_b, p->flag_a,
+                                begin, end);
+        break;
     default:
         nxe_ref_f32_arg_extreme(job->x, job->y, p->axis_size, p->inner, p->flag_b, p->flag_a,
                                 begin, end);
@@ -385,6 +392,10 @@ static void top_k_lanes(void *ctx, int64_t begin, int64_t end)
         nxe_ref_i64_top_k(job->x, job->y, job->indices, p->axis_size, p->inner, p->k, p->flag_a,
                           begin, end);
         break;
+    case NXE_DTYPE_F64:
+        nxe_ref_f64_top_k(job->x, job->y, job->indices, p->axis_size, p->inner, p->k, p->flag_a,
+                          begin, end);
+        break;
     default:
         nxe_ref_f32_top_k(job->x, job->y, job->indices, p->axis_size, p->inner, p->k, p->flag_a,
                           begin, end);
@@ -435,6 +446,10 @@ static void cumsum_lanes(void *ctx, int64_t begin, int64_t end)
         nxe_ref_i64_cumsum(job->x, job->y, p->axis_size, p->inner, p->flag_a, p->flag_b, begin,
                            end);
         break;
+    case NXE_DTYPE_F64:
+        nxe_ref_f64_cumsum(job->x, job->y, p->axis_size, p->inner, p->flag_a, p->flag_b, begin,
+                           end);
+        break;
     default:
         nxe_ref_f32_cumsum(job->x, job->y, p->axis_size, p->inner, p->flag_a, p->flag_b, begin,
                            end);
@@ -453,6 +468,10 @@ static void cumprod_lanes(void *ctx, int64_t begin, int64_t end)
         break;
     case NXE_DTYPE_I64:
         nxe_ref_i64_cumprod(job->x, job->y, p->axis_size, p->inner, p->flag_a, p->flag_b, begin,
+                            end);
+        break;
+    case NXE_DTYPE_F64:
+        nxe_ref_f64_cumprod(job->x, job->y, p->axis_size, p->inner, p->flag_a, p->flag_b, begin,
                             end);
         break;
     default:
@@ -480,7 +499,9 @@ static nxe_status cumsum_run(const void *params, const nxe_value *inputs, int32_
 
 /* ---- schemas ------------------------------------------------------------------------------ */
 
-#define NUMERIC_DTYPES (NXE_MASK_FLOAT | NXE_MASK_INDEX)
+/* f32 and f64; both compute in double. */
+#define FLOAT_DTYPES (NXE_MASK_FLOAT | NXE_MASK(NXE_DTYPE_F64))
+#define NUMERIC_DTYPES (FLOAT_DTYPES | NXE_MASK_INDEX)
 #define ORDERED_DTYPES (NUMERIC_DTYPES | NXE_MASK(NXE_DTYPE_BOOL))
 
 static const nxe_op_param_info numeric_inputs[] = {
@@ -490,7 +511,7 @@ static const nxe_op_param_info ordered_inputs[] = {
     {"X", "Input of any rank.", ORDERED_DTYPES, 0, 0},
 };
 static const nxe_op_param_info float_inputs[] = {
-    {"X", "Input of any rank.", NXE_MASK_FLOAT, 0, 0},
+    {"X", "Input of any rank.", FLOAT_DTYPES, 0, 0},
 };
 static const nxe_op_param_info reduce_sum_outputs[] = {
     {"Y",
@@ -499,7 +520,7 @@ static const nxe_op_param_info reduce_sum_outputs[] = {
      NUMERIC_DTYPES, 0, 0},
 };
 static const nxe_op_param_info reduce_mean_outputs[] = {
-    {"Y", "Means over the reduced dimensions (NaN where they hold no element).", NXE_MASK_FLOAT,
+    {"Y", "Means over the reduced dimensions (NaN where they hold no element).", FLOAT_DTYPES,
      0, 0},
 };
 static const nxe_op_param_info reduce_max_outputs[] = {
@@ -527,7 +548,7 @@ static const nxe_op_param_info reduce_l1_outputs[] = {
 };
 static const nxe_op_param_info reduce_l2_outputs[] = {
     {"Y", "sqrt(sum(X^2)) over the reduced dimensions (0 where they hold no element).",
-     NXE_MASK_FLOAT, 0, 0},
+     FLOAT_DTYPES, 0, 0},
 };
 static const nxe_op_param_info reduce_sum_square_outputs[] = {
     {"Y", "Sums of X^2 over the reduced dimensions (0 where they hold no element); integer sums "
@@ -536,13 +557,13 @@ static const nxe_op_param_info reduce_sum_square_outputs[] = {
 };
 static const nxe_op_param_info reduce_log_sum_outputs[] = {
     {"Y", "log(sum(X)) over the reduced dimensions (-inf where they hold no element).",
-     NXE_MASK_FLOAT, 0, 0},
+     FLOAT_DTYPES, 0, 0},
 };
 static const nxe_op_param_info reduce_log_sum_exp_outputs[] = {
     {"Y",
      "log(sum(exp(X))) over the reduced dimensions, computed as max + log(sum(exp(X - max))) so "
      "large inputs do not overflow (-inf where they hold no element).",
-     NXE_MASK_FLOAT, 0, 0},
+     FLOAT_DTYPES, 0, 0},
 };
 static const nxe_op_attr_info reduce_attrs[] = {
     {"axes",

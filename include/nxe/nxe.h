@@ -68,7 +68,7 @@ extern "C" {
 /* ---- Versions ------------------------------------------------------------------------ */
 
 #define NXE_API_VERSION_MAJOR 0
-#define NXE_API_VERSION_MINOR 1
+#define NXE_API_VERSION_MINOR 2
 #define NXE_MAX_RANK 6
 
 /* (major << 16) | minor of the library actually loaded; compare with the macros above. */
@@ -129,7 +129,11 @@ enum nxe_dtype {
     NXE_DTYPE_I32 = 7,
     NXE_DTYPE_I64 = 8,
     NXE_DTYPE_BOOL = 9,
-    NXE_DTYPE_COUNT = 10
+    NXE_DTYPE_F64 = 10, /* since API 0.2 */
+    NXE_DTYPE_U16 = 11,
+    NXE_DTYPE_U32 = 12,
+    NXE_DTYPE_U64 = 13,
+    NXE_DTYPE_COUNT = 14 /* grows as dtypes are added: do not size stored data by it */
 };
 /* Name ("f32", ...) and element size in bytes of a dtype. */
 NXE_API nxe_status nxe_dtype_info(int32_t dtype, const char **name, int32_t *size_bytes);

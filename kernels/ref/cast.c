@@ -119,30 +119,62 @@ static uint64_t magnitude_of(int64_t v)
     return v < 0 ? UINT64_C(0) - (uint64_t)v : (uint64_t)v;
 }
 
-/* ---- Loads: every source as a float or as an int64 ---------------------------------------- */
+/* A double as the float nearest to it toward zero, with the last mantissa bit set when that
+ * is inexact ("round to odd"). Rounding this float once more to f16 or bf16 (at least two
+ * bits fewer) gives the same result as rounding the double directly. */
+static float round_to_odd_float(double value)
+{
+    const float f = (float)value;
+    if (value != value || (double)f == value)
+        return f;
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    const uint32_t sign = x & 0x80000000u;
+    uint32_t magnitude = x & 0x7FFFFFFFu;
+    if (fabs((double)f) > fabs(value)) /* rounded away from zero (inf included): step back */
+        magnitude--;
+    magnitude |= 1u;
+    x = sign | magnitude;
+    float result;
+    memcpy(&result, &x, sizeof result);
+    return result;
+}
 
-static inline float load_f32(float v) { return v; }
-static inline float load_f16(uint16_t v) { return nxe_ref_f16_to_f32(v); }
-static inline float load_bf16(uint16_t v) { return nxe_ref_bf16_to_f32(v); }
+/* ---- Loads: every source as a double (exact for every float type), an int64 or a uint64 --- */
+
+static inline double load_f32(float v) { return v; }
+static inline double load_f16(uint16_t v) { return nxe_ref_f16_to_f32(v); }
+static inline double load_bf16(uint16_t v) { return nxe_ref_bf16_to_f32(v); }
+static inline double load_f64(double v) { return v; }
 static inline int64_t load_i8(int8_t v) { return v; }
 static inline int64_t load_u8(uint8_t v) { return v; }
 static inline int64_t load_i16(int16_t v) { return v; }
 static inline int64_t load_i32(int32_t v) { return v; }
 static inline int64_t load_i64(int64_t v) { return v; }
 static inline int64_t load_bool8(uint8_t v) { return v != 0; }
+static inline int64_t load_u16(uint16_t v) { return v; }
+static inline int64_t load_u32(uint32_t v) { return v; }
+static inline uint64_t load_u64(uint64_t v) { return v; }
 
-/* ---- Stores from a float ------------------------------------------------------------------ */
+/* ---- Stores from a double ----------------------------------------------------------------- */
 
-static inline float store_f32_from_float(float v) { return v; }
-static inline uint16_t store_f16_from_float(float v) { return nxe_ref_f32_to_f16(v); }
-static inline uint16_t store_bf16_from_float(float v) { return nxe_ref_f32_to_bf16(v); }
-static inline uint8_t store_bool8_from_float(float v) { return v != 0.0f; }
+static inline float store_f32_from_float(double v) { return (float)v; }
+static inline double store_f64_from_float(double v) { return v; }
+static inline uint16_t store_f16_from_float(double v)
+{
+    return nxe_ref_f32_to_f16(round_to_odd_float(v));
+}
+static inline uint16_t store_bf16_from_float(double v)
+{
+    return nxe_ref_f32_to_bf16(round_to_odd_float(v));
+}
+static inline uint8_t store_bool8_from_float(double v) { return v != 0.0; }
 
 /* Truncation toward zero is exact, so the result fits whenever lo <= v < hi_exclusive; both
- * bounds are powers of two (or zero), exact in float. Values in (lo - 1, lo) truncate to lo
+ * bounds are powers of two (or zero), exact in double. Values in (lo - 1, lo) truncate to lo
  * and are caught by the lower test with the same result. */
 #define STORE_INT_FROM_FLOAT(T, name, lo, hi_exclusive, max_value)                            \
-    static inline T store_##name##_from_float(float v)                                        \
+    static inline T store_##name##_from_float(double v)                                       \
     {                                                                                         \
         if (v != v)                                                                           \
             return 0;                                                                         \
@@ -152,16 +184,20 @@ static inline uint8_t store_bool8_from_float(float v) { return v != 0.0f; }
             return (T)(lo);                                                                   \
         return (T)v;                                                                          \
     }
-STORE_INT_FROM_FLOAT(int8_t, i8, -128.0f, 128.0f, INT8_MAX)
-STORE_INT_FROM_FLOAT(uint8_t, u8, 0.0f, 256.0f, UINT8_MAX)
-STORE_INT_FROM_FLOAT(int16_t, i16, -32768.0f, 32768.0f, INT16_MAX)
-STORE_INT_FROM_FLOAT(int32_t, i32, -2147483648.0f, 2147483648.0f, INT32_MAX)
-STORE_INT_FROM_FLOAT(int64_t, i64, -9223372036854775808.0f, 9223372036854775808.0f, INT64_MAX)
+STORE_INT_FROM_FLOAT(int8_t, i8, -128.0, 128.0, INT8_MAX)
+STORE_INT_FROM_FLOAT(uint8_t, u8, 0.0, 256.0, UINT8_MAX)
+STORE_INT_FROM_FLOAT(int16_t, i16, -32768.0, 32768.0, INT16_MAX)
+STORE_INT_FROM_FLOAT(int32_t, i32, -2147483648.0, 2147483648.0, INT32_MAX)
+STORE_INT_FROM_FLOAT(int64_t, i64, -9223372036854775808.0, 9223372036854775808.0, INT64_MAX)
+STORE_INT_FROM_FLOAT(uint16_t, u16, 0.0, 65536.0, UINT16_MAX)
+STORE_INT_FROM_FLOAT(uint32_t, u32, 0.0, 4294967296.0, UINT32_MAX)
+STORE_INT_FROM_FLOAT(uint64_t, u64, 0.0, 18446744073709551616.0, UINT64_MAX)
 #undef STORE_INT_FROM_FLOAT
 
 /* ---- Stores from an int64 ----------------------------------------------------------------- */
 
 static inline float store_f32_from_int(int64_t v) { return (float)v; }
+static inline double store_f64_from_int(int64_t v) { return (double)v; }
 static inline uint16_t store_f16_from_int(int64_t v)
 {
     const uint16_t sign = v < 0 ? 0x8000u : 0u;
@@ -180,8 +216,37 @@ static inline int16_t store_i16_from_int(int64_t v) { return (int16_t)(uint16_t)
 static inline int32_t store_i32_from_int(int64_t v) { return (int32_t)(uint32_t)(uint64_t)v; }
 static inline int64_t store_i64_from_int(int64_t v) { return v; }
 static inline uint8_t store_bool8_from_int(int64_t v) { return v != 0; }
+static inline uint16_t store_u16_from_int(int64_t v) { return (uint16_t)(uint64_t)v; }
+static inline uint32_t store_u32_from_int(int64_t v) { return (uint32_t)(uint64_t)v; }
+static inline uint64_t store_u64_from_int(int64_t v) { return (uint64_t)v; }
 
-/* ---- The 81 loops --------------------------------------------------------------------------- */
+/* ---- Stores from a uint64 (u64 sources) ----------------------------------------------------- */
+
+static inline float store_f32_from_uint(uint64_t v) { return (float)v; }
+static inline double store_f64_from_uint(uint64_t v) { return (double)v; }
+static inline uint16_t store_f16_from_uint(uint64_t v)
+{
+    return (uint16_t)magnitude_to_float_bits(v, 10, 15, 31);
+}
+static inline uint16_t store_bf16_from_uint(uint64_t v)
+{
+    return (uint16_t)magnitude_to_float_bits(v, 7, 127, 255);
+}
+static inline int8_t store_i8_from_uint(uint64_t v) { return (int8_t)(uint8_t)v; }
+static inline uint8_t store_u8_from_uint(uint64_t v) { return (uint8_t)v; }
+static inline int16_t store_i16_from_uint(uint64_t v) { return (int16_t)(uint16_t)v; }
+static inline int32_t store_i32_from_uint(uint64_t v) { return (int32_t)(uint32_t)v; }
+static inline int64_t store_i64_from_uint(uint64_t v)
+{
+    /* Two's complement reinterpretation without an out-of-range conversion. */
+    return v <= (uint64_t)INT64_MAX ? (int64_t)v : -(int64_t)(UINT64_MAX - v) - 1;
+}
+static inline uint8_t store_bool8_from_uint(uint64_t v) { return v != 0; }
+static inline uint16_t store_u16_from_uint(uint64_t v) { return (uint16_t)v; }
+static inline uint32_t store_u32_from_uint(uint64_t v) { return (uint32_t)v; }
+static inline uint64_t store_u64_from_uint(uint64_t v) { return v; }
+
+/* ---- The 169 loops -------------------------------------------------------------------------- */
 
 typedef void (*cast_fn)(const void *src, void *dst, int64_t begin, int64_t end);
 
@@ -195,7 +260,11 @@ typedef void (*cast_fn)(const void *src, void *dst, int64_t begin, int64_t end);
     X(i16, int16_t, int)                                                                      \
     X(i32, int32_t, int)                                                                      \
     X(i64, int64_t, int)                                                                      \
-    X(bool8, uint8_t, int)
+    X(bool8, uint8_t, int)                                                                    \
+    X(f64, double, float)                                                                     \
+    X(u16, uint16_t, int)                                                                     \
+    X(u32, uint32_t, int)                                                                     \
+    X(u64, uint64_t, uint)
 #define DEST_TYPES(Y, S, ST, KIND)                                                            \
     Y(S, ST, KIND, f32, float)                                                                \
     Y(S, ST, KIND, f16, uint16_t)                                                             \
@@ -205,7 +274,11 @@ typedef void (*cast_fn)(const void *src, void *dst, int64_t begin, int64_t end);
     Y(S, ST, KIND, i16, int16_t)                                                              \
     Y(S, ST, KIND, i32, int32_t)                                                              \
     Y(S, ST, KIND, i64, int64_t)                                                              \
-    Y(S, ST, KIND, bool8, uint8_t)
+    Y(S, ST, KIND, bool8, uint8_t)                                                            \
+    Y(S, ST, KIND, f64, double)                                                               \
+    Y(S, ST, KIND, u16, uint16_t)                                                             \
+    Y(S, ST, KIND, u32, uint32_t)                                                             \
+    Y(S, ST, KIND, u64, uint64_t)
 
 #define DEFINE_CAST(S, ST, KIND, D, DT)                                                       \
     static void cast_##S##_to_##D(const void *src, void *dst, int64_t begin, int64_t end)     \

@@ -1,5 +1,5 @@
 /* cast.h — reference kernels for the cast op family (portable C11, the oracle for all others):
- * conversions between the nine element types, the f16/bf16 bit conversions every other
+ * conversions between the thirteen element types, the f16/bf16 bit conversions every other
  * family can reuse, and linear (de)quantization. No conversion here is undefined behaviour. */
 #ifndef NXE_KERNELS_REF_CAST_H
 #define NXE_KERNELS_REF_CAST_H
@@ -26,16 +26,21 @@ enum nxe_ref_type {
     NXE_REF_I32,
     NXE_REF_I64,
     NXE_REF_BOOL, /* one byte; nonzero is true */
-    NXE_REF_TYPE_COUNT
+    NXE_REF_F64,
+    NXE_REF_U16,
+    NXE_REF_U32,
+    NXE_REF_U64,
+    NXE_REF_TYPE_COUNT /* the order follows enum nxe_dtype from NXE_DTYPE_F32 on */
 };
 
 /* Converts elements [begin, end) of src (type `from`) into the same positions of dst (type
  * `to`). Returns 0, or -1 (writing nothing) when a type is not an enum nxe_ref_type.
  * Semantics, per destination:
- *   f32/f16/bf16 — one rounding to nearest even from the exact source value (integers
- *                  included: no double rounding through f32); bool gives 0 or 1.
+ *   f64/f32/f16/bf16 — one rounding to nearest even from the exact source value (integers
+ *                  and f64 included: no double rounding through f32); bool gives 0 or 1.
  *   integers     — from floats: truncate toward zero, saturate at the type's range, NaN -> 0;
- *                  from integers: keep the low bits (two's complement wrap); bool gives 0/1.
+ *                  from integers (signed or unsigned, any width): keep the low bits (two's
+ *                  complement wrap); bool gives 0/1.
  *   bool         — value != 0 (NaN is true, -0.0 is false). */
 int nxe_ref_cast(int32_t from, const void *src, int32_t to, void *dst, int64_t begin,
                  int64_t end);

@@ -266,7 +266,7 @@ static void store_int(int32_t type, void *p, uint64_t v)
 
 static size_t type_size(int32_t type)
 {
-    static const size_t sizes[NXE_REF_TYPE_COUNT] = {4, 2, 2, 1, 1, 2, 4, 8, 1};
+    static const size_t sizes[NXE_REF_TYPE_COUNT] = {4, 2, 2, 1, 1, 2, 4, 8, 1, 8, 2, 4, 8};
     return type >= 0 && type < NXE_REF_TYPE_COUNT ? sizes[type] : 0;
 }
 

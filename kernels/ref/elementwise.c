@@ -66,6 +66,25 @@ static inline float f32_mod(float a, float b)
 }
 static inline float f32_prelu(float a, float b) { return a < 0.0f ? a * b : a; }
 
+static inline double f64_add(double a, double b) { return a + b; }
+static inline double f64_sub(double a, double b) { return a - b; }
+static inline double f64_mul(double a, double b) { return a * b; }
+static inline double f64_div(double a, double b) { return a / b; }
+static inline double f64_pow(double a, double b) { return pow(a, b); }
+static inline double f64_min(double a, double b) { return isnan(a) || isnan(b) ? a + b : (b < a ? b : a); }
+static inline double f64_max(double a, double b) { return isnan(a) || isnan(b) ? a + b : (b > a ? b : a); }
+static inline double f64_fmod(double a, double b) { return fmod(a, b); }
+static inline double f64_mod(double a, double b)
+{
+    const double r = fmod(a, b);
+    if (r == 0.0)
+        return copysign(0.0, b);
+    if ((r < 0.0) != (b < 0.0))
+        return r + b;
+    return r;
+}
+static inline double f64_prelu(double a, double b) { return a < 0.0 ? a * b : a; }
+
 /* Integer arithmetic runs in the unsigned type of the same width so it wraps instead of being
  * undefined; the unsigned-to-signed conversions are implementation-defined, and every supported
  * compiler reduces modulo 2^bits (two's complement). */
@@ -134,6 +153,9 @@ NXE_INT_OPS(uint8_t, uint32_t, u8, 0, 0, NXE_NEVER_NEGATIVE)
 NXE_INT_OPS(int16_t, uint32_t, i16, INT16_MIN, 1, NXE_IS_NEGATIVE)
 NXE_INT_OPS(int32_t, uint32_t, i32, INT32_MIN, 1, NXE_IS_NEGATIVE)
 NXE_INT_OPS(int64_t, uint64_t, i64, INT64_MIN, 1, NXE_IS_NEGATIVE)
+NXE_INT_OPS(uint16_t, uint32_t, u16, 0, 0, NXE_NEVER_NEGATIVE)
+NXE_INT_OPS(uint32_t, uint32_t, u32, 0, 0, NXE_NEVER_NEGATIVE)
+NXE_INT_OPS(uint64_t, uint64_t, u64, 0, 0, NXE_NEVER_NEGATIVE)
 
 #undef NXE_INT_OPS
 
@@ -200,6 +222,10 @@ NXE_COMMON_KERNELS(uint8_t, uint8_t, u8, u8, NXE_LOAD_SAME, NXE_STORE_SAME)
 NXE_COMMON_KERNELS(int16_t, int16_t, i16, i16, NXE_LOAD_SAME, NXE_STORE_SAME)
 NXE_COMMON_KERNELS(int32_t, int32_t, i32, i32, NXE_LOAD_SAME, NXE_STORE_SAME)
 NXE_COMMON_KERNELS(int64_t, int64_t, i64, i64, NXE_LOAD_SAME, NXE_STORE_SAME)
+NXE_COMMON_KERNELS(double, double, f64, f64, NXE_LOAD_SAME, NXE_STORE_SAME)
+NXE_COMMON_KERNELS(uint16_t, uint16_t, u16, u16, NXE_LOAD_SAME, NXE_STORE_SAME)
+NXE_COMMON_KERNELS(uint32_t, uint32_t, u32, u32, NXE_LOAD_SAME, NXE_STORE_SAME)
+NXE_COMMON_KERNELS(uint64_t, uint64_t, u64, u64, NXE_LOAD_SAME, NXE_STORE_SAME)
 
 #define NXE_SHIFT_KERNELS(T, prefix)                                                          \
     NXE_RUN_KERNEL(prefix##_shl_run, T, T, T, NXE_LOAD_SAME, NXE_STORE_SAME,                  \
@@ -211,6 +237,9 @@ NXE_SHIFT_KERNELS(uint8_t, u8)
 NXE_SHIFT_KERNELS(int16_t, i16)
 NXE_SHIFT_KERNELS(int32_t, i32)
 NXE_SHIFT_KERNELS(int64_t, i64)
+NXE_SHIFT_KERNELS(uint16_t, u16)
+NXE_SHIFT_KERNELS(uint32_t, u32)
+NXE_SHIFT_KERNELS(uint64_t, u64)
 
 NXE_RUN_KERNEL(bool_eq_run, uint8_t, int, uint8_t, NXE_LOAD_SAME, NXE_STORE_BOOL, NXE_XOR_NOT)
 NXE_RUN_KERNEL(bool_and_run, uint8_t, int, uint8_t, NXE_LOAD_SAME, NXE_STORE_BOOL, NXE_AND)
@@ -242,9 +271,21 @@ static const nxe_ref_binary_fn binary_kernels[NXE_REF_TYPE_COUNT][NXE_REF_BINARY
                       [NXE_REF_OR] = bool_or_run, [NXE_REF_XOR] = bool_xor_run},
 };
 
+static const nxe_ref_binary_fn
+    extra_kernels[NXE_REF_EW_TYPE_END - NXE_REF_EW_F64][NXE_REF_BINARY_OP_COUNT] = {
+        [NXE_REF_EW_F64 - NXE_REF_EW_F64] = {NXE_KERNEL_ROW(f64)},
+        [NXE_REF_EW_U16 - NXE_REF_EW_F64] = {NXE_KERNEL_ROW(u16), NXE_SHIFT_ROW(u16)},
+        [NXE_REF_EW_U32 - NXE_REF_EW_F64] = {NXE_KERNEL_ROW(u32), NXE_SHIFT_ROW(u32)},
+        [NXE_REF_EW_U64 - NXE_REF_EW_F64] = {NXE_KERNEL_ROW(u64), NXE_SHIFT_ROW(u64)},
+};
+
 nxe_ref_binary_fn nxe_ref_binary_kernel(int32_t op, int32_t type)
 {
-    if (op < 0 || op >= NXE_REF_BINARY_OP_COUNT || type < 0 || type >= NXE_REF_TYPE_COUNT)
+    if (op < 0 || op >= NXE_REF_BINARY_OP_COUNT)
+        return NULL;
+    if (type >= NXE_REF_EW_F64 && type < NXE_REF_EW_TYPE_END)
+        return extra_kernels[type - NXE_REF_EW_F64][op];
+    if (type < 0 || type >= NXE_REF_TYPE_COUNT)
         return NULL;
     return binary_kernels[type][op];
 }

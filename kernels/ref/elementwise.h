@@ -74,8 +74,20 @@ enum nxe_ref_binary_op {
 typedef void (*nxe_ref_binary_fn)(int64_t n, const void *a, int64_t step_a, const void *b,
                                   int64_t step_b, void *out);
 
-/* The kernel of `op` for operands of element type `type` (enum nxe_ref_type in cast.h), or
- * NULL when that pair is not provided. */
+/* Element types the binary kernels take beyond enum nxe_ref_type (cast.h), numbered apart from
+ * it so the two enums never collide. */
+enum nxe_ref_elementwise_type {
+    NXE_REF_EW_F64 = 32, /* double; DIV/POW/MOD IEEE as for f32, computed in double */
+    NXE_REF_EW_U16,
+    NXE_REF_EW_U32,
+    NXE_REF_EW_U64,
+    NXE_REF_EW_TYPE_END
+};
+
+/* The kernel of `op` for operands of element type `type` (enum nxe_ref_type in cast.h or enum
+ * nxe_ref_elementwise_type), or NULL when that pair is not provided. Unsigned types follow the
+ * integer rules below with no negative values: x / 0 = 0, x mod 0 = 0, sums, differences and
+ * products wrap modulo 2^bits. */
 nxe_ref_binary_fn nxe_ref_binary_kernel(int32_t op, int32_t type);
 
 /* Where: out[i] = cond[i * step_c] ? a[i * step_a] : b[i * step_b] over one run, for elements

@@ -58,81 +58,84 @@ static int64_t run_offset(const nxe_reduce_geometry *g, int64_t run)
         }                                                                                    \
     } while (0)
 
-/* Maximum (or minimum) that turns NaN as soon as one element is NaN. */
-static double f32_extreme(const nxe_reduce_geometry *g, const float *base, bool want_max)
-{
-    double best = want_max ? -INFINITY : INFINITY;
-    FOR_EACH_REDUCED(float, g, base, v, {
-        if (isnan(v)) {
-            return NAN;
-        }
-        if (want_max ? v > best : v < best) {
-            best = v;
-        }
-    });
-    return best;
-}
+/* Maximum (or minimum) that turns NaN as soon as one element is NaN; log-sum-exp; one output
+ * of a float reduction. f32 and f64 both accumulate in double. */
+#define DEFINE_FLOAT_REDUCE(name, type)                                                      \
+    static double name##_extreme(const nxe_reduce_geometry *g, const type *base,             \
+                                 bool want_max)                                              \
+    {                                                                                        \
+        double best = want_max ? -INFINITY : INFINITY;                                       \
+        FOR_EACH_REDUCED(type, g, base, v, {                                                 \
+            if (isnan(v)) {                                                                  \
+                return NAN;                                                                  \
+            }                                                                                \
+            if (want_max ? v > best : v < best) {                                            \
+                best = v;                                                                    \
+            }                                                                                \
+        });                                                                                  \
+        return best;                                                                         \
+    }                                                                                        \
+    /* NaN stays NaN; an infinite maximum (or an empty set, -inf) is the answer itself, and  \
+     * subtracting it would make inf - inf. */                                               \
+    static double name##_log_sum_exp(const nxe_reduce_geometry *g, const type *base)         \
+    {                                                                                        \
+        const double max = name##_extreme(g, base, true);                                    \
+        if (!isfinite(max)) {                                                                \
+            return max;                                                                      \
+        }                                                                                    \
+        double sum = 0.0;                                                                    \
+        FOR_EACH_REDUCED(type, g, base, v, { sum += exp((double)v - max); });                \
+        return max + log(sum);                                                               \
+    }                                                                                        \
+    static double name##_reduce_one(nxe_reduce_kind kind, const nxe_reduce_geometry *g,      \
+                                    const type *base)                                        \
+    {                                                                                        \
+        double acc = 0.0;                                                                    \
+        switch (kind) {                                                                      \
+        case NXE_REDUCE_SUM:                                                                 \
+        case NXE_REDUCE_MEAN:                                                                \
+        case NXE_REDUCE_LOG_SUM:                                                             \
+            FOR_EACH_REDUCED(type, g, base, v, { acc += v; });                               \
+            break;                                                                           \
+        case NXE_REDUCE_L1:                                                                  \
+            FOR_EACH_REDUCED(type, g, base, v, { acc += fabs((double)v); });                 \
+            break;                                                                           \
+        case NXE_REDUCE_L2:                                                                  \
+        case NXE_REDUCE_SUM_SQUARE:                                                          \
+            FOR_EACH_REDUCED(type, g, base, v, { acc += (double)v * (double)v; });           \
+            break;                                                                           \
+        case NXE_REDUCE_PROD:                                                                \
+            acc = 1.0;                                                                       \
+            FOR_EACH_REDUCED(type, g, base, v, { acc *= v; });                               \
+            break;                                                                           \
+        case NXE_REDUCE_MAX:                                                                 \
+            return name##_extreme(g, base, true);                                            \
+        case NXE_REDUCE_MIN:                                                                 \
+            return name##_extreme(g, base, false);                                           \
+        case NXE_REDUCE_LOG_SUM_EXP:                                                         \
+            return name##_log_sum_exp(g, base);                                              \
+        }                                                                                    \
+        switch (kind) {                                                                      \
+        case NXE_REDUCE_MEAN:                                                                \
+            return g->reduced_count == 0 ? NAN : acc / (double)g->reduced_count;             \
+        case NXE_REDUCE_L2:                                                                  \
+            return sqrt(acc);                                                                \
+        case NXE_REDUCE_LOG_SUM:                                                             \
+            return log(acc);                                                                 \
+        default:                                                                             \
+            return acc;                                                                      \
+        }                                                                                    \
+    }                                                                                        \
+    void nxe_ref_##name##_reduce(nxe_reduce_kind kind, const nxe_reduce_geometry *geometry,  \
+                                 const type *x, type *y, int64_t out_begin, int64_t out_end) \
+    {                                                                                        \
+        for (int64_t out = out_begin; out < out_end; out++) {                                \
+            y[out] = (type)name##_reduce_one(kind, geometry, x + kept_offset(geometry, out)); \
+        }                                                                                    \
+    }
 
-static double f32_log_sum_exp(const nxe_reduce_geometry *g, const float *base)
-{
-    const double max = f32_extreme(g, base, true);
-    /* NaN stays NaN; an infinite maximum (or an empty set, -inf) is the answer itself, and
-     * subtracting it would make inf - inf. */
-    if (!isfinite(max)) {
-        return max;
-    }
-    double sum = 0.0;
-    FOR_EACH_REDUCED(float, g, base, v, { sum += exp((double)v - max); });
-    return max + log(sum);
-}
-
-static double f32_reduce_one(nxe_reduce_kind kind, const nxe_reduce_geometry *g,
-                             const float *base)
-{
-    double acc = 0.0;
-    switch (kind) {
-    case NXE_REDUCE_SUM:
-    case NXE_REDUCE_MEAN:
-    case NXE_REDUCE_LOG_SUM:
-        FOR_EACH_REDUCED(float, g, base, v, { acc += v; });
-        break;
-    case NXE_REDUCE_L1:
-        FOR_EACH_REDUCED(float, g, base, v, { acc += fabs((double)v); });
-        break;
-    case NXE_REDUCE_L2:
-    case NXE_REDUCE_SUM_SQUARE:
-        FOR_EACH_REDUCED(float, g, base, v, { acc += (double)v * (double)v; });
-        break;
-    case NXE_REDUCE_PROD:
-        acc = 1.0;
-        FOR_EACH_REDUCED(float, g, base, v, { acc *= v; });
-        break;
-    case NXE_REDUCE_MAX:
-        return f32_extreme(g, base, true);
-    case NXE_REDUCE_MIN:
-        return f32_extreme(g, base, false);
-    case NXE_REDUCE_LOG_SUM_EXP:
-        return f32_log_sum_exp(g, base);
-    }
-    switch (kind) {
-    case NXE_REDUCE_MEAN:
-        return g->reduced_count == 0 ? NAN : acc / (double)g->reduced_count;
-    case NXE_REDUCE_L2:
-        return sqrt(acc);
-    case NXE_REDUCE_LOG_SUM:
-        return log(acc);
-    default:
-        return acc;
-    }
-}
-
-void nxe_ref_f32_reduce(nxe_reduce_kind kind, const nxe_reduce_geometry *geometry,
-                        const float *x, float *y, int64_t out_begin, int64_t out_end)
-{
-    for (int64_t out = out_begin; out < out_end; out++) {
-        y[out] = (float)f32_reduce_one(kind, geometry, x + kept_offset(geometry, out));
-    }
-}
+DEFINE_FLOAT_REDUCE(f32, float)
+DEFINE_FLOAT_REDUCE(f64, double)
 
 /* Integer arithmetic runs in the unsigned type of the same width, where overflow wraps
  * without undefined behaviour; the bits are then read back as two's complement. */
@@ -212,6 +215,14 @@ static bool f32_beyond(float a, float b, bool want_max)
     return want_max ? a > b : a < b;
 }
 static bool f32_same(float a, float b) { return a == b || (isnan(a) && isnan(b)); }
+static bool f64_beyond(double a, double b, bool want_max)
+{
+    if (isnan(a) || isnan(b)) {
+        return isnan(a) && !isnan(b);
+    }
+    return want_max ? a > b : a < b;
+}
+static bool f64_same(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
 static bool i32_beyond(int32_t a, int32_t b, bool want_max) { return want_max ? a > b : a < b; }
 static bool i32_same(int32_t a, int32_t b) { return a == b; }
 static bool i64_beyond(int64_t a, int64_t b, bool want_max) { return want_max ? a > b : a < b; }
@@ -219,6 +230,13 @@ static bool i64_same(int64_t a, int64_t b) { return a == b; }
 
 /* For top-k, NaN sorts above every number: first for the largest, last for the smallest. */
 static bool f32_before(float a, float b, bool largest)
+{
+    if (isnan(a) || isnan(b)) {
+        return largest ? isnan(a) && !isnan(b) : !isnan(a) && isnan(b);
+    }
+    return largest ? a > b : a < b;
+}
+static bool f64_before(double a, double b, bool largest)
 {
     if (isnan(a) || isnan(b)) {
         return largest ? isnan(a) && !isnan(b) : !isnan(a) && isnan(b);
@@ -280,27 +298,36 @@ static bool f32_before(float a, float b, bool largest)
     }
 
 DEFINE_AXIS_KERNELS(f32, float, f32_beyond, f32_same, f32_before)
+DEFINE_AXIS_KERNELS(f64, double, f64_beyond, f64_same, f64_before)
 DEFINE_AXIS_KERNELS(i32, int32_t, i32_beyond, i32_same, i32_beyond)
 DEFINE_AXIS_KERNELS(i64, int64_t, i64_beyond, i64_same, i64_beyond)
 
-void nxe_ref_f32_cumsum(const float *x, float *y, int64_t axis_size, int64_t inner,
-                        bool exclusive, bool reverse, int64_t lane_begin, int64_t lane_end)
-{
-    for (int64_t lane = lane_begin; lane < lane_end; lane++) {
-        const int64_t base = lane_base(lane, axis_size, inner);
-        double sum = 0.0;
-        for (int64_t n = 0; n < axis_size; n++) {
-            const int64_t at = base + (reverse ? axis_size - 1 - n : n) * inner;
-            if (exclusive) {
-                y[at] = (float)sum;
-                sum += x[at];
-            } else {
-                sum += x[at];
-                y[at] = (float)sum;
-            }
-        }
+/* Float scans accumulate in double and round each output once. */
+#define DEFINE_FLOAT_SCAN(name, type, kernel, start, OP)                                     \
+    void nxe_ref_##name##_##kernel(const type *x, type *y, int64_t axis_size, int64_t inner, \
+                                   bool exclusive, bool reverse, int64_t lane_begin,         \
+                                   int64_t lane_end)                                         \
+    {                                                                                        \
+        for (int64_t lane = lane_begin; lane < lane_end; lane++) {                           \
+            const int64_t base = lane_base(lane, axis_size, inner);                          \
+            double acc = (start);                                                            \
+            for (int64_t n = 0; n < axis_size; n++) {                                        \
+                const int64_t at = base + (reverse ? axis_size - 1 - n : n) * inner;         \
+                if (exclusive) {                                                             \
+                    y[at] = (type)acc;                                                       \
+                    acc OP x[at];                                                            \
+                } else {                                                                     \
+                    acc OP x[at];                                                            \
+                    y[at] = (type)acc;                                                       \
+                }                                                                            \
+            }                                                                                \
+        }                                                                                    \
     }
-}
+
+DEFINE_FLOAT_SCAN(f32, float, cumsum, 0.0, +=)
+DEFINE_FLOAT_SCAN(f64, double, cumsum, 0.0, +=)
+DEFINE_FLOAT_SCAN(f32, float, cumprod, 1.0, *=)
+DEFINE_FLOAT_SCAN(f64, double, cumprod, 1.0, *=)
 
 #define DEFINE_INT_CUMSUM(name, type, utype)                                                 \
     void nxe_ref_##name##_cumsum(const type *x, type *y, int64_t axis_size, int64_t inner,   \
@@ -326,25 +353,6 @@ void nxe_ref_f32_cumsum(const float *x, float *y, int64_t axis_size, int64_t inn
 
 DEFINE_INT_CUMSUM(i32, int32_t, uint32_t)
 DEFINE_INT_CUMSUM(i64, int64_t, uint64_t)
-
-void nxe_ref_f32_cumprod(const float *x, float *y, int64_t axis_size, int64_t inner,
-                         bool exclusive, bool reverse, int64_t lane_begin, int64_t lane_end)
-{
-    for (int64_t lane = lane_begin; lane < lane_end; lane++) {
-        const int64_t base = lane_base(lane, axis_size, inner);
-        double product = 1.0;
-        for (int64_t n = 0; n < axis_size; n++) {
-            const int64_t at = base + (reverse ? axis_size - 1 - n : n) * inner;
-            if (exclusive) {
-                y[at] = (float)product;
-                product *= x[at];
-            } else {
-                product *= x[at];
-                y[at] = (float)product;
-            }
-        }
-    }
-}
 
 /* utype is at least as wide as unsigned int, so the multiplication never promotes to a signed
  * type and wraps as unsigned arithmetic does. */

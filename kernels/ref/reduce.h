@@ -43,6 +43,8 @@ typedef enum nxe_reduce_kind {
  * (|lowest| is lowest). Bool supports MAX (any) and MIN (all) only. */
 void nxe_ref_f32_reduce(nxe_reduce_kind kind, const nxe_reduce_geometry *geometry,
                         const float *x, float *y, int64_t out_begin, int64_t out_end);
+void nxe_ref_f64_reduce(nxe_reduce_kind kind, const nxe_reduce_geometry *geometry,
+                        const double *x, double *y, int64_t out_begin, int64_t out_end);
 void nxe_ref_i32_reduce(nxe_reduce_kind kind, const nxe_reduce_geometry *geometry,
                         const int32_t *x, int32_t *y, int64_t out_begin, int64_t out_end);
 void nxe_ref_i64_reduce(nxe_reduce_kind kind, const nxe_reduce_geometry *geometry,
@@ -58,6 +60,8 @@ void nxe_ref_bool_reduce(nxe_reduce_kind kind, const nxe_reduce_geometry *geomet
  * beyond every number either way (as numpy's argmax and argmin). axis_size >= 1. */
 void nxe_ref_f32_arg_extreme(const float *x, int64_t *y, int64_t axis_size, int64_t inner,
                              bool want_max, bool last, int64_t lane_begin, int64_t lane_end);
+void nxe_ref_f64_arg_extreme(const double *x, int64_t *y, int64_t axis_size, int64_t inner,
+                             bool want_max, bool last, int64_t lane_begin, int64_t lane_end);
 void nxe_ref_i32_arg_extreme(const int32_t *x, int64_t *y, int64_t axis_size, int64_t inner,
                              bool want_max, bool last, int64_t lane_begin, int64_t lane_end);
 void nxe_ref_i64_arg_extreme(const int64_t *x, int64_t *y, int64_t axis_size, int64_t inner,
@@ -67,6 +71,9 @@ void nxe_ref_i64_arg_extreme(const int64_t *x, int64_t *y, int64_t axis_size, in
  * shape [outer, k, inner]; equal values keep index order, NaN sorts above every number.
  * Insertion into the output lane itself: O(axis_size * k) per lane, no scratch. */
 void nxe_ref_f32_top_k(const float *x, float *values, int64_t *indices, int64_t axis_size,
+                       int64_t inner, int64_t k, bool largest, int64_t lane_begin,
+                       int64_t lane_end);
+void nxe_ref_f64_top_k(const double *x, double *values, int64_t *indices, int64_t axis_size,
                        int64_t inner, int64_t k, bool largest, int64_t lane_begin,
                        int64_t lane_end);
 void nxe_ref_i32_top_k(const int32_t *x, int32_t *values, int64_t *indices, int64_t axis_size,
@@ -80,6 +87,8 @@ void nxe_ref_i64_top_k(const int64_t *x, int64_t *values, int64_t *indices, int6
  * element out. Floating sums run in double; integer sums wrap. */
 void nxe_ref_f32_cumsum(const float *x, float *y, int64_t axis_size, int64_t inner,
                         bool exclusive, bool reverse, int64_t lane_begin, int64_t lane_end);
+void nxe_ref_f64_cumsum(const double *x, double *y, int64_t axis_size, int64_t inner,
+                        bool exclusive, bool reverse, int64_t lane_begin, int64_t lane_end);
 void nxe_ref_i32_cumsum(const int32_t *x, int32_t *y, int64_t axis_size, int64_t inner,
                         bool exclusive, bool reverse, int64_t lane_begin, int64_t lane_end);
 void nxe_ref_i64_cumsum(const int64_t *x, int64_t *y, int64_t axis_size, int64_t inner,
@@ -88,6 +97,8 @@ void nxe_ref_i64_cumsum(const int64_t *x, int64_t *y, int64_t axis_size, int64_t
 /* Running products, laid out as the running sums above (an exclusive product starts at 1).
  * Floating products run in double; integer products wrap modulo 2^bits. */
 void nxe_ref_f32_cumprod(const float *x, float *y, int64_t axis_size, int64_t inner,
+                         bool exclusive, bool reverse, int64_t lane_begin, int64_t lane_end);
+void nxe_ref_f64_cumprod(const double *x, double *y, int64_t axis_size, int64_t inner,
                          bool exclusive, bool reverse, int64_t lane_begin, int64_t lane_end);
 void nxe_ref_i32_cumprod(const int32_t *x, int32_t *y, int64_t axis_size, int64_t inner,
                          bool exclusive, bool reverse, int64_t lane_begin, int64_t lane_end);

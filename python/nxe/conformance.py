@@ -81,6 +81,9 @@ def _compare(expected: Sequence[Any], actual: dict[str, np.ndarray], names: Sequ
         if result.shape != reference.shape:
             raise AssertionError(f"output {name!r}: shape {result.shape}, expected "
                                  f"{reference.shape}")
+        if reference.dtype.name == "bfloat16":
+            # numpy does not treat bfloat16 as a float kind, so NaN would never equal NaN.
+            reference, result = reference.astype(np.float32), result.astype(np.float32)
         if reference.dtype.kind in "fc":
             np.testing.assert_allclose(result, reference, rtol=rtol, atol=atol,
                                        err_msg=f"output {name!r}")

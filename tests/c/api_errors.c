@@ -210,9 +210,11 @@ static void test_dtype_queries_reject_unknown_dtypes(void)
     int32_t dtype = 99;
     EXPECT_FAIL(nxe_dtype_from_dlpack(NXE_DL_FLOAT, 32, NULL), NXE_ERROR_INVALID_ARGUMENT,
                 "nxe_dtype_from_dlpack");
-    EXPECT_FAIL(nxe_dtype_from_dlpack(NXE_DL_FLOAT, 64, &dtype), NXE_ERROR_DTYPE_MISMATCH,
-                "64 bits");
+    EXPECT_FAIL(nxe_dtype_from_dlpack(NXE_DL_FLOAT, 128, &dtype), NXE_ERROR_DTYPE_MISMATCH,
+                "128 bits");
     EXPECT_TRUE(dtype == NXE_DTYPE_NONE);
+    EXPECT_OK(nxe_dtype_from_dlpack(NXE_DL_FLOAT, 64, &dtype));
+    EXPECT_TRUE(dtype == NXE_DTYPE_F64);
     EXPECT_OK(nxe_dtype_from_dlpack(NXE_DL_BFLOAT, 16, &dtype));
     EXPECT_TRUE(dtype == NXE_DTYPE_BF16);
 }

@@ -15,6 +15,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper, shape_inference
 
+from .. import _dtypes
 from ..errors import Error, UnsupportedError
 from ..executable import Executable
 from ..graph import Graph, Tensor
@@ -30,9 +31,30 @@ _ONNX_TYPES: dict[int, tuple[np.dtype, str]] = {
     TensorProto.INT32: (np.dtype(np.int32), "i32"),
     TensorProto.INT64: (np.dtype(np.int64), "i64"),
     TensorProto.BOOL: (np.dtype(np.bool_), "bool"),
+    TensorProto.DOUBLE: (np.dtype(np.float64), "f64"),
+    TensorProto.UINT16: (np.dtype(np.uint16), "u16"),
+    TensorProto.UINT32: (np.dtype(np.uint32), "u32"),
+    TensorProto.UINT64: (np.dtype(np.uint64), "u64"),
 }
+# BFLOAT16 values are ml_dtypes.bfloat16 arrays on the ONNX side (onnx's own convention) and
+# raw np.uint16 bits on the nxe side; _to_nxe_array / _from_nxe_array convert at the boundary.
+_BFLOAT16: np.dtype | None = _dtypes.BFLOAT16
+if _BFLOAT16 is not None:
+    _ONNX_TYPES[TensorProto.BFLOAT16] = (_BFLOAT16, "bf16")
 _NXE_BY_NUMPY = {np_dtype: name for np_dtype, name in _ONNX_TYPES.values()}
 _ELEM_BY_NXE = {name: elem for elem, (_, name) in _ONNX_TYPES.items()}
+
+
+def _to_nxe_array(value: np.ndarray) -> np.ndarray:
+    """A model input as nxe takes it: bf16 as its np.uint16 bits."""
+    return value.view(np.uint16) if _BFLOAT16 is not None and value.dtype == _BFLOAT16 else value
+
+
+def _from_nxe_array(value: np.ndarray, elem_type: int) -> np.ndarray:
+    """An nxe result as ONNX types it: the bits of a bf16 output as ml_dtypes.bfloat16."""
+    if elem_type == TensorProto.BFLOAT16 and _BFLOAT16 is not None and value.dtype == np.uint16:
+        return value.view(_BFLOAT16)
+    return value
 
 # Ops evaluated at import only when asked to; their values differ run to run.
 _NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
@@ -64,6 +86,7 @@ PARAMETER_INPUTS: dict[str, frozenset[int]] = {
     "BlackmanWindow": frozenset({0}), "HannWindow": frozenset({0}),
     "HammingWindow": frozenset({0}), "DFT": frozenset({1, 2}), "STFT": frozenset({1, 2, 3}),
     "MelWeightMatrix": frozenset({0, 1, 2, 3, 4}), "If": frozenset({0}),
+    "Loop": frozenset({0, 1}),
 }
 
 
@@ -343,7 +366,7 @@ class _GraphBuilder:
             self.tensors[name] = tensor
             return tensor
         if name in self.known:
-            array = np.ascontiguousarray(self.known[name])
+            array = np.array(self.known[name], order="C")
             if nxe_dtype_of(array) is None:
                 raise UnsupportedError(f"unsupported: value {name!r} has dtype {array.dtype}, "
                                        "which nxe does not have")
@@ -369,7 +392,7 @@ class _GraphBuilder:
         known_names = set(self.known)
         missing = []
         for node in nodes:
-            if _is_if(node):
+            if _is_if(node) or _is_unrolled(node):
                 continue
             if self._foldable(node, known_names):
                 known_names.update(o for o in node.output if o)
@@ -387,6 +410,8 @@ class _GraphBuilder:
         for node in nodes:
             if _is_if(node):
                 self._inline_if(node)
+            elif _is_unrolled(node):
+                self._unroll(node)
             elif self._foldable(node, known_names):
                 values = self._fold(node)
                 for name, value in zip(node.output, values):
@@ -435,6 +460,248 @@ class _GraphBuilder:
                 elif source.name in self._input_specs:
                     shape, dtype = self._input_specs[source.name]
                     self._types[name] = (shape, _ELEM_BY_NXE[dtype])
+
+    # -- Scan and Loop, unrolled ------------------------------------------------------
+
+    def _alias(self, name: str, source: str) -> None:
+        """Makes ``name`` another name of the value ``source`` (known or a tensor)."""
+        if not name:
+            return
+        if source in self.known:
+            self.known[name] = self.known[source]
+            return
+        self.tensors[name] = self.tensor_of(source)
+        if source in self._types:
+            self._types[name] = self._types[source]
+        elif source in self._input_specs:
+            shape, dtype = self._input_specs[source]
+            self._types[name] = (shape, _ELEM_BY_NXE[dtype])
+
+    def _emit(self, op_type: str, inputs: list[str], output: str, label: str,
+              **attributes: Any) -> None:
+        """Builds one helper ONNX node (folded or converted like any other)."""
+        self.build([helper.make_node(op_type, inputs, [output], name=label, **attributes)])
+
+    def _emit_constant(self, value: np.ndarray, prefix: str) -> str:
+        name = f"{prefix}/const{len(self.known)}"
+        while name in self.known or name in self.tensors:
+            name += "_"
+        self.known[name] = value
+        return name
+
+    def _emit_take(self, source: str, index: int, axis: int, output: str, label: str) -> None:
+        """``output`` = ``source`` at ``index`` along ``axis``, that axis removed (a Gather of
+        one index keeping the axis, then a Reshape: 0-d constants are avoided)."""
+        shape = self.shape_of(source)
+        position = self._emit_constant(np.array([index], dtype=np.int64), output)
+        taken = f"{output}/taken"
+        self._emit("Gather", [source, position], taken, label, axis=axis)
+        target = np.array(shape[:axis] + shape[axis + 1:], dtype=np.int64)
+        self._emit("Reshape", [taken, self._emit_constant(target, output)], output, label)
+
+    def _emit_stack(self, items: list[str], axis: int, output: str, label: str,
+                    node: onnx.NodeProto) -> None:
+        """``output`` = ``items`` stacked along a new ``axis`` (negative counts from the end of
+        the stacked rank)."""
+        shape = self.shape_of(items[0], node)
+        rank = len(shape) + 1
+        if not -rank <= axis < rank:
+            raise UnsupportedError(f"unsupported: {_node_label(node)}: output axis {axis} is "
+                                   f"out of range for rank {rank}")
+        axis %= rank
+        target = np.array(shape[:axis] + (1,) + shape[axis:], dtype=np.int64)
+        target_name = self._emit_constant(target, output)
+        parts = []
+        for index, item in enumerate(items):
+            part = f"{output}/part{index}"
+            self._emit("Reshape", [item, target_name], part, label)
+            parts.append(part)
+        self._emit("Concat", parts, output, label, axis=axis)
+
+    def _body_instance(self, body: onnx.GraphProto, prefix: str) -> onnx.GraphProto:
+        """A copy of ``body`` whose own names (inputs, initializers, node outputs, nested
+        subgraphs' names) carry ``prefix``; outer-scope names stay, so one body can be built
+        once per iteration in the enclosing graph."""
+        instance = onnx.GraphProto()
+        instance.CopyFrom(body)
+        mapping = {name: f"{prefix}/{name}" for name in _graph_local_names(instance)}
+        _rename_graph(instance, mapping)
+        for tensor in instance.initializer:
+            self.known[tensor.name] = numpy_helper.to_array(tensor)
+        for sparse in instance.sparse_initializer:
+            self.known[sparse.values.name] = _sparse_to_dense(sparse)
+        return instance
+
+    def _unroll(self, node: onnx.NodeProto) -> None:
+        self._unroll_count = getattr(self, "_unroll_count", 0) + 1
+        prefix = f"{node.op_type.lower()}{self._unroll_count}"
+        body = next((a.g for a in node.attribute if a.name == "body"), None)
+        if body is None:
+            raise UnsupportedError(f"unsupported: {_node_label(node)}: no body graph")
+        if node.op_type == "Loop":
+            self._unroll_loop(node, body, prefix)
+        elif self.model.opsets.get("", self.opset) < 9:
+            self._unroll_scan8(node, body, prefix)
+        else:
+            self._unroll_scan(node, body, prefix)
+
+    def _unroll_scan(self, node: onnx.NodeProto, body: onnx.GraphProto, prefix: str) -> None:
+        """Scan (opset 9+) with a static sequence length: the body is built once per step."""
+        count = int(ConversionContext.attr(node, "num_scan_inputs"))
+        inputs = list(node.input)
+        states, scans = inputs[:len(inputs) - count], inputs[len(inputs) - count:]
+        in_axes = list(ConversionContext.attr(node, "scan_input_axes", [0] * count))
+        in_dirs = list(ConversionContext.attr(node, "scan_input_directions", [0] * count))
+        n_out = len(body.output) - len(states)
+        out_axes = list(ConversionContext.attr(node, "scan_output_axes", [0] * n_out))
+        out_dirs = list(ConversionContext.attr(node, "scan_output_directions", [0] * n_out))
+        self._scan_core(node, body, prefix, states, scans, in_axes, in_dirs, out_axes,
+                        out_dirs, list(node.output))
+
+    def _unroll_scan8(self, node: onnx.NodeProto, body: onnx.GraphProto, prefix: str) -> None:
+        """Scan-8: axis 0 of every input and output is a batch axis, the sequence axis is 1;
+        each batch element is scanned on its own and the results stacked."""
+        count = int(ConversionContext.attr(node, "num_scan_inputs"))
+        inputs = list(node.input)
+        lengths = inputs[0] if inputs else ""
+        states, scans = inputs[1:len(inputs) - count], inputs[len(inputs) - count:]
+        in_dirs = list(ConversionContext.attr(node, "directions", [0] * count))
+        batch = self.shape_of((states + scans)[0], node)[0]
+        steps = self.shape_of(scans[0], node)[1] if scans else 0
+        if lengths:
+            given = self.known.get(lengths)
+            if given is None:
+                raise UnsupportedError(f"unsupported: {_node_label(node)}: sequence_lens is "
+                                       "only known at run time")
+            if np.any(np.asarray(given) != steps):
+                raise UnsupportedError(f"unsupported: {_node_label(node)}: sequence_lens "
+                                       "shorter than the sequence axis")
+        if batch == 0:
+            raise UnsupportedError(f"unsupported: {_node_label(node)}: a batch of 0")
+        n_out = len(body.output) - len(states)
+        per_batch: list[list[str]] = []
+        for b in range(batch):
+            sliced = []
+            for j, name in enumerate(states + scans):
+                part = f"{prefix}/b{b}/in{j}"
+                self._emit_take(name, b, 0, part, node.name)
+                sliced.append(part)
+            outputs = [f"{prefix}/b{b}/out{j}" if out else ""
+                       for j, out in enumerate(node.output)]
+            self._scan_core(node, body, f"{prefix}/b{b}", sliced[:len(states)],
+                            sliced[len(states):], [0] * count, in_dirs, [0] * n_out,
+                            [0] * n_out, outputs)
+            per_batch.append(outputs)
+        for j, name in enumerate(node.output):
+            if name:
+                self._emit_stack([outputs[j] for outputs in per_batch], 0, name, node.name,
+                                 node)
+
+    def _scan_core(self, node: onnx.NodeProto, body: onnx.GraphProto, prefix: str,
+                   states: list[str], scans: list[str], in_axes: list[int],
+                   in_dirs: list[int], out_axes: list[int], out_dirs: list[int],
+                   outputs: list[str]) -> None:
+        if len(body.input) != len(states) + len(scans):
+            raise UnsupportedError(f"unsupported: {_node_label(node)}: the body has "
+                                   f"{len(body.input)} inputs for {len(states)} states and "
+                                   f"{len(scans)} scan inputs")
+        if not scans:
+            raise UnsupportedError(f"unsupported: {_node_label(node)}: no scan inputs")
+        steps = None
+        axes = []
+        for name, axis in zip(scans, in_axes):
+            shape = self.shape_of(name, node)
+            if not -len(shape) <= axis < len(shape):
+                raise UnsupportedError(f"unsupported: {_node_label(node)}: scan input axis "
+                                       f"{axis} is out of range for {name!r} of rank "
+                                       f"{len(shape)}")
+            axis %= len(shape)
+            axes.append(axis)
+            if steps is not None and shape[axis] != steps:
+                raise UnsupportedError(f"unsupported: {_node_label(node)}: scan inputs have "
+                                       f"sequence lengths {steps} and {shape[axis]}")
+            steps = shape[axis]
+        if not steps:
+            raise UnsupportedError(f"unsupported: {_node_label(node)}: a sequence of length 0")
+        current = list(states)
+        n_states = len(states)
+        collected: list[list[str]] = [[] for _ in range(len(body.output) - n_states)]
+        for step in range(steps):
+            instance = self._body_instance(body, f"{prefix}/it{step}")
+            for i, source in enumerate(current):
+                self._alias(instance.input[i].name, source)
+            for j, name in enumerate(scans):
+                index = step if not in_dirs[j] else steps - 1 - step
+                self._emit_take(name, index, axes[j], instance.input[n_states + j].name,
+                                node.name)
+            self.build(instance.node)
+            current = [o.name for o in instance.output[:n_states]]
+            for j, output in enumerate(instance.output[n_states:]):
+                collected[j].append(output.name)
+        for name, source in zip(outputs[:n_states], current):
+            self._alias(name, source)
+        for j, name in enumerate(outputs[n_states:]):
+            if not name:
+                continue
+            items = collected[j][::-1] if out_dirs[j] else collected[j]
+            self._emit_stack(items, int(out_axes[j]), name, node.name, node)
+
+    def _unroll_loop(self, node: onnx.NodeProto, body: onnx.GraphProto, prefix: str) -> None:
+        """Loop whose trip count and condition are known at import, and whose body's
+        condition folds on every iteration: the body is built once per iteration."""
+        inputs = list(node.input) + [""] * max(0, 2 - len(node.input))
+        trip, condition = inputs[0], inputs[1]
+        carried = inputs[2:]
+        limit = None
+        if trip:
+            if trip not in self.known:
+                raise UnsupportedError(f"unsupported: {_node_label(node)}: the trip count is "
+                                       "only known at run time (nxe unrolls a Loop whose trip "
+                                       "count and condition are known at import)")
+            limit = int(np.asarray(self.known[trip]).reshape(-1)[0])
+        go = True
+        if condition:
+            if condition not in self.known:
+                raise UnsupportedError(f"unsupported: {_node_label(node)}: the condition is "
+                                       "only known at run time (nxe unrolls a Loop whose trip "
+                                       "count and condition are known at import)")
+            go = bool(np.asarray(self.known[condition]).reshape(-1)[0])
+        if len(body.input) != 2 + len(carried) or len(body.output) < 1 + len(carried):
+            raise UnsupportedError(f"unsupported: {_node_label(node)}: the body's inputs and "
+                                   "outputs do not match the loop-carried values")
+        current = list(carried)
+        n_carried = len(carried)
+        collected: list[list[str]] = [[] for _ in range(len(body.output) - 1 - n_carried)]
+        step = 0
+        while go and (limit is None or step < limit):
+            if step >= _MAX_UNROLLED_ITERATIONS:
+                raise UnsupportedError(f"unsupported: {_node_label(node)}: more than "
+                                       f"{_MAX_UNROLLED_ITERATIONS} iterations")
+            instance = self._body_instance(body, f"{prefix}/it{step}")
+            self.known[instance.input[0].name] = np.array(step, dtype=np.int64)
+            self.known[instance.input[1].name] = np.array(go, dtype=np.bool_)
+            for i, source in enumerate(current):
+                self._alias(instance.input[2 + i].name, source)
+            self.build(instance.node)
+            cond_out = instance.output[0].name
+            if cond_out not in self.known:
+                raise UnsupportedError(f"unsupported: {_node_label(node)}: the body's "
+                                       "condition is only known at run time (nxe unrolls a "
+                                       "Loop whose condition folds on every iteration)")
+            go = bool(np.asarray(self.known[cond_out]).reshape(-1)[0])
+            current = [o.name for o in instance.output[1:1 + n_carried]]
+            for j, output in enumerate(instance.output[1 + n_carried:]):
+                collected[j].append(output.name)
+            step += 1
+        for name, source in zip(node.output[:n_carried], current):
+            self._alias(name, source)
+        for j, name in enumerate(node.output[n_carried:]):
+            if not name:
+                continue
+            if not collected[j]:
+                raise UnsupportedError(f"unsupported: {_node_label(node)}: scan output "
+                                       f"{name!r} of a loop that runs 0 iterations")
+            self._emit_stack(collected[j], 0, name, node.name, node)
 
     def _fold(self, node: onnx.NodeProto) -> list[np.ndarray]:
         if node.op_type == "Shape" and node.input[0] not in self.known:
@@ -563,8 +830,17 @@ class OnnxModel:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                evaluator = ReferenceEvaluator(node, opsets=self.opsets,
-                                               functions=list(self.proto.functions) or None)
+                # A bare node is evaluated at the newest opset whatever `opsets` says: wrap it
+                # in a one-node model that imports the model's own opsets.
+                graph = helper.make_graph(
+                    [node], "fold",
+                    [helper.make_empty_tensor_value_info(n) for n in dict.fromkeys(inputs)],
+                    [helper.make_empty_tensor_value_info(o) for o in node.output if o])
+                model = helper.make_model(
+                    graph, opset_imports=[helper.make_opsetid(d, v)
+                                          for d, v in self.opsets.items()],
+                    functions=list(self.proto.functions))
+                evaluator = ReferenceEvaluator(model)
                 feeds = {name: known[name] for name in inputs}
                 values = evaluator.run(None, feeds)
         except Exception as error:
@@ -681,7 +957,8 @@ class OnnxModel:
         results: dict[str, np.ndarray] = {}
         if compiled.executable is not None:
             names = [spec[0] for spec in compiled.executable.inputs if spec[0] in feeds]
-            results = compiled.executable.run({n: feeds[n] for n in names})
+            results = compiled.executable.run({n: _to_nxe_array(feeds[n]) for n in names})
+        elem_types = {o.name: o.type.tensor_type.elem_type for o in self.proto.graph.output}
         outputs = {}
         for name, source, detail in compiled.sources:
             if source == "value":
@@ -689,7 +966,7 @@ class OnnxModel:
             elif source == "feed":
                 outputs[name] = np.array(feeds[detail])
             else:
-                outputs[name] = results[detail]
+                outputs[name] = _from_nxe_array(results[detail], elem_types.get(name, 0))
         return outputs
 
     __call__ = run
@@ -705,7 +982,7 @@ class OnnxModel:
         nodes = list(self.proto.graph.node)
         while nodes:
             node = nodes.pop(0)
-            if _is_if(node):  # the importer inlines If; its branches' nodes are checked
+            if _is_if(node) or _is_unrolled(node):  # inlined or unrolled: bodies checked
                 nodes[0:0] = _subgraph_nodes(node)
             elif registry.find(node.op_type, node.domain) is None:
                 op = node.op_type if node.domain in ("", "ai.onnx") else \
@@ -716,6 +993,49 @@ class OnnxModel:
 
 def _is_if(node: onnx.NodeProto) -> bool:
     return node.op_type == "If" and node.domain in ("", "ai.onnx")
+
+
+def _is_unrolled(node: onnx.NodeProto) -> bool:
+    """Scan and Loop, which the importer unrolls (see _GraphBuilder._unroll)."""
+    return node.op_type in ("Scan", "Loop") and node.domain in ("", "ai.onnx")
+
+
+# The most iterations the importer unrolls a Loop without a trip count into.
+_MAX_UNROLLED_ITERATIONS = 4096
+
+
+def _graph_local_names(graph: onnx.GraphProto) -> set[str]:
+    """Every name ``graph`` and its nested subgraphs define (inputs, initializers, node
+    outputs); names they only read belong to an outer scope."""
+    names = {i.name for i in graph.input}
+    names.update(t.name for t in graph.initializer)
+    names.update(s.values.name for s in graph.sparse_initializer)
+    for node in graph.node:
+        names.update(o for o in node.output if o)
+        for attribute in node.attribute:
+            subgraphs = ([attribute.g] if attribute.HasField("g") else []) + \
+                list(attribute.graphs)
+            for subgraph in subgraphs:
+                names.update(_graph_local_names(subgraph))
+    return names
+
+
+def _rename_graph(graph: onnx.GraphProto, mapping: dict[str, str]) -> None:
+    """Renames, in place, every use and definition of the names in ``mapping``."""
+    for value in list(graph.input) + list(graph.output) + list(graph.value_info):
+        value.name = mapping.get(value.name, value.name)
+    for tensor in graph.initializer:
+        tensor.name = mapping.get(tensor.name, tensor.name)
+    for sparse in graph.sparse_initializer:
+        sparse.values.name = mapping.get(sparse.values.name, sparse.values.name)
+    for node in graph.node:
+        node.input[:] = [mapping.get(n, n) if n else n for n in node.input]
+        node.output[:] = [mapping.get(n, n) if n else n for n in node.output]
+        for attribute in node.attribute:
+            subgraphs = ([attribute.g] if attribute.HasField("g") else []) + \
+                list(attribute.graphs)
+            for subgraph in subgraphs:
+                _rename_graph(subgraph, mapping)
 
 
 def _all_nodes(graph: onnx.GraphProto) -> list[onnx.NodeProto]:

@@ -203,8 +203,47 @@ def convert_dequantize_linear(ctx: Any, node: Any) -> list[Tensor]:
     return [y if out_dtype == "f32" else _cast(ctx, y, "f16")]
 
 
+_QUANT_RANGES = {"i8": (-128, 127), "u8": (0, 255)}
+
+
+def _quantize_at_run_time(ctx: Any, node: Any) -> list[Tensor]:
+    """QuantizeLinear with a scale or zero point known only at run time, composed as
+    saturate(round_half_even(x / scale) + zero_point) in f32 and cast to the output dtype."""
+    if int(ctx.attr(node, "block_size", 0)) != 0:
+        raise ctx.unsupported("blocked quantization with a scale known only at run time")
+    for index, what in ((1, "scale"), (2, "zero point")):
+        if ctx.has_input(index) and tuple(ctx.shape(index)) not in ((), (1,)):
+            raise ctx.unsupported(f"a run-time {what} of shape {ctx.shape(index)} (nxe takes "
+                                  "a per-tensor one)")
+    if ctx.has_input(2):
+        out_dtype = ctx.dtype(2)
+    else:
+        elem = int(ctx.attr(node, "output_dtype", 0))
+        out_dtype = _onnx_to_nxe(ctx, elem) if elem else "u8"
+    if out_dtype not in _QUANT_RANGES:
+        raise ctx.unsupported(f"quantizing to {out_dtype}; nxe quantizes to i8 and u8")
+    dtype = ctx.dtype(0)
+    if dtype not in ("f32", "f16") or ctx.dtype(1) != dtype:
+        raise ctx.unsupported(f"an input of dtype {dtype} with a scale of dtype "
+                              f"{ctx.dtype(1)} (needs f32 or f16 for both)")
+    g = ctx.g
+    x = ctx.input(0) if dtype == "f32" else _cast(ctx, ctx.input(0), "f32")
+    scale = ctx.input(1) if dtype == "f32" else _cast(ctx, ctx.input(1), "f32")
+    if ctx.dtype(0) == "f16":
+        # ONNX divides in the input's dtype: round the quotient to f16 first.
+        y = g.Round(_cast(ctx, _cast(ctx, g.Div(x, scale), "f16"), "f32"))
+    else:
+        y = g.Round(g.Div(x, scale))
+    if ctx.has_input(2):
+        y = g.Add(y, _cast(ctx, ctx.input(2), "f32"))
+    low, high = _QUANT_RANGES[out_dtype]
+    return [_cast(ctx, g.Clip(y, min=float(low), max=float(high)), out_dtype)]
+
+
 @converter("QuantizeLinear")
 def convert_quantize_linear(ctx: Any, node: Any) -> list[Tensor]:
+    if ctx.const(1) is None or (ctx.has_input(2) and ctx.const(2) is None):
+        return _quantize_at_run_time(ctx, node)
     rank = len(ctx.shape(0))
     scale, zero_point, axis = _quant_values(ctx, node, rank)
     if zero_point is not None:
@@ -291,8 +330,24 @@ def convert_split(ctx: Any, node: Any) -> list[Tensor]:
     sizes = [int(s) for s in sizes]
     if len(sizes) != count:
         raise ctx.unsupported(f"{len(sizes)} split sizes for {count} outputs")
-    if any(s <= 0 for s in sizes):
-        raise ctx.unsupported(f"an empty part in split sizes {sizes}")
+    if any(s < 0 for s in sizes) or sum(sizes) != shape[axis]:
+        raise ctx.unsupported(f"split sizes {sizes} for an axis of size {shape[axis]}")
+    if any(s == 0 for s in sizes):
+        # nxe tensors need at least one element: empty parts are folded values, the others
+        # slices of the input.
+        empty_type = _dtypes.numpy_of(_dtypes.code_of(ctx.dtype(0)))
+        parts: list[Any] = []
+        offset = 0
+        for size in sizes:
+            if size == 0:
+                part_shape = list(shape)
+                part_shape[axis] = 0
+                parts.append(np.zeros(part_shape, dtype=empty_type))
+            else:
+                parts.append(ctx.g.Slice(ctx.input(0), starts=[offset], ends=[offset + size],
+                                         axes=[axis]))
+            offset += size
+        return parts
     if count == 1:
         return [ctx.input(0)]
     return list(ctx.g.Split(ctx.input(0), axis=axis, split=sizes, num_outputs=count))
@@ -310,8 +365,10 @@ def convert_slice(ctx: Any, node: Any) -> list[Tensor]:
         ends = list(ctx.attr(node, "ends"))
         axes = list(ctx.attr(node, "axes", []))
         steps = []
-    if any(d == 0 for d in ctx.output_shape(0) or ()):
-        raise ctx.unsupported("an empty result")
+    out_shape = ctx.output_shape(0)
+    if out_shape is not None and any(d == 0 for d in out_shape):
+        # nxe tensors need at least one element: an empty result is a folded value.
+        return [np.zeros(out_shape, dtype=_dtypes.numpy_of(_dtypes.code_of(ctx.dtype(0))))]
     rank = len(ctx.shape(0))
     axes = [a + rank if a < 0 else a for a in axes]
     # Clamp to what nxe's int64 attributes take without overflow surprises.

@@ -198,7 +198,7 @@ def convert_mean(ctx: Any, node: Any) -> list[Tensor]:
     total = _chain(ctx, "Add", tensors)
     if len(tensors) == 1:
         return [total]
-    count = np.array([len(tensors)], dtype=np.float32)
+    count = np.array(len(tensors), dtype=np.float32)
     if dtype == "f32":
         return [ctx.g.Div(total, ctx.constant(count))]
     return [_cast(ctx, ctx.g.Div(_cast(ctx, total, "f32"), ctx.constant(count)), dtype)]
