@@ -520,3 +520,56 @@ def test_nodes_without_converters_inside_an_if_are_reported():
                                                            np.array(False))["y"], [0, 2])
     with pytest.raises(nxe.UnsupportedError, match="x.y.Foo"):
         nxe.onnx.load(model).run(np.array([-1, 2], np.float32), np.array(True))
+
+
+# ---- bf16 and f64 through MatMul, Gemm, Einsum and Attention (widened to f32 or kept f64) ----
+
+def _bf16(*shape):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    return _rng().standard_normal(shape).astype(ml_dtypes.bfloat16)
+
+
+def _check_evaluator(model, feeds, rtol, atol):
+    from onnx.reference import ReferenceEvaluator
+    expected = ReferenceEvaluator(model).run(None, feeds)
+    actual = list(nxe.onnx.load(model, threads=1).run(feeds).values())
+    for got, want in zip(actual, expected, strict=True):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                                   rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("op, attrs, shapes", [
+    ("MatMul", {}, [(2, 3, 5), (5, 4)]),
+    ("Gemm", {"transB": 1, "alpha": 0.5}, [(3, 5), (4, 5), (4,)]),
+    ("Einsum", {"equation": "bij,bjk->bik"}, [(2, 3, 5), (2, 5, 4)]),
+    ("Einsum", {"equation": "ij->ji"}, [(3, 5)]),
+    ("Einsum", {"equation": "ij->i"}, [(3, 7)]),
+])
+def test_bf16_is_computed_in_f32_and_rounded_once(op, attrs, shapes):
+    feeds = {f"x{i}": _bf16(*s) for i, s in enumerate(shapes)}
+    model = _single(op, feeds, attrs, opset=18)
+    # The reference rounds per step in bf16; nxe rounds once, so allow one bf16 step.
+    _check_evaluator(model, feeds, rtol=1.6e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("equation, shapes", [
+    ("bij,bjk->bik", [(2, 3, 5), (2, 5, 4)]), ("i,i", [(7,), (7,)]), ("ij->", [(3, 4)]),
+    ("ij,kj->ik", [(3, 6), (4, 6)]),
+])
+def test_f64_einsum_stays_f64(equation, shapes):
+    feeds = {f"x{i}": _rng().standard_normal(s) for i, s in enumerate(shapes)}
+    model = _single("Einsum", feeds, {"equation": equation})
+    _check_evaluator(model, feeds, rtol=1e-12, atol=1e-12)
+
+
+def test_bf16_attention_matches_f32_attention_rounded():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    feeds = {n: _bf16(2, 3, 4, 8) for n in ("q", "k", "v")}
+    model = _single("Attention", feeds, {"is_causal": 1}, opset=23)
+    got = nxe.onnx.load(model, threads=1).run(feeds)["y"]
+    wide = {n: v.astype(np.float32) for n, v in feeds.items()}
+    want = nxe.onnx.load(_single("Attention", wide, {"is_causal": 1}, opset=23),
+                         threads=1).run(wide)["y"]
+    assert got.dtype == np.dtype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(got, want.astype(ml_dtypes.bfloat16))

@@ -1,6 +1,7 @@
 """Data-movement op family: Gather, Reshape, Transpose, Concat, Split, Slice, Squeeze, Unsqueeze,
-Pad, Tile, Expand, SpaceToDepth, GatherElements, ScatterElements, GatherND, ScatterND, OneHot and
-Trilu against numpy references computed here. Moves are exact, so every comparison is exact."""
+Pad, Tile, Expand, SpaceToDepth, GatherElements, ScatterElements, GatherND, ScatterND, OneHot,
+Trilu and BitCast against numpy references computed here. Moves are exact, so every comparison
+is exact."""
 
 from __future__ import annotations
 
@@ -943,3 +944,82 @@ def test_reverse_sequence_length_out_of_range_fails_the_run_naming_it(bad, rng):
 def test_reverse_sequence_rejects_bad_input(specs, attrs, error):
     with pytest.raises(error, match="'ReverseSequence'"):
         compile_op("ReverseSequence", specs, **attrs)
+
+
+# ---- BitCast ----------------------------------------------------------------------------------
+
+# numpy dtype nxe exchanges for each nxe dtype (bf16 travels as its raw uint16 bits).
+BIT_CAST_NUMPY = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16, "i8": np.int8,
+                  "u8": np.uint8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
+                  "bool": np.bool_, "f64": np.float64, "u16": np.uint16, "u32": np.uint32,
+                  "u64": np.uint64}
+def _bit_cast_code(name):
+    from nxe import _dtypes
+    return _dtypes.code_of(name)
+
+
+BIT_CAST_PAIRS = [(a, b) for a in DTYPES for b in DTYPES
+                  if np.dtype(BIT_CAST_NUMPY[a]).itemsize == np.dtype(BIT_CAST_NUMPY[b]).itemsize
+                  and (b != "bool" or a == "bool")]
+
+
+@pytest.mark.parametrize("source, target", BIT_CAST_PAIRS, ids=str)
+def test_bit_cast_matches_numpy_view_for_every_same_size_pair(source, target, rng):
+    x = sample(rng, (3, 5), source)
+    (got,) = run_op("BitCast", [x], dtypes=[source], to=_bit_cast_code(target))
+    assert_same(got, x.view(BIT_CAST_NUMPY[target]))
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (7,), (2, 3, 4), (0, 3)], ids=str)
+def test_bit_cast_keeps_odd_shapes(shape, rng):
+    x = sample(rng, shape, "f32")
+    (got,) = run_op("BitCast", [x], to=_bit_cast_code("i32"))
+    assert_same(got, x.view(np.int32))
+
+
+@pytest.mark.parametrize("source, target", [("f32", "i64"), ("i8", "f16"), ("f64", "u32")],
+                         ids=str)
+def test_bit_cast_rejects_different_element_sizes(source, target):
+    with pytest.raises(nxe.UnsupportedError, match=rf"BitCast.*{source}.*{target}"):
+        compile_op("BitCast", [((4,), source)], to=_bit_cast_code(target))
+
+
+def test_bit_cast_rejects_bytes_to_bool():
+    with pytest.raises(nxe.UnsupportedError, match="BitCast.*u8.*bool"):
+        compile_op("BitCast", [((4,), "u8")], to=_bit_cast_code("bool"))
+
+
+@pytest.mark.parametrize("to", [0, 99, -1], ids=str)
+def test_bit_cast_rejects_a_to_that_is_not_a_dtype(to):
+    with pytest.raises(nxe.InvalidArgumentError, match=rf"BitCast.*'to'.*{to}"):
+        compile_op("BitCast", [((4,), "f32")], to=to)
+
+
+def _bit_cast_model(in_type, to_type, shape):
+    from onnx import helper
+    graph = helper.make_graph(
+        [helper.make_node("BitCast", ["x"], ["y"], to=to_type)], "bit_cast",
+        [helper.make_tensor_value_info("x", in_type, shape)],
+        [helper.make_tensor_value_info("y", to_type, shape)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 26)])
+
+
+@pytest.mark.parametrize("source, target", [(np.float32, np.int32), (np.uint16, np.int16),
+                                            (np.float64, np.uint64), (np.bool_, np.uint8)],
+                         ids=str)
+def test_bit_cast_converter_matches_numpy_view(source, target, rng):
+    import nxe.onnx as nxe_onnx
+    from onnx import helper
+    x = sample(rng, (2, 5), {v: k for k, v in BIT_CAST_NUMPY.items() if k != "bf16"}[source])
+    model = _bit_cast_model(helper.np_dtype_to_tensor_dtype(np.dtype(source)),
+                            helper.np_dtype_to_tensor_dtype(np.dtype(target)), (2, 5))
+    got = nxe_onnx.load(model).run(x)["y"]
+    assert_same(got, x.view(target))
+
+
+def test_bit_cast_converter_reports_a_size_change_as_unsupported(rng):
+    import nxe.onnx as nxe_onnx
+    from onnx import TensorProto
+    model = _bit_cast_model(TensorProto.FLOAT, TensorProto.INT64, (4,))
+    with pytest.raises(nxe.UnsupportedError, match="BitCast.*f32.*i64"):
+        nxe_onnx.load(model).run(sample(rng, (4,)))

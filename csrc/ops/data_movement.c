@@ -1,6 +1,6 @@
 /* data_movement.c — the data_movement op family: Gather, Reshape, Transpose, Concat, Split,
  * Slice, Squeeze, Unsqueeze, Pad, Tile, Expand, SpaceToDepth, GatherElements, ScatterElements,
- * GatherND, ScatterND, OneHot, Trilu, ReverseSequence. Shape rules and lowering to the byte-moving kernels in
+ * GatherND, ScatterND, OneHot, Trilu, ReverseSequence, BitCast. Shape rules and lowering to the byte-moving kernels in
  * kernels/ref; only scatter reductions look at values, so every dtype is accepted. */
 #include <stdio.h>
 #include <string.h>
@@ -75,6 +75,41 @@ static nxe_status copy_run(const void *params, const nxe_value *inputs, int32_t 
     (void)pool;
     nxe_ref_x8_copy((size_t)((const copy_params *)params)->bytes, inputs[0].data,
                     outputs[0].data);
+    return NXE_OK;
+}
+
+/* BitCast: the same bytes read as another dtype of the same element size. */
+static nxe_status bit_cast_infer(const nxe_node *node, const nxe_value *inputs,
+                                 int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
+                                 void *params)
+{
+    (void)num_inputs;
+    (void)num_outputs;
+    const nxe_value *x = &inputs[0];
+    int64_t to = 0;
+    nxe_status status = nxe_node_attr_int(node, "to", &to);
+    if (status != NXE_OK)
+        return status;
+    if (to <= NXE_DTYPE_NONE || to >= NXE_DTYPE_COUNT)
+        return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
+                              "attribute 'to' is %lld, not a dtype (expected %d..%d, enum "
+                              "nxe_dtype)",
+                              (long long)to, NXE_DTYPE_NONE + 1, NXE_DTYPE_COUNT - 1);
+    const size_t from_size = nxe_dtype_size(x->dtype);
+    const size_t to_size = nxe_dtype_size((int32_t)to);
+    if (from_size != to_size)
+        return nxe_node_error(node, NXE_ERROR_UNSUPPORTED,
+                              "input dtype %s (%zu bytes) and 'to' dtype %s (%zu bytes) differ "
+                              "in size; only same-size bit casts are supported",
+                              nxe_dtype_name(x->dtype), from_size, nxe_dtype_name((int32_t)to),
+                              to_size);
+    if (to == NXE_DTYPE_BOOL && x->dtype != NXE_DTYPE_BOOL)
+        return nxe_node_error(node, NXE_ERROR_UNSUPPORTED,
+                              "bit cast from %s to bool is not supported (bytes other than 0 "
+                              "and 1 are not bool values)",
+                              nxe_dtype_name(x->dtype));
+    set_output(&outputs[0], (int32_t)to, x->ndim, x->shape);
+    ((copy_params *)params)->bytes = (int64_t)nxe_value_bytes(x);
     return NXE_OK;
 }
 
@@ -1924,6 +1959,20 @@ static const nxe_op_attr_info reverse_sequence_attrs[] = {
     {"time_axis", "the time axis: 0 or 1, not batch_axis", NXE_ATTR_INT, "0"},
 };
 
+static const nxe_op_param_info bit_cast_inputs[] = {
+    {"input", "tensor to reinterpret, any dtype", NXE_MASK_ALL, 0, 0},
+};
+static const nxe_op_param_info bit_cast_outputs[] = {
+    {"output", "same shape and bytes as input, dtype 'to'", NXE_MASK_ALL, 0, 0},
+};
+static const nxe_op_attr_info bit_cast_attrs[] = {
+    {"to",
+     "target dtype as an enum nxe_dtype value (1 f32, 2 f16, 3 bf16, 4 i8, 5 u8, 6 i16, 7 i32, "
+     "8 i64, 9 bool, 10 f64, 11 u16, 12 u32, 13 u64); its element size must equal the "
+     "input's, and bool is accepted only from bool",
+     NXE_ATTR_INT, NULL},
+};
+
 static const nxe_op_def data_movement_defs[] = {
     {NXE_INFO("Gather", "Picks entries of 'data' along one axis at the given indices.",
               gather_inputs, gather_outputs, gather_attrs),
@@ -1990,6 +2039,11 @@ static const nxe_op_def data_movement_defs[] = {
               "stay in place.",
               reverse_sequence_inputs, reverse_sequence_outputs, reverse_sequence_attrs),
      sizeof(reverse_sequence_params), reverse_sequence_infer, reverse_sequence_run},
+    {NXE_INFO("BitCast",
+              "Reinterprets the bytes of each element as dtype 'to' of the same size (no "
+              "value conversion; shape unchanged).",
+              bit_cast_inputs, bit_cast_outputs, bit_cast_attrs),
+     sizeof(copy_params), bit_cast_infer, copy_run},
 };
 
 const nxe_op_family nxe_ops_data_movement = {

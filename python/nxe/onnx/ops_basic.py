@@ -27,11 +27,11 @@ def _cast(ctx: Any, tensor: Tensor, dtype: str) -> Tensor:
 
 def _compute_dtype(ctx: Any, op_type: str, dtype: str) -> str:
     """The dtype ``op_type`` runs in for inputs of ``dtype``: the dtype itself when the op
-    takes it, else a wider one whose result casts back exactly (f16 via f32; narrow
+    takes it, else a wider one whose result casts back exactly (f16 and bf16 via f32; narrow
     integers via i32, wrapping as ONNX's integer arithmetic does)."""
     if _accepts(op_type, dtype):
         return dtype
-    if dtype == "f16" and _accepts(op_type, "f32"):
+    if dtype in ("f16", "bf16") and _accepts(op_type, "f32"):
         return "f32"
     if dtype in ("i8", "u8", "i16") and _accepts(op_type, "i32"):
         return "i32"

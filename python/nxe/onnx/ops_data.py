@@ -331,24 +331,37 @@ def _permute(ctx: Any, x: Tensor, term: str, order: str) -> Tensor:
 def convert_einsum(ctx: Any, node: Any) -> list[Tensor]:
     """Maps einsum onto ReduceSum, Transpose, Reshape and MatMul: one operand is a sum and a
     permutation; two operands are a batched matrix product of (batch, kept-a, contracted) by
-    (batch, contracted, kept-b)."""
+    (batch, contracted, kept-b). f16 and bf16 operands are computed in f32 and the result
+    rounded once; f64 stays f64 (its product is a broadcast Mul summed by ReduceSum, as nxe's
+    MatMul is f32 only)."""
     equation = _text(ctx.attr(node, "equation"))
     terms, out = _parse_einsum(ctx, equation, ctx.num_inputs)
     if ctx.num_inputs not in (1, 2):
         raise ctx.unsupported(f"{ctx.num_inputs} operands")
-    if any(ctx.dtype(i) != "f32" for i in range(ctx.num_inputs)):
-        raise ctx.unsupported("operands other than f32")
+    dtype = ctx.dtype(0)
+    if dtype not in ("f32", "f16", "bf16", "f64"):
+        raise ctx.unsupported(f"operands of {dtype} (nxe's takes f32, f16, bf16 and f64)")
+    if any(ctx.dtype(i) != dtype for i in range(ctx.num_inputs)):
+        raise ctx.unsupported("operands of different dtypes")
+    compute = "f64" if dtype == "f64" else "f32"
+    operands = [ctx.input(i) if dtype == compute else
+                ctx.g.Cast(ctx.input(i), to=_dtypes.code_of(compute))
+                for i in range(ctx.num_inputs)]
+
+    def result(y: Tensor) -> list[Tensor]:
+        return [y if dtype == compute else ctx.g.Cast(y, to=_dtypes.code_of(dtype))]
+
     sizes: dict[str, int] = {}
     for i, term in enumerate(terms):
         for c, n in zip(term, ctx.shape(i)):
             if sizes.setdefault(c, n) != n:
                 raise ctx.unsupported(f"letter {c!r} has sizes {sizes[c]} and {n} (broadcast)")
     if len(terms) == 1:
-        x, term = _sum_out(ctx, ctx.input(0), terms[0], set(out))
-        return [_permute(ctx, x, term, out)]
+        x, term = _sum_out(ctx, operands[0], terms[0], set(out))
+        return result(_permute(ctx, x, term, out))
     ta, tb = terms
-    a, ta = _sum_out(ctx, ctx.input(0), ta, set(out) | set(tb))
-    b, tb = _sum_out(ctx, ctx.input(1), tb, set(out) | set(ta))
+    a, ta = _sum_out(ctx, operands[0], ta, set(out) | set(tb))
+    b, tb = _sum_out(ctx, operands[1], tb, set(out) | set(ta))
     batch = "".join(c for c in ta if c in tb and c in out)
     contracted = "".join(c for c in ta if c in tb and c not in out)
     kept_a = "".join(c for c in ta if c not in tb)
@@ -361,10 +374,15 @@ def convert_einsum(ctx: Any, node: Any) -> list[Tensor]:
                       shape=[size(batch), size(kept_a), size(contracted)], allowzero=1)
     b = ctx.g.Reshape(_permute(ctx, b, tb, batch + contracted + kept_b),
                       shape=[size(batch), size(contracted), size(kept_b)], allowzero=1)
-    y = ctx.g.MatMul(a, b)
+    if compute == "f64":
+        # [n, m, k, 1] * [n, 1, k, p] summed over k.
+        y = ctx.g.ReduceSum(ctx.g.Mul(ctx.g.Unsqueeze(a, axes=[3]),
+                                      ctx.g.Unsqueeze(b, axes=[1])), axes=[2], keepdims=0)
+    else:
+        y = ctx.g.MatMul(a, b)
     order = batch + kept_a + kept_b
     y = ctx.g.Reshape(y, shape=[sizes[c] for c in order], allowzero=1)
-    return [_permute(ctx, y, order, out)]
+    return result(_permute(ctx, y, order, out))
 
 
 # ---- GridSample -------------------------------------------------------------------------------
@@ -410,3 +428,27 @@ def convert_reverse_sequence(ctx: Any, node: Any) -> list[Tensor]:
     lens = ctx.input(1) if ctx.const(1) is None else ctx.constant(np.asarray(ctx.const(1)))
     return [ctx.g.ReverseSequence(ctx.input(0), lens, batch_axis=batch_axis,
                                   time_axis=time_axis)]
+
+
+# ---- BitCast ----------------------------------------------------------------------------------
+
+@converter("BitCast")
+def convert_bit_cast(ctx: Any, node: Any) -> list[Tensor]:
+    import onnx
+
+    from_name = ctx.dtype(0)  # an input of a dtype nxe lacks is reported here
+    to_type = int(ctx.attr(node, "to"))
+    try:
+        code = _dtypes.code_of(onnx.helper.tensor_dtype_to_np_dtype(to_type))
+    except (KeyError, TypeError, ValueError):
+        raise ctx.unsupported(f"bit cast to {onnx.helper.tensor_dtype_to_string(to_type)}, "
+                              "which nxe does not have") from None
+    from_size = _dtypes.numpy_of(_dtypes.code_of(from_name)).itemsize
+    to_size = _dtypes.numpy_of(code).itemsize
+    if from_size != to_size:
+        raise ctx.unsupported(f"bit cast from {from_name} ({from_size} bytes) to "
+                              f"{_dtypes.name_of(code)} ({to_size} bytes); nxe bit casts keep "
+                              "the element size")
+    if _dtypes.name_of(code) == "bool" and from_name != "bool":
+        raise ctx.unsupported(f"bit cast from {from_name} to bool")
+    return [ctx.g.BitCast(ctx.input(0), to=code)]

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _dtypes
 from ..graph import Tensor
 from .registry import converter
 
@@ -214,8 +215,9 @@ def _heads_first(ctx: Any, tensor: Tensor, shape: tuple[int, ...], heads: int) -
 
 
 def _mask_input(ctx: Any) -> Tensor:
-    """attn_mask as nxe's attention takes it: bool, or f32 (an f16 mask is widened)."""
-    return ctx.g.Cast(ctx.input(3), to=1) if ctx.dtype(3) == "f16" else ctx.input(3)
+    """attn_mask as nxe's attention takes it: bool, or f32 (an f16 or bf16 mask is
+    widened)."""
+    return ctx.g.Cast(ctx.input(3), to=1) if ctx.dtype(3) in ("f16", "bf16") else ctx.input(3)
 
 
 def _allowed_to_bias(ctx: Any, allowed: Tensor) -> Tensor:
@@ -238,7 +240,7 @@ def _attention_bias(ctx: Any, node: Any, batch: int, q_len: int, kv_len: int, pa
 
     if ctx.has_input(3):
         mask_shape = ctx.shape(3)
-        if ctx.dtype(3) not in ("f32", "f16", "bool"):
+        if ctx.dtype(3) not in ("f32", "f16", "bf16", "bool"):
             raise ctx.unsupported(f"attn_mask of dtype {ctx.dtype(3)}")
         if mask_shape[-1] > kv_len:
             raise ctx.unsupported(f"attn_mask of shape {mask_shape} for {kv_len} keys")
@@ -341,11 +343,13 @@ def _qk_matmul_output(ctx: Any, q: Tensor, k: Tensor, q_shape4: tuple[int, ...],
 @converter("Attention")
 def convert_attention(ctx: Any, node: Any) -> list[Tensor]:
     dtype = ctx.dtype(0)
-    if dtype not in ("f32", "f16"):
-        raise ctx.unsupported(f"dtype {dtype} (nxe's attention is f32; f16 is widened)")
+    if dtype not in ("f32", "f16", "bf16"):
+        raise ctx.unsupported(f"dtype {dtype} (nxe's attention is f32; f16 and bf16 are "
+                              "widened)")
+    widened = dtype != "f32"
     q_shape, k_shape, v_shape = ctx.shape(0), ctx.shape(1), ctx.shape(2)
     q, k, v = ctx.input(0), ctx.input(1), ctx.input(2)
-    if dtype == "f16":
+    if widened:
         # Computed in f32 and rounded once at the end.
         q, k, v = (ctx.g.Cast(t, to=1) for t in (q, k, v))
     rank3 = len(q_shape) == 3
@@ -375,7 +379,7 @@ def convert_attention(ctx: Any, node: Any) -> list[Tensor]:
         past = ctx.shape(4)[2]
         if past > 0:
             past_k, past_v = ctx.input(4), ctx.input(5)
-            if dtype == "f16":
+            if widened:
                 past_k, past_v = ctx.g.Cast(past_k, to=1), ctx.g.Cast(past_v, to=1)
             k = ctx.g.Concat(past_k, k, axis=2)
             v = ctx.g.Concat(past_v, v, axis=2)
@@ -410,8 +414,8 @@ def convert_attention(ctx: Any, node: Any) -> list[Tensor]:
         outputs.append(_qk_matmul_output(ctx, q, k, (batch, q_heads, q_len, head_size),
                                          kv_heads, scale, softcap, bias, mode))
     outputs = outputs[:max(1, len(node.output))]
-    if dtype == "f16":
-        outputs = [ctx.g.Cast(t, to=2) for t in outputs]
+    if widened:
+        outputs = [ctx.g.Cast(t, to=_dtypes.code_of(dtype)) for t in outputs]
     return outputs
 
 
