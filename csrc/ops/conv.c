@@ -5,6 +5,7 @@
 
 #include "ops/op_def.h"
 #include "ops/window.h"
+#include "dispatch.h"
 #include "ref/conv.h"
 
 #define CONV_ATTR_MAX NXE_WINDOW_ATTR_MAX
@@ -513,11 +514,11 @@ static void conv_rows(void *ctx, int64_t begin, int64_t end)
 {
     const conv_job *job = ctx;
     if (job->params->channels_last) {
-        nxe_ref_f32_conv_ndhwc(&job->params->geometry, job->input, job->weight, job->bias,
-                               job->output, begin, end);
+        nxe_kernels()->f32_conv_ndhwc(&job->params->geometry, job->input, job->weight,
+                                      job->bias, job->output, begin, end);
     } else {
-        nxe_ref_f32_conv_ncdhw(&job->params->geometry, job->input, job->weight, job->bias,
-                               job->output, begin, end);
+        nxe_kernels()->f32_conv_ncdhw(&job->params->geometry, job->input, job->weight,
+                                      job->bias, job->output, begin, end);
     }
 }
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ops/op_def.h"
+#include "dispatch.h"
 #include "ref/matmul.h"
 
 /* About this many multiply-adds per parallel task keeps scheduling overhead negligible. */
@@ -166,7 +167,7 @@ static void matmul_rows(void *ctx, int64_t begin, int64_t end)
             .c = NULL, .c_stride_m = 0, .c_stride_n = 0,
             .y = job->y + batch * p->m * p->n, .y_stride_m = p->n,
         };
-        nxe_ref_f32_gemm(&args, first, last);
+        nxe_kernels()->f32_gemm(&args, first, last);
         row += last - first;
     }
 }
@@ -320,7 +321,7 @@ static void gemm_rows(void *ctx, int64_t begin, int64_t end)
         .c = job->c, .c_stride_m = p->c_stride_m, .c_stride_n = p->c_stride_n,
         .y = job->y, .y_stride_m = p->n,
     };
-    nxe_ref_f32_gemm(&args, begin, end);
+    nxe_kernels()->f32_gemm(&args, begin, end);
 }
 
 /* Shared by Gemm and FullyConnected: inputs are (A, B, optional addend). */

@@ -486,6 +486,38 @@ typedef struct nxe_model_write_options {
 NXE_API nxe_status nxe_graph_save_model(nxe_graph *graph, const nxe_model_write_options *options,
                                         void *buffer, size_t *size);
 
+/* ---- CPU features and kernel dispatch --------------------------------------------------
+ * The library picks one ISA level per process, the first time it needs one: the highest the
+ * CPU and the OS allow, capped by the environment variable NXE_ISA=scalar|avx2|avx512|amx.
+ * An NXE_ISA above what the machine allows keeps the machine's level; an unknown value is
+ * ignored. Either way `reason` says so. */
+
+/* Bits of nxe_cpu_info.features. A bit is set only when CPUID reports the feature and the OS
+ * has enabled its register state (XCR0); the AMX bits also need the Linux permission
+ * (arch_prctl ARCH_REQ_XCOMP_PERM), which nxe requests once per process. */
+enum nxe_cpu_feature {
+    NXE_CPU_FEATURE_AVX2 = 0x1,
+    NXE_CPU_FEATURE_FMA = 0x2,
+    NXE_CPU_FEATURE_AVX512F = 0x4,
+    NXE_CPU_FEATURE_AVX512BW = 0x8,
+    NXE_CPU_FEATURE_AVX512VL = 0x10,
+    NXE_CPU_FEATURE_AVX512_BF16 = 0x20,
+    NXE_CPU_FEATURE_AVX512_VNNI = 0x40,
+    NXE_CPU_FEATURE_AVX_VNNI = 0x80,
+    NXE_CPU_FEATURE_AMX_TILE = 0x100,
+    NXE_CPU_FEATURE_AMX_BF16 = 0x200,
+    NXE_CPU_FEATURE_AMX_INT8 = 0x400
+};
+
+typedef struct nxe_cpu_info {
+    uint32_t struct_size;  /* set by the caller: sizeof(nxe_cpu_info) */
+    uint64_t features;     /* enum nxe_cpu_feature bits; 0 on CPUs other than x86-64 */
+    char isa[16];          /* the level chosen: "amx", "avx512", "avx2" or "scalar" */
+    char reason[256];      /* why that level, e.g. "NXE_ISA=avx2 caps avx512" */
+} nxe_cpu_info;
+/* Describes this process's CPU features and the ISA level its kernels are chosen for. */
+NXE_API nxe_status nxe_cpu_info_get(nxe_cpu_info *info);
+
 #ifdef __cplusplus
 }
 #endif

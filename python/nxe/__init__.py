@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from ._binding import ffi, lib
+from .cpu import cpu_info
 from .errors import (
     BufferTooSmallError,
     DtypeMismatchError,
@@ -50,8 +51,8 @@ def api_version() -> tuple[int, int]:
 __version__ = version()
 
 __all__ = [
-    "BufferTooSmallError",
     "DTYPES",
+    "BufferTooSmallError",
     "DtypeMismatchError",
     "Error",
     "Executable",
@@ -71,6 +72,7 @@ __all__ = [
     "UnsupportedError",
     "VirtualMachine",
     "api_version",
+    "cpu_info",
     "ops",
     "save_model",
     "set_log_callback",

@@ -1,5 +1,5 @@
 """The `nxe` command: what a C program needs to build against this installation, the op
-reference, the README's example, and what a model file holds."""
+reference, the README's example, what a model file holds, and what the CPU offers."""
 
 from __future__ import annotations
 
@@ -103,6 +103,22 @@ def _model_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _info(args: argparse.Namespace) -> int:
+    from . import api_version, cpu_info, version
+
+    cpu = cpu_info()
+    report = {"version": version(), "api_version": "{}.{}".format(*api_version()), **cpu}
+    if args.json:
+        print(json.dumps(report, indent=2, sort_keys=True))
+        return 0
+    print(f"nxe:          {report['version']}")
+    print(f"API:          {report['api_version']}")
+    print(f"CPU features: {' '.join(cpu['features']) or '(none)'}")
+    print(f"ISA:          {cpu['isa']}")
+    print(f"why:          {cpu['reason']}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="nxe", description="nxe inference engine")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -121,6 +137,12 @@ def main(argv: list[str] | None = None) -> int:
 
     example = commands.add_parser("example", help="run the README's Python example")
     example.set_defaults(handler=_example)
+
+    info = commands.add_parser(
+        "info", help="library and API version, the CPU features nxe can use, and the ISA level "
+        "its kernels run at, with the reason (NXE_ISA caps it)")
+    info.add_argument("--json", action="store_true", help="print one JSON object instead")
+    info.set_defaults(handler=_info)
 
     model = commands.add_parser("model", help="inspect model files (.nxm)")
     model_commands = model.add_subparsers(dest="model_command", required=True)

@@ -1008,6 +1008,21 @@ static void test_variable_written_between_runs_is_used_by_the_next_run(void)
     nxe_executable_release(exe);
 }
 
+static void test_cpu_info_checks_its_argument_and_names_a_level(void)
+{
+    EXPECT_FAIL(nxe_cpu_info_get(NULL), NXE_ERROR_INVALID_ARGUMENT, "nxe_cpu_info_get");
+    nxe_cpu_info info = {0};
+    info.struct_size = sizeof info - 1;
+    EXPECT_FAIL(nxe_cpu_info_get(&info), NXE_ERROR_INVALID_ARGUMENT, "struct_size");
+    info.struct_size = sizeof info;
+    EXPECT_OK(nxe_cpu_info_get(&info));
+    EXPECT_TRUE(info.struct_size == sizeof info);
+    EXPECT_TRUE(strcmp(info.isa, "scalar") == 0 || strcmp(info.isa, "avx2") == 0 ||
+                strcmp(info.isa, "avx512") == 0 || strcmp(info.isa, "amx") == 0);
+    EXPECT_TRUE(memchr(info.reason, '\0', sizeof info.reason) != NULL && info.reason[0] != '\0');
+    EXPECT_TRUE((info.features & ~(uint64_t)0x7FF) == 0);
+}
+
 int main(void)
 {
     test_versions_match_the_header();
@@ -1026,6 +1041,7 @@ int main(void)
     test_attribute_setters_check_names_and_types();
     test_binding_rejects_bad_counts_nulls_and_double_binding();
     test_registry_lookups_reject_bad_indices_and_names();
+    test_cpu_info_checks_its_argument_and_names_a_level();
     test_compile_rejects_null_and_bad_options();
     test_compile_rejects_invalid_graphs_naming_the_culprit();
     test_executable_queries_reject_null_and_out_of_range_indices();

@@ -1,0 +1,42 @@
+/* dispatch.h — the one table of kernel entry points per op class, filled once per process for
+ * the ISA level the CPU allows (capped by NXE_ISA). Op code calls kernels through it and never
+ * tests CPU features itself. */
+#ifndef NXE_KERNELS_DISPATCH_H
+#define NXE_KERNELS_DISPATCH_H
+
+#include <stdint.h>
+
+#include "ref/conv.h"
+#include "ref/matmul.h"
+
+/* Ordered: a level can run every kernel of the levels below it. */
+typedef enum nxe_isa_level {
+    NXE_ISA_LEVEL_SCALAR = 0,
+    NXE_ISA_LEVEL_AVX2 = 1,
+    NXE_ISA_LEVEL_AVX512 = 2,
+    NXE_ISA_LEVEL_AMX = 3
+} nxe_isa_level;
+
+typedef void (*nxe_f32_gemm_fn)(const nxe_f32_gemm_args *args, int64_t row_begin,
+                                int64_t row_end);
+typedef void (*nxe_f32_conv_fn)(const nxe_conv_geometry *geometry, const float *input,
+                                const float *weight, const float *bias, float *output,
+                                int64_t row_begin, int64_t row_end);
+
+/* Each entry has the contract of its reference twin in kernels/ref/. */
+typedef struct nxe_kernel_table {
+    nxe_isa_level level;       /* the level these kernels need */
+    const char *name;          /* "scalar", "avx2", ... */
+    nxe_f32_gemm_fn f32_gemm;
+    nxe_f32_conv_fn f32_conv_ncdhw;
+    nxe_f32_conv_fn f32_conv_ndhwc;
+} nxe_kernel_table;
+
+/* The table for this process: the richest one at or below the chosen level. Never NULL;
+ * detection runs on the first call from any thread, exactly once. */
+const nxe_kernel_table *nxe_kernels(void);
+
+/* The level chosen for this process (detection as above). */
+nxe_isa_level nxe_isa_level_chosen(void);
+
+#endif

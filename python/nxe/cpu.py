@@ -1,0 +1,33 @@
+"""What this CPU offers nxe's kernels and which ISA level the library chose, and why."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._binding import check, ffi, lib
+
+_FEATURE_PREFIX = "NXE_CPU_FEATURE_"
+
+
+def _feature_bits() -> dict[str, int]:
+    """name ("avx512f", ...) -> bit, read from the header's enum nxe_cpu_feature."""
+    return {name[len(_FEATURE_PREFIX):].lower(): getattr(lib, name)
+            for name in dir(lib) if name.startswith(_FEATURE_PREFIX)}
+
+
+def cpu_info() -> dict[str, Any]:
+    """The CPU features nxe can use (CPUID, OS register state and, for AMX, the OS permission),
+    the ISA level its kernels run at ("amx", "avx512", "avx2" or "scalar") and the reason for
+    that level, including the effect of the NXE_ISA environment variable.
+
+    Returns {"features": [names, sorted], "isa": str, "reason": str}.
+    """
+    info = ffi.new("nxe_cpu_info *")
+    info.struct_size = ffi.sizeof("nxe_cpu_info")
+    check(lib.nxe_cpu_info_get(info))
+    features = sorted(name for name, bit in _feature_bits().items() if info.features & bit)
+    return {
+        "features": features,
+        "isa": ffi.string(info.isa).decode(),
+        "reason": ffi.string(info.reason).decode("utf-8", "replace"),
+    }

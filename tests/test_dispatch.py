@@ -1,0 +1,113 @@
+"""The ISA level nxe chooses: never above what the CPU features allow, capped by NXE_ISA (in a
+fresh process, since detection runs once per process), and explained by a reason. On Linux x86
+the features agree with the kernel's /proc/cpuinfo flags."""
+
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import nxe
+import pytest
+
+LEVELS = ["scalar", "avx2", "avx512", "amx"]
+LEVEL_FEATURES = {
+    "avx2": {"avx2", "fma"},
+    "avx512": {"avx2", "fma", "avx512f", "avx512bw", "avx512vl"},
+    "amx": {"avx2", "fma", "avx512f", "avx512bw", "avx512vl", "amx_tile", "amx_bf16",
+            "amx_int8"},
+}
+IS_X86_64 = platform.machine().lower() in ("x86_64", "amd64")
+
+
+def machine_level(features):
+    """The highest level whose features are all present."""
+    allowed = ["scalar"] + [level for level in LEVELS[1:] if LEVEL_FEATURES[level] <= features]
+    return allowed[-1]
+
+
+def cpu_info_with(isa):
+    """nxe.cpu_info() in a new process with NXE_ISA set to `isa` (None: unset)."""
+    env = dict(os.environ)
+    env.pop("NXE_ISA", None)
+    if isa is not None:
+        env["NXE_ISA"] = isa
+    code = "import json, nxe; print(json.dumps(nxe.cpu_info()))"
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                            text=True, check=True)
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def uncapped():
+    return cpu_info_with(None)
+
+
+def test_chosen_isa_is_the_highest_level_the_features_allow(uncapped):
+    assert uncapped["isa"] == machine_level(set(uncapped["features"]))
+    assert uncapped["reason"].startswith("the best this machine allows")
+
+
+def test_features_are_known_names_and_none_off_x86():
+    info = nxe.cpu_info()
+    assert set(info["features"]) <= {"avx2", "fma", "avx512f", "avx512bw", "avx512vl",
+                                     "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_tile",
+                                     "amx_bf16", "amx_int8"}
+    if not IS_X86_64:
+        assert info["features"] == []
+        assert info["isa"] == "scalar"
+
+
+@pytest.mark.parametrize("cap", LEVELS)
+def test_nxe_isa_caps_the_level_and_says_so(cap, uncapped):
+    machine = uncapped["isa"]
+    info = cpu_info_with(cap)
+    assert info["features"] == uncapped["features"]
+    if LEVELS.index(cap) < LEVELS.index(machine):
+        assert info["isa"] == cap
+        assert info["reason"] == f"NXE_ISA={cap} caps {machine}"
+    elif cap == machine:
+        assert info["isa"] == machine
+        assert info["reason"] == f"NXE_ISA={cap} is this machine's best level"
+    else:
+        assert info["isa"] == machine
+        assert info["reason"].startswith(f"NXE_ISA={cap} is above this machine, kept {machine}: ")
+
+
+@pytest.mark.parametrize("value", ["avx1024", "AVX2", "ref"])
+def test_unknown_nxe_isa_is_ignored_with_a_reason(value, uncapped):
+    info = cpu_info_with(value)
+    assert info["isa"] == uncapped["isa"]
+    assert info["reason"].startswith(f"NXE_ISA={value} is not scalar, avx2, avx512 or amx: "
+                                     "ignored")
+
+
+def test_empty_nxe_isa_counts_as_unset(uncapped):
+    assert cpu_info_with("") == uncapped
+
+
+def test_nxe_info_prints_versions_features_and_the_choice():
+    result = subprocess.run([sys.executable, "-m", "nxe", "info", "--json"], capture_output=True,
+                            text=True, check=True, env=dict(os.environ, NXE_ISA="scalar"))
+    report = json.loads(result.stdout)
+    assert report["version"] == nxe.version()
+    assert report["api_version"] == "{}.{}".format(*nxe.api_version())
+    assert report["isa"] == "scalar"
+    assert report["reason"].startswith("NXE_ISA=scalar")
+    text = subprocess.run([sys.executable, "-m", "nxe", "info"], capture_output=True, text=True,
+                          check=True).stdout
+    for label in ("nxe:", "API:", "CPU features:", "ISA:", "why:"):
+        assert label in text
+
+
+@pytest.mark.skipif(not (IS_X86_64 and Path("/proc/cpuinfo").is_file()),
+                    reason="needs Linux /proc/cpuinfo on x86-64")
+@pytest.mark.parametrize("flag", ["avx2", "avx512f", "avx512_bf16"])
+def test_features_agree_with_proc_cpuinfo(flag):
+    # The kernel lists a flag only when the CPU has it and the kernel supports its state, so
+    # it must agree with CPUID + XCR0.
+    flags_line = next(line for line in Path("/proc/cpuinfo").read_text().splitlines()
+                      if line.startswith("flags"))
+    assert (flag in flags_line.split()) == (flag in nxe.cpu_info()["features"])
