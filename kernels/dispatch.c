@@ -1,6 +1,7 @@
 /* dispatch.c — CPU feature detection (CPUID, XCR0 and the Linux AMX permission), the NXE_ISA
- * cap, and the kernel table chosen from them, once per process. Only reference kernels exist
- * so far: every level runs the scalar table until its own kernels arrive. */
+ * cap, and the kernel table chosen from them, once per process. On x86-64 the avx2 and
+ * avx512 tables carry their own f32 GEMM; every other entry is still the reference kernel, and
+ * amx runs the avx512 table until its own kernels arrive. */
 #if defined(__linux__)
 #define _GNU_SOURCE /* syscall() */
 #endif
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "x86/f32-gemm-x86.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define NXE_DISPATCH_X86 1
@@ -32,6 +34,12 @@ static const char *const level_names[] = {"scalar", "avx2", "avx512", "amx"};
 static const nxe_kernel_table kernel_tables[] = {
     {NXE_ISA_LEVEL_SCALAR, "scalar", nxe_ref_f32_gemm, nxe_ref_f32_conv_ncdhw,
      nxe_ref_f32_conv_ndhwc},
+#if defined(__x86_64__)
+    {NXE_ISA_LEVEL_AVX2, "avx2", nxe_f32_gemm_avx2, nxe_ref_f32_conv_ncdhw,
+     nxe_ref_f32_conv_ndhwc},
+    {NXE_ISA_LEVEL_AVX512, "avx512", nxe_f32_gemm_avx512, nxe_ref_f32_conv_ncdhw,
+     nxe_ref_f32_conv_ndhwc},
+#endif
 };
 
 typedef struct cpu_detection {

@@ -47,7 +47,7 @@ static nxe_status read_modes(const nxe_node *node, nxe_ref_resize_config *c)
                                          "tf_crop_and_resize", "half_pixel_symmetric"};
     static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
                                           "ceil"};
-    int64_t exclude_outside;
+    int64_t exclude_outside = 0;
     nxe_status status = pick(node, "mode", modes, 3, "nearest, linear or cubic", &c->mode);
     if (status == NXE_OK)
         status = pick(node, "coordinate_transformation_mode", coords, 6,
