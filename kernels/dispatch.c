@@ -1,7 +1,8 @@
 /* dispatch.c — CPU feature detection (CPUID, XCR0 and the Linux AMX permission), the NXE_ISA
  * cap, and the kernel table chosen from them, once per process. On x86-64 the avx2 and
- * avx512 tables carry their own f32 GEMM; every other entry is still the reference kernel, and
- * amx runs the avx512 table until its own kernels arrive. */
+ * avx512 tables carry their own packed-GEMM microkernels, drivers and activations; the avx512
+ * table's bf16 kernel needs AVX512-BF16 and is dropped without it. amx runs the avx512 table:
+ * no tile kernel is built yet. */
 #if defined(__linux__)
 #define _GNU_SOURCE /* syscall() */
 #endif
@@ -15,7 +16,9 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "generic/vector.h"
 #include "x86/f32-gemm-x86.h"
+#include "x86/gemm-x86.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define NXE_DISPATCH_X86 1
@@ -30,15 +33,35 @@
 static const char *const level_names[] = {"scalar", "avx2", "avx512", "amx"};
 #define LEVEL_COUNT ((int)(sizeof level_names / sizeof level_names[0]))
 
+#if defined(__x86_64__)
+static const nxe_gemm_kernel f32_gemm_6x16_avx2 = {
+    "f32-gemm-6x16-avx2", NXE_GEMM_F32, 6, 16, 1, nxe_f32_gemm_6x16_avx2, nxe_epilogue_avx2,
+};
+static const nxe_gemm_kernel f32_gemm_8x48_avx512 = {
+    "f32-gemm-8x48-avx512", NXE_GEMM_F32, 8, 48, 1, nxe_f32_gemm_8x48_avx512,
+    nxe_epilogue_avx512,
+};
+static const nxe_gemm_kernel bf16_gemm_8x48_avx512bf16 = {
+    "bf16-gemm-8x48-avx512bf16", NXE_GEMM_BF16, 8, 48, 2, nxe_bf16_gemm_8x48_avx512bf16,
+    nxe_epilogue_avx512,
+};
+#endif
+
+#define DRIVERS(suffix)                                                                      \
+    nxe_gemm_packed_tiles_##suffix, nxe_gemm_packed_run_##suffix,                            \
+        nxe_conv_gemm_tiles_##suffix, nxe_conv_gemm_tile_work_##suffix,                      \
+        nxe_conv_gemm_run_##suffix, nxe_f32_activation_##suffix
+
 /* One row per level that has kernels of its own, in increasing level order. */
 static const nxe_kernel_table kernel_tables[] = {
     {NXE_ISA_LEVEL_SCALAR, "scalar", nxe_ref_f32_gemm, nxe_ref_f32_conv_ncdhw,
-     nxe_ref_f32_conv_ndhwc},
+     nxe_ref_f32_conv_ndhwc, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 #if defined(__x86_64__)
     {NXE_ISA_LEVEL_AVX2, "avx2", nxe_f32_gemm_avx2, nxe_ref_f32_conv_ncdhw,
-     nxe_ref_f32_conv_ndhwc},
+     nxe_ref_f32_conv_ndhwc, &f32_gemm_6x16_avx2, NULL, DRIVERS(avx2)},
     {NXE_ISA_LEVEL_AVX512, "avx512", nxe_f32_gemm_avx512, nxe_ref_f32_conv_ncdhw,
-     nxe_ref_f32_conv_ndhwc},
+     nxe_ref_f32_conv_ndhwc, &f32_gemm_8x48_avx512, &bf16_gemm_8x48_avx512bf16,
+     DRIVERS(avx512)},
 #endif
 };
 
@@ -49,6 +72,7 @@ typedef struct cpu_detection {
     nxe_isa_level level;           /* after the NXE_ISA cap */
     char reason[256];
     const nxe_kernel_table *table;
+    nxe_kernel_table table_storage; /* the chosen row, less what the features lack */
 } cpu_detection;
 
 static cpu_detection detected;
@@ -244,10 +268,13 @@ static void detect(void)
 {
     detect_machine(&detected);
     apply_cap(&detected, getenv("NXE_ISA"));
-    detected.table = &kernel_tables[0];
+    detected.table_storage = kernel_tables[0];
     for (size_t i = 0; i < sizeof kernel_tables / sizeof kernel_tables[0]; i++)
         if (kernel_tables[i].level <= detected.level)
-            detected.table = &kernel_tables[i];
+            detected.table_storage = kernel_tables[i];
+    if (!(detected.features & NXE_CPU_FEATURE_AVX512_BF16))
+        detected.table_storage.bf16_gemm_kernel = NULL;
+    detected.table = &detected.table_storage;
 }
 
 static const cpu_detection *detection(void)

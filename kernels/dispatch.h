@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "gemm.h"
 #include "ref/conv.h"
 #include "ref/matmul.h"
 
@@ -23,13 +24,29 @@ typedef void (*nxe_f32_conv_fn)(const nxe_conv_geometry *geometry, const float *
                                 const float *weight, const float *bias, float *output,
                                 int64_t row_begin, int64_t row_end);
 
-/* Each entry has the contract of its reference twin in kernels/ref/. */
+typedef void (*nxe_f32_activation_fn)(int32_t activation, float alpha, float beta,
+                                      const float *x, float *y, int64_t n);
+
+/* Each entry has the contract of its reference twin in kernels/ref/ (or kernels/gemm.h).
+ * Entries after f32_conv_ndhwc may be NULL: the level has no such kernel, and callers keep
+ * the reference path (the scalar level is the reference). */
 typedef struct nxe_kernel_table {
     nxe_isa_level level;       /* the level these kernels need */
     const char *name;          /* "scalar", "avx2", ... */
     nxe_f32_gemm_fn f32_gemm;
     nxe_f32_conv_fn f32_conv_ncdhw;
     nxe_f32_conv_fn f32_conv_ndhwc;
+    /* Packed GEMM: the f32 microkernel, the bf16 one (NULL without AVX512-BF16: relaxed work
+     * runs in f32) and the drivers of this level. */
+    const nxe_gemm_kernel *f32_gemm_kernel;
+    const nxe_gemm_kernel *bf16_gemm_kernel;
+    nxe_gemm_packed_tiles_fn gemm_packed_tiles;
+    nxe_gemm_packed_run_fn gemm_packed_run;
+    nxe_conv_gemm_tiles_fn conv_gemm_tiles;
+    nxe_conv_gemm_tile_work_fn conv_gemm_tile_work;
+    nxe_conv_gemm_run_fn conv_gemm_run;
+    /* Vectorized activations over arrays (accuracy: kernels/generic/vmath.h). */
+    nxe_f32_activation_fn f32_activation;
 } nxe_kernel_table;
 
 /* The table for this process: the richest one at or below the chosen level. Never NULL;

@@ -53,3 +53,15 @@ nxe_status nxe_check_dtype(const nxe_node *node, const char *what, const nxe_val
     return nxe_node_error(node, NXE_ERROR_DTYPE_MISMATCH, "%s has dtype %s, which is not accepted",
                           what, nxe_dtype_name(value->dtype));
 }
+
+void *nxe_prepared_alloc(size_t header_size, size_t data_bytes, void **data)
+{
+    size_t offset = (header_size + 63) / 64 * 64;
+    *data = NULL;
+    if (data_bytes > SIZE_MAX - offset)
+        return NULL;
+    unsigned char *block = nxe_alloc(offset + data_bytes);
+    if (block)
+        *data = block + offset;
+    return block;
+}

@@ -6,6 +6,7 @@
 #include "ops/op_def.h"
 #include "ops/window.h"
 #include "dispatch.h"
+#include "gemm.h"
 #include "ref/conv.h"
 
 #define CONV_ATTR_MAX NXE_WINDOW_ATTR_MAX
@@ -563,6 +564,84 @@ static nxe_status conv_transpose_run(const void *params, const nxe_value *inputs
     return conv_run_rows(params, inputs, outputs, pool, conv_transpose_rows);
 }
 
+/* ---- the packed path: implicit GEMM through the dispatch table ---- */
+
+typedef struct conv_prepared {
+    const nxe_kernel_table *kernels;
+    const nxe_gemm_kernel *kernel;
+    void *weights; /* packed for kernel, inside this block */
+} conv_prepared;
+
+/* Packs constant f32 weights for this level's GEMM kernel: bf16 when relaxed and the CPU has
+ * a bf16 kernel, else f32. Without a packed kernel or constant weights, the reference runs. */
+static nxe_status conv_prepare(const void *params_in, const nxe_value *inputs,
+                               int32_t num_inputs, const nxe_prepare_context *context,
+                               void **prepared)
+{
+    (void)num_inputs;
+    const conv_params *params = params_in;
+    const nxe_kernel_table *kernels = context->kernels;
+    *prepared = NULL;
+    const nxe_gemm_kernel *kernel = context->relax_precision && kernels->bf16_gemm_kernel
+                                        ? kernels->bf16_gemm_kernel
+                                        : kernels->f32_gemm_kernel;
+    if (!kernel || !inputs[1].data || inputs[0].dtype != NXE_DTYPE_F32)
+        return NXE_OK;
+    size_t bytes = nxe_conv_gemm_weight_bytes(kernel, &params->geometry, params->channels_last);
+    void *weights;
+    conv_prepared *p = nxe_prepared_alloc(sizeof *p, bytes, &weights);
+    if (!p)
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "out of memory for %zu bytes of packed weights",
+                         bytes);
+    *p = (conv_prepared){kernels, kernel, weights};
+    nxe_conv_gemm_pack_weight(kernel, &params->geometry, params->channels_last, inputs[1].data,
+                              weights);
+    *prepared = p;
+    return NXE_OK;
+}
+
+typedef struct conv_gemm_job {
+    const conv_prepared *prepared;
+    nxe_conv_gemm_args args;
+} conv_gemm_job;
+
+static void conv_gemm_tiles(void *ctx, int64_t begin, int64_t end)
+{
+    const conv_gemm_job *job = ctx;
+    job->prepared->kernels->conv_gemm_run(&job->args, begin, end);
+}
+
+static nxe_status conv_run_prepared(const void *params_in, const void *prepared_in,
+                                    const nxe_fused_epilogue *fused, const nxe_value *inputs,
+                                    int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
+                                    nxe_thread_pool *pool)
+{
+    (void)num_inputs;
+    (void)num_outputs;
+    const conv_params *params = params_in;
+    const conv_prepared *prepared = prepared_in;
+    conv_gemm_job job = {
+        prepared,
+        {
+            .kernel = prepared->kernel,
+            .geometry = &params->geometry,
+            .channels_last = params->channels_last,
+            .input = inputs[0].data,
+            .weight_packed = prepared->weights,
+            .bias = params->has_bias ? inputs[2].data : NULL,
+            .residual = fused->residual_input >= 0 ? inputs[fused->residual_input].data : NULL,
+            .output = outputs[0].data,
+            .epilogue = fused->epilogue,
+        },
+    };
+    const nxe_kernel_table *kernels = prepared->kernels;
+    int64_t tiles = kernels->conv_gemm_tiles(&job.args);
+    nxe_parallel_for(pool, tiles,
+                     nxe_parallel_grain(kernels->conv_gemm_tile_work(&job.args), CONV_TASK_WORK),
+                     conv_gemm_tiles, &job);
+    return NXE_OK;
+}
+
 /* Schemas. Attribute defaults depend on the rank, so each op has its own tables. */
 #define CONV_INPUTS(id, x_doc, w_doc)                                                          \
     static const nxe_op_param_info id##_inputs[] = {                                           \
@@ -778,35 +857,35 @@ static const nxe_op_attr_info depth_to_space_attrs[] = {
     {"layout", "Memory layout of X and Y, \"NCHW\" or \"NHWC\".", NXE_ATTR_STRING, "\"NCHW\""},
 };
 
-#define CONV_DEF(op_name, id, summary, outputs_, infer_, run_)                                \
+#define CONV_DEF(op_name, id, summary, outputs_, infer_, run_, prepare_, run_prepared_)      \
     {NXE_INFO(op_name, summary, id##_inputs, outputs_, id##_attrs), sizeof(conv_params), infer_, \
-     run_}
+     run_, prepare_, run_prepared_, NULL}
 
 static const nxe_op_def conv_defs[] = {
     CONV_DEF("Conv1d", conv1d,
              "1-D convolution with optional bias, strides, dilations, padding and groups "
              "(depthwise when group == C), in NCW or NWC.",
-             conv_outputs, conv1d_infer, conv_run),
+             conv_outputs, conv1d_infer, conv_run, conv_prepare, conv_run_prepared),
     CONV_DEF("Conv2d", conv2d,
              "2-D convolution with optional bias, strides, dilations, padding and groups "
              "(depthwise when group == C), in NCHW or NHWC.",
-             conv_outputs, conv2d_infer, conv_run),
+             conv_outputs, conv2d_infer, conv_run, conv_prepare, conv_run_prepared),
     CONV_DEF("Conv3d", conv3d,
              "3-D convolution with optional bias, strides, dilations, padding and groups "
              "(depthwise when group == C), in NCDHW or NDHWC.",
-             conv_outputs, conv3d_infer, conv_run),
+             conv_outputs, conv3d_infer, conv_run, conv_prepare, conv_run_prepared),
     CONV_DEF("ConvTranspose1d", conv_transpose1d,
              "1-D transposed convolution (fractionally strided; the gradient of Conv1d) with "
              "optional bias, strides, dilations, pads, output_padding and groups, in NCW.",
-             conv_transpose_outputs, conv_transpose1d_infer, conv_transpose_run),
+             conv_transpose_outputs, conv_transpose1d_infer, conv_transpose_run, NULL, NULL),
     CONV_DEF("ConvTranspose2d", conv_transpose2d,
              "2-D transposed convolution (fractionally strided; the gradient of Conv2d) with "
              "optional bias, strides, dilations, pads, output_padding and groups, in NCHW.",
-             conv_transpose_outputs, conv_transpose2d_infer, conv_transpose_run),
+             conv_transpose_outputs, conv_transpose2d_infer, conv_transpose_run, NULL, NULL),
     CONV_DEF("ConvTranspose3d", conv_transpose3d,
              "3-D transposed convolution (fractionally strided; the gradient of Conv3d) with "
              "optional bias, strides, dilations, pads, output_padding and groups, in NCDHW.",
-             conv_transpose_outputs, conv_transpose3d_infer, conv_transpose_run),
+             conv_transpose_outputs, conv_transpose3d_infer, conv_transpose_run, NULL, NULL),
     {NXE_INFO("DepthToSpace",
               "Rearranges blocks of channels into spatial blocks (pixel shuffle); any dtype.",
               depth_to_space_inputs, depth_to_space_outputs, depth_to_space_attrs),

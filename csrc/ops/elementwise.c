@@ -260,12 +260,32 @@ typedef struct unary_job {
     float *y;
 } unary_job;
 
+/* The epilogue activation of each unary op, NONE for Erf (not an activation). */
+static int32_t unary_activation(int32_t op)
+{
+    switch (op) {
+    case UNARY_RELU: return NXE_ACTIVATION_RELU;
+    case UNARY_LEAKY_RELU: return NXE_ACTIVATION_LEAKY_RELU;
+    case UNARY_TANH: return NXE_ACTIVATION_TANH;
+    case UNARY_SIGMOID: return NXE_ACTIVATION_SIGMOID;
+    case UNARY_GELU: return NXE_ACTIVATION_GELU_ERF;
+    case UNARY_GELU_TANH: return NXE_ACTIVATION_GELU_TANH;
+    default: return NXE_ACTIVATION_NONE;
+    }
+}
+
 static void unary_range(void *ctx, int64_t begin, int64_t end)
 {
     const unary_job *job = ctx;
     const int64_t n = end - begin;
     const float *x = job->x + begin;
     float *y = job->y + begin;
+    const int32_t activation = unary_activation(job->p->op);
+    const nxe_f32_activation_fn vectorized = nxe_kernels()->f32_activation;
+    if (vectorized && activation != NXE_ACTIVATION_NONE) {
+        vectorized(activation, job->p->alpha, 0.0f, x, y, n);
+        return;
+    }
     switch (job->p->op) {
     case UNARY_RELU: nxe_ref_f32_relu(n, x, y); break;
     case UNARY_LEAKY_RELU: nxe_ref_f32_leaky_relu(n, job->p->alpha, x, y); break;
@@ -287,6 +307,20 @@ static nxe_status unary_run(const void *params, const nxe_value *inputs, int32_t
     if (p->numel > 0)
         nxe_parallel_for(pool, p->numel, NXE_ELEMENTWISE_GRAIN, unary_range, &job);
     return NXE_OK;
+}
+
+static bool unary_as_activation(const void *params, const nxe_value *inputs, int32_t num_inputs,
+                                nxe_epilogue *epilogue)
+{
+    (void)num_inputs;
+    const unary_params *p = params;
+    int32_t activation = unary_activation(p->op);
+    if (activation == NXE_ACTIVATION_NONE || inputs[0].dtype != NXE_DTYPE_F32)
+        return false;
+    epilogue->activation = activation;
+    epilogue->alpha = p->alpha;
+    epilogue->beta = 0.0f;
+    return true;
 }
 
 /* ---- Schemas -------------------------------------------------------------------------- */
@@ -348,18 +382,18 @@ static const nxe_op_def elementwise_defs[] = {
                div_infer),
     {NXE_INFO_NOATTR("Relu", "Rectified linear unit: Y = max(X, 0); NaN stays NaN.",
                      unary_inputs, unary_outputs),
-     sizeof(unary_params), relu_infer, unary_run},
+     sizeof(unary_params), relu_infer, unary_run, NULL, NULL, unary_as_activation},
     {NXE_INFO("LeakyRelu", "Leaky rectifier: Y = X for X >= 0, alpha * X otherwise.",
               unary_inputs, unary_outputs, leaky_relu_attrs),
-     sizeof(unary_params), leaky_relu_infer, unary_run},
+     sizeof(unary_params), leaky_relu_infer, unary_run, NULL, NULL, unary_as_activation},
     {NXE_INFO_NOATTR("Tanh", "Hyperbolic tangent, elementwise.", unary_inputs, unary_outputs),
-     sizeof(unary_params), tanh_infer, unary_run},
+     sizeof(unary_params), tanh_infer, unary_run, NULL, NULL, unary_as_activation},
     {NXE_INFO_NOATTR("Sigmoid", "Logistic function Y = 1 / (1 + exp(-X)), elementwise.",
                      unary_inputs, unary_outputs),
-     sizeof(unary_params), sigmoid_infer, unary_run},
+     sizeof(unary_params), sigmoid_infer, unary_run, NULL, NULL, unary_as_activation},
     {NXE_INFO("Gelu", "Gaussian error linear unit, exact (erf) or tanh approximation.",
               unary_inputs, unary_outputs, gelu_attrs),
-     sizeof(unary_params), gelu_infer, unary_run},
+     sizeof(unary_params), gelu_infer, unary_run, NULL, NULL, unary_as_activation},
     {NXE_INFO_NOATTR("Erf", "Gauss error function, elementwise.", unary_inputs, unary_outputs),
      sizeof(unary_params), erf_infer, unary_run},
 };

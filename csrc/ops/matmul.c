@@ -5,6 +5,7 @@
 
 #include "ops/op_def.h"
 #include "dispatch.h"
+#include "gemm.h"
 #include "ref/matmul.h"
 
 /* About this many multiply-adds per parallel task keeps scheduling overhead negligible. */
@@ -337,6 +338,152 @@ static nxe_status gemm_run(const void *params_in, const nxe_value *inputs, int32
     return NXE_OK;
 }
 
+/* ---- the packed path: constant B packed once for this level's GEMM kernel ---- */
+
+typedef struct gemm_prepared {
+    const nxe_kernel_table *kernels;
+    const nxe_gemm_kernel *kernel;
+    int64_t m, n, k;
+    int64_t a_stride_m, a_stride_k;
+    float alpha;
+    int32_t bias_input; /* input index of a [N] bias used as given, -1 for none */
+    const float *bias;  /* a scaled copy inside this block, or NULL */
+    void *b_packed;     /* inside this block */
+} gemm_prepared;
+
+static const nxe_gemm_kernel *packed_kernel(const nxe_prepare_context *context)
+{
+    const nxe_kernel_table *kernels = context->kernels;
+    return context->relax_precision && kernels->bf16_gemm_kernel ? kernels->bf16_gemm_kernel
+                                                                 : kernels->f32_gemm_kernel;
+}
+
+/* Packs B (element (k, j) at b[k * stride_k + j * stride_n]) and copies `bias_values` (n
+ * values scaled by bias_scale, element j at bias_values[j * bias_stride]) when given. */
+static nxe_status pack_gemm(const nxe_prepare_context *context, const gemm_prepared *shape,
+                            const float *b, int64_t stride_k, int64_t stride_n,
+                            const float *bias_values, int64_t bias_stride, float bias_scale,
+                            void **prepared)
+{
+    const nxe_gemm_kernel *kernel = shape->kernel;
+    size_t bias_bytes = bias_values ? (size_t)nxe_round_up(shape->n, 16) * sizeof(float) : 0;
+    size_t bytes = nxe_gemm_packed_bytes(kernel, shape->k, shape->n, kernel->nr);
+    void *data;
+    gemm_prepared *p = nxe_prepared_alloc(sizeof *p, bias_bytes + bytes, &data);
+    if (!p)
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "out of memory for %zu bytes of packed weights",
+                         bytes);
+    *p = *shape;
+    p->kernels = context->kernels;
+    if (bias_values) {
+        float *bias = data;
+        for (int64_t j = 0; j < shape->n; j++)
+            bias[j] = bias_scale * bias_values[j * bias_stride];
+        p->bias = bias;
+    }
+    p->b_packed = (char *)data + bias_bytes;
+    nxe_gemm_pack(kernel, kernel->nr, b, stride_k, stride_n, shape->k, shape->n, p->b_packed);
+    *prepared = p;
+    return NXE_OK;
+}
+
+/* Gemm and FullyConnected with a constant B. C becomes the epilogue's bias when it is one row
+ * broadcast down the output (constant, or beta = 1 and contiguous); other addends keep the
+ * reference path. */
+static nxe_status gemm_prepare(const void *params_in, const nxe_value *inputs,
+                               int32_t num_inputs, const nxe_prepare_context *context,
+                               void **prepared)
+{
+    const gemm_params *p = params_in;
+    *prepared = NULL;
+    const nxe_gemm_kernel *kernel = packed_kernel(context);
+    if (!kernel || !inputs[1].data || inputs[0].dtype != NXE_DTYPE_F32)
+        return NXE_OK;
+    gemm_prepared shape = {
+        .kernel = kernel, .m = p->m, .n = p->n, .k = p->k, .a_stride_m = p->a_stride_m,
+        .a_stride_k = p->a_stride_k, .alpha = p->alpha, .bias_input = -1,
+    };
+    const float *bias_values = NULL;
+    if (p->has_c && input_present(inputs, num_inputs, 2)) {
+        if (p->c_stride_m != 0)
+            return NXE_OK;
+        if (inputs[2].data)
+            bias_values = inputs[2].data;
+        else if (p->beta == 1.0f && p->c_stride_n == 1)
+            shape.bias_input = 2;
+        else
+            return NXE_OK;
+    }
+    return pack_gemm(context, &shape, inputs[1].data, p->b_stride_k, p->b_stride_n, bias_values,
+                     p->c_stride_n, p->beta, prepared);
+}
+
+/* MatMul with a constant B shared by every batch, over an A whose batches follow each other:
+ * one GEMM of batch * M rows. */
+static nxe_status matmul_prepare(const void *params_in, const nxe_value *inputs,
+                                 int32_t num_inputs, const nxe_prepare_context *context,
+                                 void **prepared)
+{
+    (void)num_inputs;
+    const matmul_params *p = params_in;
+    *prepared = NULL;
+    const nxe_gemm_kernel *kernel = packed_kernel(context);
+    if (!kernel || !inputs[1].data || inputs[0].dtype != NXE_DTYPE_F32)
+        return NXE_OK;
+    int64_t expected = p->m * p->k;
+    for (int32_t d = p->batch_ndim - 1; d >= 0; d--) {
+        if (p->b_batch_strides[d] != 0 ||
+            (p->batch_shape[d] > 1 && p->a_batch_strides[d] != expected))
+            return NXE_OK;
+        expected *= p->batch_shape[d];
+    }
+    gemm_prepared shape = {
+        .kernel = kernel, .m = p->batch_count * p->m, .n = p->n, .k = p->k,
+        .a_stride_m = p->k, .a_stride_k = 1, .alpha = 1.0f, .bias_input = -1,
+    };
+    return pack_gemm(context, &shape, inputs[1].data, p->n, 1, NULL, 0, 1.0f, prepared);
+}
+
+typedef struct gemm_packed_job {
+    const gemm_prepared *prepared;
+    nxe_gemm_packed_args args;
+} gemm_packed_job;
+
+static void gemm_packed_tiles(void *ctx, int64_t begin, int64_t end)
+{
+    const gemm_packed_job *job = ctx;
+    job->prepared->kernels->gemm_packed_run(&job->args, begin, end);
+}
+
+static nxe_status gemm_run_prepared(const void *params, const void *prepared_in,
+                                    const nxe_fused_epilogue *fused, const nxe_value *inputs,
+                                    int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
+                                    nxe_thread_pool *pool)
+{
+    (void)params;
+    (void)num_inputs;
+    (void)num_outputs;
+    const gemm_prepared *p = prepared_in;
+    gemm_packed_job job = {
+        p,
+        {
+            .kernel = p->kernel, .m = p->m, .n = p->n, .k = p->k,
+            .a = inputs[0].data, .a_stride_m = p->a_stride_m, .a_stride_k = p->a_stride_k,
+            .b_packed = p->b_packed, .y = outputs[0].data, .y_stride_m = p->n,
+            .bias = p->bias_input >= 0 ? inputs[p->bias_input].data : p->bias,
+            .residual = fused->residual_input >= 0 ? inputs[fused->residual_input].data : NULL,
+            .residual_stride_m = p->n,
+            .epilogue = fused->epilogue,
+        },
+    };
+    job.args.epilogue.scale = p->alpha;
+    const int64_t tiles = p->kernels->gemm_packed_tiles(&job.args);
+    const double tile_work = (double)p->kernel->mr * (double)p->n * (double)p->k;
+    nxe_parallel_for(pool, tiles, nxe_parallel_grain(tile_work, MATMUL_TASK_WORK),
+                     gemm_packed_tiles, &job);
+    return NXE_OK;
+}
+
 static const nxe_op_param_info gemm_inputs[] = {
     {"A", "[M, K], or [K, M] when transA = 1.", NXE_MASK_FLOAT, 0, 0},
     {"B", "[K, N], or [N, K] when transB = 1.", NXE_MASK_FLOAT, 0, 0},
@@ -432,17 +579,18 @@ static const nxe_op_def matmul_defs[] = {
                      "Matrix product with numpy matmul semantics: batch dimensions broadcast, "
                      "1-D operands are promoted and their axis dropped.",
                      matmul_inputs, matmul_outputs),
-     sizeof(matmul_params), matmul_infer, matmul_run},
+     sizeof(matmul_params), matmul_infer, matmul_run, matmul_prepare, gemm_run_prepared, NULL},
     {NXE_INFO("Gemm",
               "General matrix multiply Y = alpha * op(A) @ op(B) + beta * C on 2-D operands, "
               "op() optionally transposing.",
               gemm_inputs, gemm_outputs, gemm_attrs),
-     sizeof(gemm_params), gemm_infer, gemm_run},
+     sizeof(gemm_params), gemm_infer, gemm_run, gemm_prepare, gemm_run_prepared, NULL},
     {NXE_INFO_NOATTR("FullyConnected",
                      "Dense layer Y = X @ W^T + B over the last dimension of X, with W stored "
                      "[out_features, in_features].",
                      fully_connected_inputs, fully_connected_outputs),
-     sizeof(gemm_params), fully_connected_infer, gemm_run},
+     sizeof(gemm_params), fully_connected_infer, gemm_run, gemm_prepare, gemm_run_prepared,
+     NULL},
 };
 
 const nxe_op_family nxe_ops_matmul = {matmul_defs,

@@ -6,6 +6,7 @@
 
 #include "core/core.h"
 #include "core/threadpool.h"
+#include "dispatch.h"
 
 /* Quantization of one tensor (internal mirror of the public setters). */
 typedef struct nxe_quant {
@@ -68,11 +69,49 @@ typedef nxe_status (*nxe_op_run_fn)(const void *params, const nxe_value *inputs,
                                     int32_t num_inputs, nxe_value *outputs,
                                     int32_t num_outputs, nxe_thread_pool *pool);
 
+/* What the compiler fused into a step after its own op: an epilogue and maybe a residual
+ * operand, which is one more input after the op's own. */
+typedef struct nxe_fused_epilogue {
+    nxe_epilogue epilogue;  /* kernels/gemm.h */
+    int32_t residual_input; /* index into the step's inputs, -1 for none */
+} nxe_fused_epilogue;
+
+/* What preparation may depend on besides the step itself. */
+typedef struct nxe_prepare_context {
+    const nxe_kernel_table *kernels; /* this process's kernels */
+    int32_t relax_precision;         /* fp32 work may run in bf16 */
+} nxe_prepare_context;
+
+/* Optional, after infer (compile) or the loader's shape rules: readies the step for the
+ * kernels this process runs — packs constant weights once, never per run. Inputs carry data
+ * for constants. Leaves *prepared NULL when the op keeps its reference path (no fast kernel,
+ * weights not constant, an unsupported configuration); otherwise *prepared is one nxe_alloc
+ * block the executable frees with nxe_free. */
+typedef nxe_status (*nxe_op_prepare_fn)(const void *params, const nxe_value *inputs,
+                                        int32_t num_inputs, const nxe_prepare_context *context,
+                                        void **prepared);
+
+/* The run of a prepared step; `fused` is never NULL (activation NONE and residual_input -1
+ * when nothing was fused). */
+typedef nxe_status (*nxe_op_run_prepared_fn)(const void *params, const void *prepared,
+                                             const nxe_fused_epilogue *fused,
+                                             const nxe_value *inputs, int32_t num_inputs,
+                                             nxe_value *outputs, int32_t num_outputs,
+                                             nxe_thread_pool *pool);
+
+/* Optional: whether this step (f32, one input, elementwise) is an activation a GEMM epilogue
+ * can apply, and which one (sets activation, alpha, beta). */
+typedef bool (*nxe_op_as_activation_fn)(const void *params, const nxe_value *inputs,
+                                        int32_t num_inputs, nxe_epilogue *epilogue);
+
 typedef struct nxe_op_def {
     nxe_op_info info;      /* the published schema */
     size_t params_size;
     nxe_op_infer_fn infer;
     nxe_op_run_fn run;
+    nxe_op_prepare_fn prepare;           /* optional, with run_prepared */
+    nxe_op_run_prepared_fn run_prepared;
+    nxe_op_as_activation_fn as_activation; /* optional */
 } nxe_op_def;
 
 /* Each op family file exports a table; the registry (csrc/graph/registry.c) lists them. */
@@ -100,6 +139,10 @@ const nxe_op_def *nxe_op_def_find(const char *op_type);
 #define NXE_INFO_NOATTR(name_, summary_, ins, outs)                                          \
     {sizeof(nxe_op_info), name_, summary_, (int32_t)(sizeof(ins) / sizeof((ins)[0])), ins,   \
      (int32_t)(sizeof(outs) / sizeof((outs)[0])), outs, 0, NULL}
+
+/* One nxe_alloc block for a prepared step: a header of header_size bytes, then data_bytes
+ * starting 64-byte aligned at *data. NULL when out of memory. */
+void *nxe_prepared_alloc(size_t header_size, size_t data_bytes, void **data);
 
 /* Shared shape helpers for op rules. */
 /* numpy broadcasting of two shapes; fails with a node error naming both shapes. */

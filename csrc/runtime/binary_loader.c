@@ -933,18 +933,13 @@ static nxe_status load_plan(const nxe_container *container, const load_request *
         exe->relax_precision = (int32_t)prefix.relax_precision;
         memcpy(exe->isa, prefix.isa, strlen(prefix.isa) + 1);
         memcpy(exe->fingerprint, prefix.fingerprint, sizeof exe->fingerprint);
-        if (exe->arena_bytes > 0) {
-            exe->arena = nxe_alloc((size_t)exe->arena_bytes);
-            if (!exe->arena)
-                status = nxe_error(NXE_ERROR_OUT_OF_MEMORY,
-                                   "%s: out of memory for a %llu-byte arena", what,
-                                   (unsigned long long)exe->arena_bytes);
-        }
+        /* The recorded arena offsets were checked; the arena is planned again after the
+         * steps are prepared and fused for this CPU, as the compiler does. */
+        status = nxe_executable_prepare(exe);
+        if (status != NXE_OK)
+            nxe_error_prefix("%s: ", what);
     }
     nxe_free(prefix.isa);
-    for (int32_t i = 0; status == NXE_OK && i < exe->num_tensors; i++)
-        if (exe->tensors[i].in_arena)
-            exe->data[i] = (uint8_t *)exe->arena + exe->tensors[i].arena_offset;
     if (status == NXE_OK)
         status = nxe_executable_init_staging(exe, request->staging_bytes, what);
     if (status == NXE_OK) {

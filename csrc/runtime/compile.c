@@ -10,7 +10,6 @@
 #include "graph/graph_internal.h"
 #include "model/graph_codec.h"
 #include "runtime/executable_internal.h"
-#include "transform/memory_plan.h"
 
 /* Every op bound; every tensor produced or given; every input used. */
 static nxe_status check_bindings(const nxe_graph *graph)
@@ -384,40 +383,10 @@ static nxe_status describe_tensor(const nxe_tensor *t, nxe_exe_tensor *et)
     return NXE_OK;
 }
 
-/* Lifetimes run from the producing step to the last consuming step; the plan gives each
- * transient an arena offset. */
-static nxe_status plan_arena(nxe_executable *exe, const int32_t *request_tensor,
-                             nxe_buffer_request *requests, int32_t num_requests)
-{
-    uint64_t *offsets = nxe_alloc(sizeof(uint64_t) * (size_t)(num_requests + 1));
-    if (!offsets)
-        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "compile: out of memory");
-    for (int32_t r = 0; r < num_requests; r++)
-        requests[r].first_step = requests[r].last_step = -1;
-    for (int32_t s = 0; s < exe->num_steps; s++) {
-        const nxe_exe_step *step = &exe->steps[s];
-        for (int32_t r = 0; r < num_requests; r++) {
-            for (int32_t j = 0; j < step->num_outputs; j++)
-                if (step->output_ids[j] == request_tensor[r])
-                    requests[r].first_step = requests[r].last_step = s;
-            for (int32_t j = 0; j < step->num_inputs; j++)
-                if (step->input_ids[j] == request_tensor[r])
-                    requests[r].last_step = s;
-        }
-    }
-    nxe_status status = nxe_plan_memory(requests, num_requests, offsets, &exe->arena_bytes);
-    for (int32_t r = 0; status == NXE_OK && r < num_requests; r++)
-        exe->tensors[request_tensor[r]].arena_offset = offsets[r];
-    nxe_free(offsets);
-    return status;
-}
-
-/* Copies tensor facts and data into the executable and plans the arena. */
+/* Copies tensor facts and data into the executable; marks the tensors the arena will hold. */
 static nxe_status lay_out_tensors(const nxe_graph *graph, nxe_executable *exe, bool serialize_only)
 {
     size_t n = (size_t)graph->num_tensors + 1;
-    nxe_buffer_request *requests = nxe_alloc_zeroed(sizeof(nxe_buffer_request) * n);
-    int32_t *request_tensor = nxe_alloc(sizeof(int32_t) * n);
     constant_pool pool = {
         .representative = nxe_alloc(sizeof(int32_t) * n),
         .digests = nxe_alloc(32 * n),
@@ -425,10 +394,8 @@ static nxe_status lay_out_tensors(const nxe_graph *graph, nxe_executable *exe, b
     };
     exe->constants = nxe_alloc_zeroed(sizeof(nxe_exe_constant) * n);
     nxe_status status = NXE_OK;
-    if (!requests || !request_tensor || !pool.representative || !pool.digests || !pool.hashed ||
-        !exe->constants)
+    if (!pool.representative || !pool.digests || !pool.hashed || !exe->constants)
         status = nxe_error(NXE_ERROR_OUT_OF_MEMORY, "compile: out of memory");
-    int32_t num_requests = 0;
     for (int32_t i = 0; i < graph->num_tensors && status == NXE_OK; i++) {
         const nxe_tensor *t = graph->tensors[i];
         nxe_exe_tensor *et = &exe->tensors[i];
@@ -447,30 +414,12 @@ static nxe_status lay_out_tensors(const nxe_graph *graph, nxe_executable *exe, b
             status = place_variable(graph, exe, i, serialize_only);
         } else if (t->kind == NXE_TENSOR_TRANSIENT) {
             et->in_arena = true;
-            request_tensor[num_requests] = i;
-            requests[num_requests].size = et->bytes;
             exe->transient_bytes += et->bytes;
-            num_requests++;
         }
-    }
-    if (status == NXE_OK)
-        status = plan_arena(exe, request_tensor, requests, num_requests);
-    if (status == NXE_OK && exe->arena_bytes > 0 && !serialize_only) {
-        exe->arena = nxe_alloc((size_t)exe->arena_bytes);
-        if (!exe->arena)
-            status = nxe_error(NXE_ERROR_OUT_OF_MEMORY, "compile: out of memory for a %llu-byte arena",
-                               (unsigned long long)exe->arena_bytes);
-    }
-    for (int32_t i = 0; status == NXE_OK && exe->arena && i < exe->num_tensors; i++) {
-        nxe_exe_tensor *et = &exe->tensors[i];
-        if (et->in_arena)
-            exe->data[i] = (char *)exe->arena + et->arena_offset;
     }
     for (int32_t i = 0; status == NXE_OK && i < exe->num_tensors; i++)
         if (exe->tensors[i].storage)
             exe->data[i] = exe->tensors[i].storage;
-    nxe_free(requests);
-    nxe_free(request_tensor);
     nxe_free(pool.representative);
     nxe_free(pool.digests);
     nxe_free(pool.hashed);
@@ -566,6 +515,9 @@ nxe_status nxe_compile_graph(nxe_graph *graph, const nxe_compile_request *reques
         exe->relax_precision = request->relax_precision;
         if (graph->has_source_fingerprint)
             memcpy(exe->fingerprint, graph->source_fingerprint, sizeof exe->fingerprint);
+        /* A plan to be written keeps every step: the loader prepares it for its own CPU. */
+        status = request->serialize_only ? nxe_executable_plan_arena(exe, true)
+                                         : nxe_executable_prepare(exe);
     }
     if (status == NXE_OK && !request->serialize_only)
         status = nxe_executable_init_staging(exe, request->staging_bytes, "compile");

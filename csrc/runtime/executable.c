@@ -63,6 +63,7 @@ NXE_API void nxe_executable_release(nxe_executable *exe)
         nxe_free(step->output_ids);
         nxe_free(step->input_values);
         nxe_free(step->output_values);
+        nxe_free(step->prepared);
     }
     nxe_free(exe->tensors);
     nxe_free(exe->constants);
@@ -409,8 +410,13 @@ static nxe_status run_steps(nxe_executable *exe, const char *where)
                 step->input_values[j].data = exe->data[step->input_ids[j]];
         for (int32_t j = 0; j < step->num_outputs; j++)
             step->output_values[j].data = exe->data[step->output_ids[j]];
-        nxe_status status = step->def->run(step->params, step->input_values, step->num_inputs,
-                                           step->output_values, step->num_outputs, exe->pool);
+        nxe_status status =
+            step->prepared
+                ? step->def->run_prepared(step->params, step->prepared, &step->fused,
+                                          step->input_values, step->num_inputs,
+                                          step->output_values, step->num_outputs, exe->pool)
+                : step->def->run(step->params, step->input_values, step->num_inputs,
+                                 step->output_values, step->num_outputs, exe->pool);
         if (status != NXE_OK) {
             nxe_error_prefix("%s: op '%s' ('%s'): ", where, step->def->info.name, step->op_name);
             return status;

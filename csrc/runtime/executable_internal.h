@@ -63,6 +63,8 @@ typedef struct nxe_exe_step {
     int32_t *output_ids;
     nxe_value *input_values;
     nxe_value *output_values;
+    void *prepared;          /* from the op's prepare (packed weights), or NULL */
+    nxe_fused_epilogue fused; /* what runtime/prepare.c folded into this step */
 } nxe_exe_step;
 
 struct nxe_executable {
@@ -115,6 +117,15 @@ uint64_t nxe_executable_staging_default(const nxe_executable *exe);
  * `capacity` 0 means the default. `where` names the caller in messages. */
 nxe_status nxe_executable_init_staging(nxe_executable *exe, uint64_t capacity,
                                        const char *where);
+
+/* Prepares every step for this process's kernels (packing constant weights), folds
+ * activations and residual additions into the steps that can apply them as epilogues, then
+ * plans the arena for the steps that remain (allocating it unless `plan_only`). Run by the
+ * compiler and by the binary loader, so a loaded plan runs the same steps as a compiled one. */
+nxe_status nxe_executable_prepare(nxe_executable *exe);
+/* Gives every arena tensor an offset (largest first, lowest free offset among overlapping
+ * lifetimes) from the steps as they are, and allocates the arena unless `plan_only`. */
+nxe_status nxe_executable_plan_arena(nxe_executable *exe, bool plan_only);
 
 /* Options of the internal compile shared by nxe_graph_compile, the binary writer and the
  * loader's recompile path. */

@@ -1,0 +1,203 @@
+/* gemm.h — the packed GEMM every fast convolution and dense layer runs on: the microkernel
+ * contract, the packed panel layout, the epilogue (bias, scale, residual, activation) and the
+ * convolution and GEMM drivers built on them. Kernels here are pure functions over pointers:
+ * no allocation, no threads, no graph knowledge.
+ *
+ * A microkernel computes one tile C[mr x nr] (mr <= MR, nr <= NR) from two packed panels:
+ * A holds MR rows and B holds NR columns of a kc-long slice of the reduction, both k-major in
+ * groups of `k_unit` consecutive k values (1 for f32, 2 for bf16 pairs):
+ *     element (k, i) of a W-wide panel sits at index ((k / k_unit) * W + i) * k_unit + k % k_unit
+ * and k runs to kc rounded up to k_unit, the extra entries zero. Rows >= mr of an A panel are
+ * zero too; a microkernel may read them, reads no B column >= nr, and never stores outside
+ * the tile. */
+#ifndef NXE_KERNELS_GEMM_H
+#define NXE_KERNELS_GEMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ref/conv.h"
+
+/* The activations an epilogue applies; numbering is internal to the build. */
+typedef enum nxe_activation {
+    NXE_ACTIVATION_NONE = 0,
+    NXE_ACTIVATION_RELU,
+    NXE_ACTIVATION_CLIP,       /* min(max(v, alpha), beta) */
+    NXE_ACTIVATION_LEAKY_RELU, /* v < 0 ? alpha * v : v */
+    NXE_ACTIVATION_TANH,
+    NXE_ACTIVATION_SIGMOID,
+    NXE_ACTIVATION_GELU_ERF,   /* 0.5 v (1 + erf(v / sqrt 2)) */
+    NXE_ACTIVATION_GELU_TANH,  /* 0.5 v (1 + tanh(sqrt(2/pi) (v + 0.044715 v^3))) */
+    NXE_ACTIVATION_SILU,       /* v * sigmoid(v) */
+    NXE_ACTIVATION_COUNT
+} nxe_activation;
+
+/* What happens to each accumulated value v of C before it is final:
+ *     v = scale * v + bias          (bias indexed by row or by column, or absent)
+ *     v += residual                 (when residual_before_activation)
+ *     v = activation(v)
+ *     v += residual                 (otherwise) */
+typedef struct nxe_epilogue {
+    float scale;
+    int32_t activation;                   /* nxe_activation */
+    float alpha;
+    float beta;
+    int32_t residual_before_activation;
+} nxe_epilogue;
+
+/* Where an epilogue reads its per-tile operands; both may be NULL. */
+typedef struct nxe_epilogue_operands {
+    const float *bias;       /* the tile's first bias value */
+    int32_t bias_per_row;    /* 1: bias[i] for row i; 0: bias[j] for column j */
+    const float *residual;   /* the tile's first residual value, rows ldr apart */
+    int64_t ldr;
+} nxe_epilogue_operands;
+
+/* Element types of packed panels. */
+typedef enum nxe_gemm_type {
+    NXE_GEMM_F32 = 0, /* f32 panels, f32 accumulation */
+    NXE_GEMM_BF16 = 1 /* bf16 panels (round to nearest even), f32 accumulation */
+} nxe_gemm_type;
+
+/* C[i, j] (+)= sum over k < kc of A[k, i] * B[k, j] for i < mr, j < nr; rows of C are ldc
+ * apart. A is a packed panel (layout above); B is given row by row: b_rows[q] points at row
+ * group q (k in [q * k_unit, (q + 1) * k_unit)) laid out as in a packed panel, nr columns of
+ * which are read — rows of a packed B panel, or rows of the input itself where a convolution
+ * can use them in place. accumulate = 0 overwrites C, 1 adds to what C holds. Every C element
+ * is one chain of multiply-adds over k in increasing order (pairs for bf16), whatever mr and nr
+ * are. */
+typedef void (*nxe_gemm_ukernel_fn)(int32_t mr, int32_t nr, int64_t kc, const void *a,
+                                    const void *const *b_rows, float *c, int64_t ldc,
+                                    int32_t accumulate);
+
+/* Applies the epilogue to C[mr x nr] in place. */
+typedef void (*nxe_epilogue_fn)(int32_t mr, int32_t nr, float *c, int64_t ldc,
+                                const nxe_epilogue *epilogue,
+                                const nxe_epilogue_operands *operands);
+
+/* One microkernel and what it needs around it. */
+typedef struct nxe_gemm_kernel {
+    const char *name;        /* <dtype>-gemm-<MR>x<NR>-<isa>, e.g. "f32-gemm-8x48-avx512" */
+    int32_t type;            /* nxe_gemm_type */
+    int32_t mr;
+    int32_t nr;
+    int32_t k_unit;
+    nxe_gemm_ukernel_fn run;
+    nxe_epilogue_fn epilogue;
+} nxe_gemm_kernel;
+
+/* Reduction slices longer than this are split into blocks whose partial sums wait in C. */
+#define NXE_GEMM_KC 256
+/* Widest panels any kernel uses (the bounds of the drivers' stack scratch). */
+#define NXE_GEMM_MAX_MR 16
+#define NXE_GEMM_MAX_NR 48
+
+static inline int64_t nxe_round_up(int64_t value, int64_t unit)
+{
+    return (value + unit - 1) / unit * unit;
+}
+
+/* Bytes of one packed element. */
+size_t nxe_gemm_element_size(int32_t type);
+
+/* Bytes of the panels holding a [k x w] operand packed `width` wide: ceil(w / width) panels of
+ * round_up(k, k_unit) * width elements each, with the reduction split into NXE_GEMM_KC blocks
+ * (each block is one contiguous [kc x width] run inside its panel). */
+size_t nxe_gemm_packed_bytes(const nxe_gemm_kernel *kernel, int64_t k, int64_t w, int32_t width);
+
+/* Packs the operand element (k, x) = src[k * stride_k + x * stride_x], for k < k_count and
+ * x < w_count, into panels `width` wide (kernel->mr for A, kernel->nr for B) at dst, laid out
+ * as nxe_gemm_packed_bytes describes. Converts to bf16 for bf16 kernels. */
+void nxe_gemm_pack(const nxe_gemm_kernel *kernel, int32_t width, const float *src,
+                   int64_t stride_k, int64_t stride_x, int64_t k_count, int64_t w_count,
+                   void *dst);
+
+/* Where packed panel `panel`'s block starting at reduction index k0 begins. */
+const void *nxe_gemm_panel_block(const nxe_gemm_kernel *kernel, const void *packed,
+                                 int32_t width, int64_t k, int64_t panel, int64_t k0);
+
+/* ---- GEMM with a packed B ---- */
+
+/* y[m x n] = epilogue(a[m x k] * B), a addressed by strides, B packed once (width kernel->nr)
+ * from a [k x n] operand, y dense rows y_stride_m apart. Bias is per column. */
+typedef struct nxe_gemm_packed_args {
+    const nxe_gemm_kernel *kernel;
+    int64_t m;
+    int64_t n;
+    int64_t k;
+    const float *a;
+    int64_t a_stride_m;
+    int64_t a_stride_k;
+    const void *b_packed;
+    float *y;
+    int64_t y_stride_m;
+    const float *bias;      /* [n] or NULL */
+    const float *residual;  /* [m x n], rows residual_stride_m apart, or NULL */
+    int64_t residual_stride_m;
+    nxe_epilogue epilogue;
+} nxe_gemm_packed_args;
+
+/* The drivers are compiled once per ISA level (kernels/generic/vector.h) and reached through
+ * the dispatch table:
+ *   gemm_packed_tiles(args): row tiles of kernel->mr rows;
+ *   gemm_packed_run(args, tile_begin, tile_end): computes those row tiles. */
+typedef int64_t (*nxe_gemm_packed_tiles_fn)(const nxe_gemm_packed_args *args);
+typedef void (*nxe_gemm_packed_run_fn)(const nxe_gemm_packed_args *args, int64_t tile_begin,
+                                       int64_t tile_end);
+
+/* ---- convolution as implicit GEMM ---- */
+
+/* A convolution (groups allowed) over f32 tensors. Channels first: output channels are the
+ * rows of the product and output pixels its columns, the packed weights are A (width mr, one
+ * set per group, reduction order input channel, kz, ky, kx as in [O, C/g, KD, KH, KW]), and
+ * each tile of nr pixels of one output row is gathered into a B panel as it is needed.
+ * Channels last: pixels are the rows, the weights B (width nr, order kz, ky, kx, channel as in
+ * [O, KD, KH, KW, C/g]), and tiles of mr pixels are gathered into A panels. Either way no
+ * im2col buffer larger than one panel exists. */
+typedef struct nxe_conv_gemm_args {
+    const nxe_gemm_kernel *kernel;
+    const nxe_conv_geometry *geometry;
+    int32_t channels_last;
+    const float *input;
+    const void *weight_packed;  /* from nxe_conv_gemm_pack_weight */
+    const float *bias;          /* [O] or NULL */
+    const float *residual;      /* same shape and layout as the output, or NULL */
+    float *output;
+    nxe_epilogue epilogue;
+} nxe_conv_gemm_args;
+
+size_t nxe_conv_gemm_weight_bytes(const nxe_gemm_kernel *kernel, const nxe_conv_geometry *g,
+                                  int32_t channels_last);
+void nxe_conv_gemm_pack_weight(const nxe_gemm_kernel *kernel, const nxe_conv_geometry *g,
+                               int32_t channels_last, const float *weight, void *dst);
+
+/* Drivers, per ISA level as above:
+ *   conv_gemm_tiles(args): work items, one per (batch, group, output depth, output row, pixel
+ *     tile of that row);
+ *   conv_gemm_tile_work(args): multiply-adds one item costs, for splitting work;
+ *   conv_gemm_run(args, tile_begin, tile_end): computes those items. */
+typedef int64_t (*nxe_conv_gemm_tiles_fn)(const nxe_conv_gemm_args *args);
+typedef double (*nxe_conv_gemm_tile_work_fn)(const nxe_conv_gemm_args *args);
+typedef void (*nxe_conv_gemm_run_fn)(const nxe_conv_gemm_args *args, int64_t tile_begin,
+                                     int64_t tile_end);
+
+/* ---- the reference twins (kernels/ref/gemm.c) ---- */
+
+void nxe_ref_gemm_ukernel_f32(int32_t mr, int32_t nr, int64_t kc, const void *a,
+                              const void *const *b_rows, float *c, int64_t ldc,
+                              int32_t accumulate);
+void nxe_ref_gemm_ukernel_bf16(int32_t mr, int32_t nr, int64_t kc, const void *a,
+                               const void *const *b_rows, float *c, int64_t ldc,
+                               int32_t accumulate);
+void nxe_ref_epilogue(int32_t mr, int32_t nr, float *c, int64_t ldc,
+                      const nxe_epilogue *epilogue, const nxe_epilogue_operands *operands);
+/* The activation of one value, with libm: the oracle of every vectorized activation. */
+float nxe_ref_activation(int32_t activation, float alpha, float beta, float v);
+/* f32 -> bf16 bits, round to nearest even (NaN kept quiet). */
+uint16_t nxe_f32_to_bf16(float value);
+float nxe_bf16_to_f32(uint16_t bits);
+
+extern const nxe_gemm_kernel nxe_ref_gemm_f32_kernel;  /* f32-gemm-4x8-scalar */
+extern const nxe_gemm_kernel nxe_ref_gemm_bf16_kernel; /* bf16-gemm-4x8-scalar */
+
+#endif

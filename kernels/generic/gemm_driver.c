@@ -1,0 +1,399 @@
+/* gemm_driver.c — the loops around a packed-GEMM microkernel (kernels/gemm.h): GEMM with a
+ * prepacked B, and convolution as implicit GEMM that gathers one panel of the im2col matrix at
+ * a time onto the stack. Portable C built once per ISA level (see vector.h) so the gathers
+ * vectorize with that level's flags; the microkernel and epilogue come from the descriptor.
+ * Every C element is produced by one tile, over the reduction in increasing order, so the
+ * result does not depend on how callers split the tiles. */
+#include <stdbool.h>
+#include <string.h>
+
+#include "generic/vector.h"
+
+#ifndef NXE_ISA_SUFFIX
+#error "built once per ISA level with -DNXE_ISA_SUFFIX=<level>"
+#endif
+#define NXE_CONCAT_(a, b) a##_##b
+#define NXE_CONCAT(a, b) NXE_CONCAT_(a, b)
+#define NXE_ISA_NAME(name) NXE_CONCAT(name, NXE_ISA_SUFFIX)
+
+/* Columns of B per block of the GEMM driver: with a reduction block of NXE_GEMM_KC, the block
+ * of B (at most 480 KiB) stays in L2 while every row tile of A passes over it. */
+#define GEMM_NC_BYTES (480 * 1024)
+#define GEMM_NC_MAX_PANELS 16
+
+/* Stack scratch for one gathered panel: the widest panel over one reduction block (48 KiB;
+ * with the packed copy bf16 needs and the row pointers, the drivers use about 110 KiB of
+ * stack). */
+#define PANEL_SCRATCH_FLOATS (NXE_GEMM_MAX_NR * NXE_GEMM_KC)
+
+/* Reduction block of the convolution driver: the B rows of one block (128 rows of at most 48
+ * floats, 24 KiB) stay in L1 while every row panel of weights passes over them. */
+#ifndef CONV_KC
+#define CONV_KC 256
+#endif
+
+/* A row of zeros as wide as any panel: the B row of a padding tap. */
+static const float zero_row[NXE_GEMM_MAX_NR * 2];
+
+/* f32 -> bf16 round to nearest even, branchless so that it vectorizes (NaN inputs become some
+ * NaN or infinity-adjacent value; activations of finite models stay finite). */
+static inline uint32_t bf16_bits(float value)
+{
+    uint32_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    return (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
+}
+
+/* Packs rows[k] (k < count; `valid` floats read from each, the rest of the `width` zero)
+ * into a bf16 panel: pairs of k interleaved, an odd count completed by a zero row. */
+static void pack_rows_bf16(uint16_t *panel, int32_t width, int32_t valid,
+                           const float *const *rows, int64_t count)
+{
+    for (int64_t k = 0; k < count; k += 2) {
+        const float *even = rows[k], *odd = k + 1 < count ? rows[k + 1] : zero_row;
+        uint32_t *dst = (uint32_t *)(void *)(panel + k * width);
+        for (int32_t j = 0; j < valid; j++)
+            dst[j] = bf16_bits(even[j]) | (bf16_bits(odd[j]) << 16);
+        for (int32_t j = valid; j < width; j++)
+            dst[j] = 0;
+    }
+}
+
+/* Row pointers of a packed panel block: group q of k_unit rows at q * width * k_unit. */
+static void panel_rows(const nxe_gemm_kernel *kernel, const void *block, int32_t width,
+                       int64_t kc, const void **rows)
+{
+    const size_t group_bytes =
+        (size_t)width * (size_t)kernel->k_unit * nxe_gemm_element_size(kernel->type);
+    const int64_t groups = (kc + kernel->k_unit - 1) / kernel->k_unit;
+    for (int64_t q = 0; q < groups; q++)
+        rows[q] = (const char *)block + (size_t)q * group_bytes;
+}
+
+/* ---- GEMM with a prepacked B ---- */
+
+int64_t NXE_ISA_NAME(nxe_gemm_packed_tiles)(const nxe_gemm_packed_args *args)
+{
+    return (args->m + args->kernel->mr - 1) / args->kernel->mr;
+}
+
+/* Packs rows [i0, i0 + mr) of A over k in [k0, k0 + kc) into an A panel mr_max wide. */
+static void pack_a_tile(const nxe_gemm_packed_args *args, int64_t i0, int32_t mr, int64_t k0,
+                        int64_t kc, float *gathered, void *panel)
+{
+    const nxe_gemm_kernel *kernel = args->kernel;
+    const int32_t width = kernel->mr;
+    float *rows = kernel->type == NXE_GEMM_F32 ? panel : gathered;
+    for (int32_t i = 0; i < width; i++) {
+        if (i < mr) {
+            const float *src = args->a + (i0 + i) * args->a_stride_m + k0 * args->a_stride_k;
+            for (int64_t k = 0; k < kc; k++)
+                rows[k * width + i] = src[k * args->a_stride_k];
+        } else {
+            for (int64_t k = 0; k < kc; k++)
+                rows[k * width + i] = 0.0f;
+        }
+    }
+    if (kernel->type == NXE_GEMM_BF16) {
+        const float *row_ptrs[NXE_GEMM_KC];
+        for (int64_t k = 0; k < kc; k++)
+            row_ptrs[k] = gathered + k * width;
+        pack_rows_bf16(panel, width, width, row_ptrs, kc);
+    }
+}
+
+void NXE_ISA_NAME(nxe_gemm_packed_run)(const nxe_gemm_packed_args *args, int64_t tile_begin,
+                                       int64_t tile_end)
+{
+    const nxe_gemm_kernel *kernel = args->kernel;
+    const int32_t mr_max = kernel->mr, nr_max = kernel->nr;
+    const int64_t panels = (args->n + nr_max - 1) / nr_max;
+    int64_t nc_panels = GEMM_NC_BYTES / ((int64_t)NXE_GEMM_KC * nr_max *
+                                         (int64_t)nxe_gemm_element_size(kernel->type));
+    nc_panels = nc_panels < 1 ? 1 : nc_panels > GEMM_NC_MAX_PANELS ? GEMM_NC_MAX_PANELS : nc_panels;
+    float gathered[NXE_GEMM_MAX_MR * NXE_GEMM_KC];
+    _Alignas(64) float a_panel[NXE_GEMM_MAX_MR * NXE_GEMM_KC];
+    const void *b_rows[GEMM_NC_MAX_PANELS][NXE_GEMM_KC];
+    for (int64_t pb = 0; pb < panels; pb += nc_panels) {
+        const int64_t pe = pb + nc_panels < panels ? pb + nc_panels : panels;
+        for (int64_t k0 = 0; k0 < args->k || k0 == 0; k0 += NXE_GEMM_KC) {
+            const int64_t kc = args->k - k0 < NXE_GEMM_KC ? args->k - k0 : NXE_GEMM_KC;
+            const int last = k0 + kc >= args->k;
+            for (int64_t p = pb; p < pe; p++)
+                panel_rows(kernel,
+                           nxe_gemm_panel_block(kernel, args->b_packed, nr_max, args->k, p, k0),
+                           nr_max, kc, b_rows[p - pb]);
+            for (int64_t t = tile_begin; t < tile_end; t++) {
+                const int64_t i0 = t * mr_max;
+                const int32_t mr = (int32_t)(args->m - i0 < mr_max ? args->m - i0 : mr_max);
+                pack_a_tile(args, i0, mr, k0, kc, gathered, a_panel);
+                for (int64_t p = pb; p < pe; p++) {
+                    const int64_t j0 = p * nr_max;
+                    const int32_t nr = (int32_t)(args->n - j0 < nr_max ? args->n - j0 : nr_max);
+                    float *c = args->y + i0 * args->y_stride_m + j0;
+                    kernel->run(mr, nr, kc, a_panel, b_rows[p - pb], c, args->y_stride_m, k0 > 0);
+                    if (last) {
+                        nxe_epilogue_operands ops = {
+                            .bias = args->bias ? args->bias + j0 : NULL,
+                            .bias_per_row = 0,
+                            .residual = args->residual
+                                            ? args->residual + i0 * args->residual_stride_m + j0
+                                            : NULL,
+                            .ldr = args->residual_stride_m,
+                        };
+                        kernel->epilogue(mr, nr, c, args->y_stride_m, &args->epilogue, &ops);
+                    }
+                }
+            }
+            if (args->k == 0)
+                break;
+        }
+    }
+}
+
+/* ---- convolution ---- */
+
+typedef struct conv_shape {
+    int64_t group_in, group_out;
+    int64_t taps;          /* KD * KH * KW */
+    int64_t k;             /* group_in * taps: the reduction */
+    int64_t out_pixels;    /* OD * OH * OW */
+    int64_t in_pixels;
+    int64_t row_tiles;     /* pixel tiles per output row */
+    int32_t tile_width;    /* pixels per tile: nr channels first, mr channels last */
+} conv_shape;
+
+static conv_shape shape_of(const nxe_conv_gemm_args *args)
+{
+    const nxe_conv_geometry *g = args->geometry;
+    conv_shape s;
+    s.group_in = g->in_channels / g->groups;
+    s.group_out = g->out_channels / g->groups;
+    s.taps = g->kernel[0] * g->kernel[1] * g->kernel[2];
+    s.k = s.group_in * s.taps;
+    s.out_pixels = g->out_size[0] * g->out_size[1] * g->out_size[2];
+    s.in_pixels = g->in_size[0] * g->in_size[1] * g->in_size[2];
+    s.tile_width = args->channels_last ? args->kernel->mr : args->kernel->nr;
+    s.row_tiles = (g->out_size[2] + s.tile_width - 1) / s.tile_width;
+    return s;
+}
+
+int64_t NXE_ISA_NAME(nxe_conv_gemm_tiles)(const nxe_conv_gemm_args *args)
+{
+    const nxe_conv_geometry *g = args->geometry;
+    conv_shape s = shape_of(args);
+    return g->batch * g->groups * g->out_size[0] * g->out_size[1] * s.row_tiles;
+}
+
+double NXE_ISA_NAME(nxe_conv_gemm_tile_work)(const nxe_conv_gemm_args *args)
+{
+    conv_shape s = shape_of(args);
+    return (double)s.tile_width * (double)s.group_out * (double)s.k;
+}
+
+/* Input column of output column ox at tap kx, and the output columns [*lo, *hi) of the tile
+ * whose input column lies inside [0, width). */
+static void valid_columns(int64_t ox0, int32_t count, int64_t stride, int64_t offset,
+                          int64_t width, int32_t *lo, int32_t *hi)
+{
+    /* Input column of tile column j: start + j * stride. */
+    const int64_t start = ox0 * stride + offset;
+    int64_t first, past;
+    if (stride == 1) { /* the common case, without divisions */
+        first = start < 0 ? -start : 0;
+        past = width - start;
+    } else {
+        first = start < 0 ? (-start + stride - 1) / stride : 0;
+        past = width - start <= 0 ? 0 : (width - start + stride - 1) / stride;
+    }
+    if (past > count)
+        past = count;
+    if (first > past)
+        first = past;
+    *lo = (int32_t)first;
+    *hi = (int32_t)(past < 0 ? 0 : past);
+    if (*lo > *hi)
+        *lo = *hi;
+}
+
+/* Channels first: the B rows k in [k0, k0 + kc) (k = channel, kz, ky, kx within the group) of
+ * the im2col matrix for output pixels ox0 .. ox0 + count - 1 of output row (oz, oy). A row
+ * wholly inside the input (stride 1) is used in place; a row at a padding tap is the zero
+ * row; any other is gathered into `scratch` (a `width`-float row per k). */
+static void rows_channels_first(const nxe_conv_gemm_args *args, const conv_shape *s,
+                                const float *input_group, int64_t oz, int64_t oy, int64_t ox0,
+                                int32_t count, int64_t k0, int64_t kc, float *scratch,
+                                const float **rows)
+{
+    const nxe_conv_geometry *g = args->geometry;
+    const int32_t width = args->kernel->nr;
+    int64_t channel = k0 / s->taps, tap = k0 % s->taps;
+    int64_t kz = tap / (g->kernel[1] * g->kernel[2]);
+    int64_t ky = tap / g->kernel[2] % g->kernel[1];
+    int64_t kx = tap % g->kernel[2];
+    for (int64_t k = 0; k < kc; k++) {
+        const int64_t iz = oz * g->stride[0] - g->pad_begin[0] + kz * g->dilation[0];
+        const int64_t iy = oy * g->stride[1] - g->pad_begin[1] + ky * g->dilation[1];
+        const int64_t offset = kx * g->dilation[2] - g->pad_begin[2];
+        int32_t lo = 0, hi = 0;
+        if (iz >= 0 && iz < g->in_size[0] && iy >= 0 && iy < g->in_size[1])
+            valid_columns(ox0, count, g->stride[2], offset, g->in_size[2], &lo, &hi);
+        const float *in_row = input_group + channel * s->in_pixels +
+                              (iz * g->in_size[1] + iy) * g->in_size[2];
+        const int64_t ix0 = ox0 * g->stride[2] + offset;
+        if (hi <= lo) {
+            rows[k] = zero_row;
+        } else if (lo == 0 && hi == count && g->stride[2] == 1) {
+            rows[k] = in_row + ix0;
+        } else {
+            float *row = scratch + k * width;
+            for (int32_t j = 0; j < lo; j++)
+                row[j] = 0.0f;
+            for (int32_t j = lo; j < hi; j++)
+                row[j] = in_row[ix0 + j * g->stride[2]];
+            for (int32_t j = hi; j < width; j++)
+                row[j] = 0.0f;
+            rows[k] = row;
+        }
+        if (++kx == g->kernel[2]) {
+            kx = 0;
+            if (++ky == g->kernel[1]) {
+                ky = 0;
+                if (++kz == g->kernel[0]) {
+                    kz = 0;
+                    channel++;
+                }
+            }
+        }
+    }
+}
+
+/* Channels last: gathers rows k in [k0, k0 + kc) (k = kz, ky, kx, channel) of the im2col
+ * matrix for pixels ox0 .. ox0 + count - 1 of output row (oz, oy), as `rows` of mr floats. */
+static void gather_channels_last(const nxe_conv_gemm_args *args, const conv_shape *s,
+                                 const float *input_image, int64_t group, int64_t oz, int64_t oy,
+                                 int64_t ox0, int32_t count, int64_t k0, int64_t kc, float *rows)
+{
+    const nxe_conv_geometry *g = args->geometry;
+    const int32_t width = args->kernel->mr;
+    const int64_t channels = g->in_channels;
+    for (int64_t k = k0; k < k0 + kc;) {
+        const int64_t tap = k / s->group_in, c0 = k % s->group_in;
+        const int64_t run = s->group_in - c0 < k0 + kc - k ? s->group_in - c0 : k0 + kc - k;
+        const int64_t kz = tap / (g->kernel[1] * g->kernel[2]);
+        const int64_t ky = tap / g->kernel[2] % g->kernel[1];
+        const int64_t kx = tap % g->kernel[2];
+        const int64_t iz = oz * g->stride[0] - g->pad_begin[0] + kz * g->dilation[0];
+        const int64_t iy = oy * g->stride[1] - g->pad_begin[1] + ky * g->dilation[1];
+        const bool row_inside = iz >= 0 && iz < g->in_size[0] && iy >= 0 && iy < g->in_size[1];
+        for (int32_t j = 0; j < width; j++) {
+            const int64_t ix = (ox0 + j) * g->stride[2] - g->pad_begin[2] + kx * g->dilation[2];
+            const bool inside = row_inside && j < count && ix >= 0 && ix < g->in_size[2];
+            const float *src = inside ? input_image + ((iz * g->in_size[1] + iy) * g->in_size[2] + ix) *
+                                                          channels + group * s->group_in + c0
+                                      : NULL;
+            for (int64_t c = 0; c < run; c++)
+                rows[(k - k0 + c) * width + j] = src ? src[c] : 0.0f;
+        }
+        k += run;
+    }
+}
+
+void NXE_ISA_NAME(nxe_conv_gemm_run)(const nxe_conv_gemm_args *args, int64_t tile_begin,
+                                     int64_t tile_end)
+{
+    const nxe_gemm_kernel *kernel = args->kernel;
+    const nxe_conv_geometry *g = args->geometry;
+    const conv_shape s = shape_of(args);
+    const int32_t mr_max = kernel->mr, nr_max = kernel->nr;
+    const bool f32 = kernel->type == NXE_GEMM_F32;
+    float scratch[PANEL_SCRATCH_FLOATS];
+    _Alignas(64) unsigned char panel[PANEL_SCRATCH_FLOATS * sizeof(float)];
+    const float *rows[NXE_GEMM_KC];
+    const void *b_rows[NXE_GEMM_KC];
+    const int64_t out_rows = g->out_size[0] * g->out_size[1];
+    for (int64_t t = tile_begin; t < tile_end; t++) {
+        const int64_t row_tile = t % s.row_tiles;
+        const int64_t out_row = t / s.row_tiles % out_rows;
+        const int64_t group = t / s.row_tiles / out_rows % g->groups;
+        const int64_t n = t / s.row_tiles / out_rows / g->groups;
+        const int64_t oz = out_row / g->out_size[1], oy = out_row % g->out_size[1];
+        const int64_t ox0 = row_tile * s.tile_width;
+        const int32_t count = (int32_t)(g->out_size[2] - ox0 < s.tile_width ? g->out_size[2] - ox0
+                                                                           : s.tile_width);
+        const int64_t pixel0 = out_row * g->out_size[2] + ox0;
+        const int64_t o_first = group * s.group_out;
+        for (int64_t k0 = 0; k0 < s.k; k0 += CONV_KC) {
+            const int64_t kc = s.k - k0 < CONV_KC ? s.k - k0 : CONV_KC;
+            const int last = k0 + kc >= s.k;
+            if (!args->channels_last) {
+                /* Rows: output channels of the group (weights, A); columns: the tile's pixels,
+                 * read in place from the input where possible. */
+                const float *input_group =
+                    args->input + (n * g->in_channels + group * s.group_in) * s.in_pixels;
+                rows_channels_first(args, &s, input_group, oz, oy, ox0, count, k0, kc, scratch,
+                                    rows);
+                if (f32) {
+                    for (int64_t k = 0; k < kc; k++)
+                        b_rows[k] = rows[k];
+                } else {
+                    pack_rows_bf16((uint16_t *)(void *)panel, nr_max, count, rows, kc);
+                    panel_rows(kernel, panel, nr_max, kc, b_rows);
+                }
+                const int64_t panels = (s.group_out + mr_max - 1) / mr_max;
+                const size_t group_weights = nxe_gemm_packed_bytes(kernel, s.k, s.group_out, mr_max);
+                const char *weights = (const char *)args->weight_packed + group * group_weights;
+                for (int64_t p = 0; p < panels; p++) {
+                    const int64_t o0 = p * mr_max;
+                    const int32_t mr = (int32_t)(s.group_out - o0 < mr_max ? s.group_out - o0 : mr_max);
+                    const int64_t offset = (n * g->out_channels + o_first + o0) * s.out_pixels + pixel0;
+                    float *c = args->output + offset;
+                    kernel->run(mr, count, kc,
+                                nxe_gemm_panel_block(kernel, weights, mr_max, s.k, p, k0), b_rows,
+                                c, s.out_pixels, k0 > 0);
+                    if (last) {
+                        nxe_epilogue_operands ops = {
+                            .bias = args->bias ? args->bias + o_first + o0 : NULL,
+                            .bias_per_row = 1,
+                            .residual = args->residual ? args->residual + offset : NULL,
+                            .ldr = s.out_pixels,
+                        };
+                        kernel->epilogue(mr, count, c, s.out_pixels, &args->epilogue, &ops);
+                    }
+                }
+            } else {
+                /* Rows: the tile's pixels (A, gathered); columns: output channels (weights, B). */
+                const float *input_image = args->input + n * s.in_pixels * g->in_channels;
+                float *gathered = f32 ? (float *)(void *)panel : scratch;
+                gather_channels_last(args, &s, input_image, group, oz, oy, ox0, count, k0, kc,
+                                     gathered);
+                if (!f32) {
+                    for (int64_t k = 0; k < kc; k++)
+                        rows[k] = scratch + k * mr_max;
+                    pack_rows_bf16((uint16_t *)(void *)panel, mr_max, mr_max, rows, kc);
+                }
+                const int64_t panels = (s.group_out + nr_max - 1) / nr_max;
+                const size_t group_weights = nxe_gemm_packed_bytes(kernel, s.k, s.group_out, nr_max);
+                const char *weights = (const char *)args->weight_packed + group * group_weights;
+                for (int64_t p = 0; p < panels; p++) {
+                    const int64_t j0 = p * nr_max;
+                    const int32_t nr = (int32_t)(s.group_out - j0 < nr_max ? s.group_out - j0 : nr_max);
+                    const int64_t offset = (n * s.out_pixels + pixel0) * g->out_channels + o_first + j0;
+                    float *c = args->output + offset;
+                    panel_rows(kernel, nxe_gemm_panel_block(kernel, weights, nr_max, s.k, p, k0),
+                               nr_max, kc, b_rows);
+                    kernel->run(count, nr, kc, panel, b_rows, c, g->out_channels, k0 > 0);
+                    if (last) {
+                        nxe_epilogue_operands ops = {
+                            .bias = args->bias ? args->bias + o_first + j0 : NULL,
+                            .bias_per_row = 0,
+                            .residual = args->residual ? args->residual + offset : NULL,
+                            .ldr = g->out_channels,
+                        };
+                        kernel->epilogue(count, nr, c, g->out_channels, &args->epilogue, &ops);
+                    }
+                }
+            }
+        }
+    }
+}

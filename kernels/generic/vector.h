@@ -1,0 +1,31 @@
+/* vector.h — kernels written once in portable C and compiled once per ISA level (plain, avx2,
+ * avx512), each copy with that level's -m flags and names ending in its suffix, so that the
+ * compiler's vectorizer emits each level's vectors. kernels/dispatch.c picks the copy. */
+#ifndef NXE_KERNELS_GENERIC_VECTOR_H
+#define NXE_KERNELS_GENERIC_VECTOR_H
+
+#include <stdint.h>
+
+#include "gemm.h"
+
+#define NXE_GENERIC_DECLARE(suffix)                                                          \
+    void nxe_epilogue_##suffix(int32_t mr, int32_t nr, float *c, int64_t ldc,                \
+                               const nxe_epilogue *epilogue,                                 \
+                               const nxe_epilogue_operands *operands);                       \
+    void nxe_f32_activation_##suffix(int32_t activation, float alpha, float beta,           \
+                                     const float *x, float *y, int64_t n);                  \
+    int64_t nxe_gemm_packed_tiles_##suffix(const nxe_gemm_packed_args *args);                \
+    void nxe_gemm_packed_run_##suffix(const nxe_gemm_packed_args *args, int64_t tile_begin,  \
+                                      int64_t tile_end);                                     \
+    int64_t nxe_conv_gemm_tiles_##suffix(const nxe_conv_gemm_args *args);                    \
+    double nxe_conv_gemm_tile_work_##suffix(const nxe_conv_gemm_args *args);                 \
+    void nxe_conv_gemm_run_##suffix(const nxe_conv_gemm_args *args, int64_t tile_begin,      \
+                                    int64_t tile_end);
+
+NXE_GENERIC_DECLARE(generic)
+#if defined(__x86_64__)
+NXE_GENERIC_DECLARE(avx2)
+NXE_GENERIC_DECLARE(avx512)
+#endif
+
+#endif

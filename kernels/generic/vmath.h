@@ -1,0 +1,80 @@
+/* vmath.h — branchless single-precision exp, tanh, sigmoid and erf for loops the compiler
+ * vectorizes: every function is straight-line arithmetic and selects, no calls and no table,
+ * so a loop over them becomes vector code under each ISA's flags. Accuracy against libm
+ * (measured by tests/c/kernels.c over a dense sweep): exp within a few ulp, tanh within 4e-7
+ * absolute and relative, erf within 1.5e-7 absolute (Abramowitz & Stegun 7.1.26). */
+#ifndef NXE_KERNELS_GENERIC_VMATH_H
+#define NXE_KERNELS_GENERIC_VMATH_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline float nxe_vm_from_bits(int32_t bits)
+{
+    float value;
+    memcpy(&value, &bits, sizeof value);
+    return value;
+}
+
+/* e^x for x clamped to [-87.3, 88.7]: x = n ln 2 + r, |r| <= ln2 / 2, with Cephes expf's
+ * polynomial for e^r; 2^n is built in the exponent bits. */
+static inline float nxe_vm_exp(float x)
+{
+    x = x < -87.3f ? -87.3f : x > 88.7f ? 88.7f : x;
+    /* Round to nearest by the 1.5 * 2^23 trick, valid in the default rounding mode. */
+    float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    float r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    return p * nxe_vm_from_bits(((int32_t)n + 127) << 23);
+}
+
+/* tanh as a rational function of degree 13 over 6 on |x| <= 7.9053 (clamped beyond, where
+ * tanh rounds to within 3e-7 of +-1): 7 + 4 multiply-adds and one division. Measured against
+ * double tanh: at most 4e-7 absolute and relative error (7 ulp). */
+static inline float nxe_vm_tanh(float x)
+{
+    const float bound = 7.90531110763549805f;
+    x = x < -bound ? -bound : x > bound ? bound : x;
+    float x2 = x * x;
+    float p = -2.76076847742355e-16f;
+    p = p * x2 + 2.00018790482477e-13f;
+    p = p * x2 - 8.60467152213735e-11f;
+    p = p * x2 + 5.12229709037114e-08f;
+    p = p * x2 + 1.48572235717979e-05f;
+    p = p * x2 + 6.37261928875436e-04f;
+    p = p * x2 + 4.89352455891786e-03f;
+    float q = 1.19825839466702e-06f;
+    q = q * x2 + 1.18534705686654e-04f;
+    q = q * x2 + 2.26843463243900e-03f;
+    q = q * x2 + 4.89352518554385e-03f;
+    return x * p / q;
+}
+
+static inline float nxe_vm_sigmoid(float x)
+{
+    return 1.0f / (1.0f + nxe_vm_exp(-x));
+}
+
+/* erf by Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7). */
+static inline float nxe_vm_erf(float x)
+{
+    float ax = fabsf(x);
+    float t = 1.0f / (1.0f + 0.3275911f * ax);
+    float p = 1.061405429f;
+    p = p * t - 1.453152027f;
+    p = p * t + 1.421413741f;
+    p = p * t - 0.284496736f;
+    p = p * t + 0.254829592f;
+    float y = 1.0f - p * t * nxe_vm_exp(-ax * ax);
+    return copysignf(y, x);
+}
+
+#endif

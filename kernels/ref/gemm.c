@@ -1,0 +1,189 @@
+/* gemm.c — the reference twins of the packed GEMM (kernels/gemm.h): scalar microkernels, the
+ * epilogue with libm activations, bf16 rounding and the panel packing every kernel shares.
+ * The oracle for the vectorized kernels; portable C11, no allocation. */
+#include "gemm.h"
+
+#include <math.h>
+#include <string.h>
+
+#define REF_MR 4
+#define REF_NR 8
+
+uint16_t nxe_f32_to_bf16(float value)
+{
+    uint32_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    if ((bits & 0x7FFFFFFFu) > 0x7F800000u) /* NaN: keep it a quiet NaN */
+        return (uint16_t)((bits >> 16) | 0x0040u);
+    bits += 0x7FFFu + ((bits >> 16) & 1u);
+    return (uint16_t)(bits >> 16);
+}
+
+float nxe_bf16_to_f32(uint16_t bits)
+{
+    uint32_t wide = (uint32_t)bits << 16;
+    float value;
+    memcpy(&value, &wide, sizeof value);
+    return value;
+}
+
+size_t nxe_gemm_element_size(int32_t type)
+{
+    return type == NXE_GEMM_BF16 ? 2u : 4u;
+}
+
+size_t nxe_gemm_packed_bytes(const nxe_gemm_kernel *kernel, int64_t k, int64_t w, int32_t width)
+{
+    int64_t panels = (w + width - 1) / width;
+    int64_t k_padded = nxe_round_up(k, kernel->k_unit);
+    return (size_t)(panels * k_padded * width) * nxe_gemm_element_size(kernel->type);
+}
+
+const void *nxe_gemm_panel_block(const nxe_gemm_kernel *kernel, const void *packed,
+                                 int32_t width, int64_t k, int64_t panel, int64_t k0)
+{
+    int64_t k_padded = nxe_round_up(k, kernel->k_unit);
+    size_t offset = (size_t)(panel * k_padded * width + k0 * width);
+    return (const char *)packed + offset * nxe_gemm_element_size(kernel->type);
+}
+
+void nxe_gemm_pack(const nxe_gemm_kernel *kernel, int32_t width, const float *src,
+                   int64_t stride_k, int64_t stride_x, int64_t k_count, int64_t w_count,
+                   void *dst)
+{
+    const int64_t unit = kernel->k_unit;
+    const int64_t k_padded = nxe_round_up(k_count, unit);
+    const int64_t panels = (w_count + width - 1) / width;
+    for (int64_t p = 0; p < panels; p++) {
+        for (int64_t k = 0; k < k_padded; k++) {
+            for (int64_t i = 0; i < width; i++) {
+                int64_t x = p * width + i;
+                float value = k < k_count && x < w_count ? src[k * stride_k + x * stride_x] : 0.0f;
+                size_t index = (size_t)(p * k_padded * width + ((k / unit) * width + i) * unit +
+                                        k % unit);
+                if (kernel->type == NXE_GEMM_BF16)
+                    ((uint16_t *)dst)[index] = nxe_f32_to_bf16(value);
+                else
+                    ((float *)dst)[index] = value;
+            }
+        }
+    }
+}
+
+/* ---- microkernels ---- */
+
+void nxe_ref_gemm_ukernel_f32(int32_t mr, int32_t nr, int64_t kc, const void *a,
+                              const void *const *b_rows, float *c, int64_t ldc,
+                              int32_t accumulate)
+{
+    const float *ap = a;
+    for (int32_t i = 0; i < mr; i++) {
+        for (int32_t j = 0; j < nr; j++) {
+            float acc = accumulate ? c[i * ldc + j] : 0.0f;
+            for (int64_t k = 0; k < kc; k++)
+                acc = fmaf(ap[k * REF_MR + i], ((const float *)b_rows[k])[j], acc);
+            c[i * ldc + j] = acc;
+        }
+    }
+}
+
+void nxe_ref_gemm_ukernel_bf16(int32_t mr, int32_t nr, int64_t kc, const void *a,
+                               const void *const *b_rows, float *c, int64_t ldc,
+                               int32_t accumulate)
+{
+    const uint16_t *ap = a;
+    const int64_t pairs = (kc + 1) / 2;
+    for (int32_t i = 0; i < mr; i++) {
+        for (int32_t j = 0; j < nr; j++) {
+            float acc = accumulate ? c[i * ldc + j] : 0.0f;
+            for (int64_t q = 0; q < pairs; q++) {
+                /* One pair as a dot-product instruction does it: both products, then the sum. */
+                const uint16_t *bp = b_rows[q];
+                float even = nxe_bf16_to_f32(ap[(q * REF_MR + i) * 2]) *
+                             nxe_bf16_to_f32(bp[j * 2]);
+                float odd = nxe_bf16_to_f32(ap[(q * REF_MR + i) * 2 + 1]) *
+                            nxe_bf16_to_f32(bp[j * 2 + 1]);
+                acc = acc + even + odd;
+            }
+            c[i * ldc + j] = acc;
+        }
+    }
+}
+
+/* ---- epilogue ---- */
+
+float nxe_ref_activation(int32_t activation, float alpha, float beta, float v)
+{
+    switch (activation) {
+    case NXE_ACTIVATION_RELU:
+        return v < 0.0f ? 0.0f : v; /* NaN stays NaN */
+    case NXE_ACTIVATION_CLIP:
+        return v < alpha ? alpha : v > beta ? beta : v;
+    case NXE_ACTIVATION_LEAKY_RELU:
+        return v < 0.0f ? alpha * v : v;
+    case NXE_ACTIVATION_TANH:
+        return tanhf(v);
+    case NXE_ACTIVATION_SIGMOID:
+        return 1.0f / (1.0f + expf(-v));
+    case NXE_ACTIVATION_GELU_ERF:
+        return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+    case NXE_ACTIVATION_GELU_TANH:
+        return 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
+    case NXE_ACTIVATION_SILU:
+        return v / (1.0f + expf(-v));
+    default:
+        return v;
+    }
+}
+
+void nxe_ref_epilogue(int32_t mr, int32_t nr, float *c, int64_t ldc,
+                      const nxe_epilogue *epilogue, const nxe_epilogue_operands *operands)
+{
+    for (int32_t i = 0; i < mr; i++) {
+        for (int32_t j = 0; j < nr; j++) {
+            float v = epilogue->scale * c[i * ldc + j];
+            if (operands->bias)
+                v += operands->bias[operands->bias_per_row ? i : j];
+            float residual = operands->residual ? operands->residual[i * operands->ldr + j] : 0.0f;
+            if (epilogue->residual_before_activation)
+                v += residual;
+            v = nxe_ref_activation(epilogue->activation, epilogue->alpha, epilogue->beta, v);
+            if (!epilogue->residual_before_activation)
+                v += residual;
+            c[i * ldc + j] = v;
+        }
+    }
+}
+
+const nxe_gemm_kernel nxe_ref_gemm_f32_kernel = {
+    "f32-gemm-4x8-scalar", NXE_GEMM_F32, REF_MR, REF_NR, 1, nxe_ref_gemm_ukernel_f32,
+    nxe_ref_epilogue,
+};
+const nxe_gemm_kernel nxe_ref_gemm_bf16_kernel = {
+    "bf16-gemm-4x8-scalar", NXE_GEMM_BF16, REF_MR, REF_NR, 2, nxe_ref_gemm_ukernel_bf16,
+    nxe_ref_epilogue,
+};
+
+/* ---- convolution weights ---- */
+
+/* Both layouts keep one group's reduction contiguous per output channel ([O, C/g, KD, KH, KW]
+ * channels first, [O, KD, KH, KW, C/g] channels last), in the order the drivers gather. */
+size_t nxe_conv_gemm_weight_bytes(const nxe_gemm_kernel *kernel, const nxe_conv_geometry *g,
+                                  int32_t channels_last)
+{
+    int64_t k = g->in_channels / g->groups * g->kernel[0] * g->kernel[1] * g->kernel[2];
+    int32_t width = channels_last ? kernel->nr : kernel->mr;
+    return (size_t)g->groups * nxe_gemm_packed_bytes(kernel, k, g->out_channels / g->groups, width);
+}
+
+void nxe_conv_gemm_pack_weight(const nxe_gemm_kernel *kernel, const nxe_conv_geometry *g,
+                               int32_t channels_last, const float *weight, void *dst)
+{
+    int64_t group_out = g->out_channels / g->groups;
+    int64_t k = g->in_channels / g->groups * g->kernel[0] * g->kernel[1] * g->kernel[2];
+    int32_t width = channels_last ? kernel->nr : kernel->mr;
+    size_t group_bytes = nxe_gemm_packed_bytes(kernel, k, group_out, width);
+    for (int64_t group = 0; group < g->groups; group++)
+        nxe_gemm_pack(kernel, width, weight + group * group_out * k, 1, k, k, group_out,
+                      (char *)dst + group * group_bytes);
+}

@@ -1,0 +1,80 @@
+/* f32-gemm-6x16-avx2.c — the f32 packed-GEMM microkernel for AVX2+FMA (kernels/gemm.h): a 6-row
+ * by 16-column tile of C in 12 ymm accumulators, one broadcast of A and two vectors of B per k
+ * step, masked loads and stores for column tails. Built only for x86-64 with -mavx2 -mfma. */
+#include "x86/gemm-x86.h"
+
+#if defined(__x86_64__)
+
+#include <immintrin.h>
+
+#define MR 6
+
+static inline __attribute__((always_inline)) void tile(int32_t rows, int32_t vecs,
+                                                       __m256i last_mask, int64_t kc,
+                                                       const float *a,
+                                                       const void *const *b_rows, float *c,
+                                                       int64_t ldc, int32_t accumulate)
+{
+    __m256 acc[MR][2];
+    const __m256i all = _mm256_set1_epi32(-1);
+    __m256i mask[2] = {vecs == 1 ? last_mask : all, last_mask};
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; i++)
+#pragma GCC unroll 2
+        for (int v = 0; v < 2; v++)
+            acc[i][v] = i < rows && v < vecs && accumulate
+                            ? _mm256_maskload_ps(c + i * ldc + v * 8, mask[v])
+                            : _mm256_setzero_ps();
+    for (int64_t k = 0; k < kc; k++) {
+        const float *b = b_rows[k];
+        __m256 b0 = _mm256_maskload_ps(b, mask[0]);
+        __m256 b1 = vecs > 1 ? _mm256_maskload_ps(b + 8, mask[1]) : b0;
+#pragma GCC unroll 6
+        for (int i = 0; i < MR; i++) {
+            if (i < rows) {
+                __m256 av = _mm256_broadcast_ss(a + i);
+                acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);
+                if (vecs > 1)
+                    acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);
+            }
+        }
+        a += MR;
+    }
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; i++)
+#pragma GCC unroll 2
+        for (int v = 0; v < 2; v++)
+            if (i < rows && v < vecs)
+                _mm256_maskstore_ps(c + i * ldc + v * 8, mask[v], acc[i][v]);
+}
+
+#define ROWS_CASE(rows, vecs)                                                                \
+    case rows:                                                                               \
+        tile(rows, vecs, last_mask, kc, a, b_rows, c, ldc, accumulate);                           \
+        break;
+
+#define BY_ROWS(vecs)                                                                        \
+    switch (mr) {                                                                            \
+        ROWS_CASE(1, vecs) ROWS_CASE(2, vecs) ROWS_CASE(3, vecs) ROWS_CASE(4, vecs)          \
+        ROWS_CASE(5, vecs) ROWS_CASE(6, vecs)                                                \
+    default:                                                                                 \
+        break;                                                                               \
+    }
+
+void nxe_f32_gemm_6x16_avx2(int32_t mr, int32_t nr, int64_t kc, const void *a_packed,
+                            const void *const *b_rows, float *c, int64_t ldc,
+                            int32_t accumulate)
+{
+    const float *a = a_packed;
+    int32_t vecs = nr > 8 ? 2 : 1;
+    int32_t tail = nr - (vecs - 1) * 8;
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i last_mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(tail), lane);
+    if (vecs == 2) {
+        BY_ROWS(2)
+    } else {
+        BY_ROWS(1)
+    }
+}
+
+#endif
