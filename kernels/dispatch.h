@@ -45,13 +45,24 @@ typedef struct nxe_kernel_table {
     nxe_conv_gemm_tiles_fn conv_gemm_tiles;
     nxe_conv_gemm_tile_work_fn conv_gemm_tile_work;
     nxe_conv_gemm_run_fn conv_gemm_run;
-    /* Vectorized activations over arrays (accuracy: kernels/generic/vmath.h). */
+    /* Vectorized activations over arrays (accuracy: kernels/generic/vmath.h), and softmax
+     * and layer normalization over contiguous rows (contracts of their kernels/ref twins,
+     * which accumulate in double where these use f32 partial sums). */
     nxe_f32_activation_fn f32_activation;
+    void (*f32_softmax_rows)(const float *x, float *y, int64_t row_size, int64_t row_begin,
+                             int64_t row_end);
+    void (*f32_layer_norm_rows)(const float *x, const float *scale, const float *bias,
+                                float *y, int64_t row_size, float epsilon, int64_t row_begin,
+                                int64_t row_end);
 } nxe_kernel_table;
 
 /* The table for this process: the richest one at or below the chosen level. Never NULL;
  * detection runs on the first call from any thread, exactly once. */
 const nxe_kernel_table *nxe_kernels(void);
+
+/* Every table this build has, in increasing level order, without regard to the CPU (for
+ * tests that compare each variant the machine can run with the reference). */
+const nxe_kernel_table *nxe_kernel_tables(int32_t *count);
 
 /* The level chosen for this process (detection as above). */
 nxe_isa_level nxe_isa_level_chosen(void);

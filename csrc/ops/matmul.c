@@ -479,8 +479,14 @@ static nxe_status gemm_run_prepared(const void *params, const void *prepared_in,
     job.args.epilogue.scale = p->alpha;
     const int64_t tiles = p->kernels->gemm_packed_tiles(&job.args);
     const double tile_work = (double)p->kernel->mr * (double)p->n * (double)p->k;
-    nxe_parallel_for(pool, tiles, nxe_parallel_grain(tile_work, MATMUL_TASK_WORK),
-                     gemm_packed_tiles, &job);
+    /* Few large chunks: a chunk's row tiles share each block of B while it is in cache. The
+     * split never changes a result. */
+    int64_t grain = nxe_parallel_grain(tile_work, MATMUL_TASK_WORK);
+    const int64_t threads = pool ? nxe_thread_pool_size(pool) : 1;
+    const int64_t even_share = (tiles + 2 * threads - 1) / (2 * threads);
+    if (grain < even_share)
+        grain = even_share;
+    nxe_parallel_for(pool, tiles, grain, gemm_packed_tiles, &job);
     return NXE_OK;
 }
 

@@ -113,8 +113,13 @@ typedef struct layer_norm_job {
 static void layer_norm_rows(void *ctx, int64_t begin, int64_t end)
 {
     const layer_norm_job *job = ctx;
-    nxe_ref_f32_layer_norm(job->x, job->scale, job->bias, job->y, job->params->row_size,
-                           job->params->epsilon, begin, end);
+    const nxe_kernel_table *kernels = nxe_kernels();
+    if (kernels->f32_layer_norm_rows)
+        kernels->f32_layer_norm_rows(job->x, job->scale, job->bias, job->y,
+                                     job->params->row_size, job->params->epsilon, begin, end);
+    else
+        nxe_ref_f32_layer_norm(job->x, job->scale, job->bias, job->y, job->params->row_size,
+                               job->params->epsilon, begin, end);
 }
 
 static nxe_status layer_norm_run(const void *params_in, const nxe_value *inputs,
@@ -203,7 +208,13 @@ typedef struct softmax_job {
 static void softmax_lanes(void *ctx, int64_t begin, int64_t end)
 {
     const softmax_job *job = ctx;
-    nxe_ref_f32_softmax(job->x, job->y, job->params->axis_size, job->params->inner, begin, end);
+    const nxe_kernel_table *kernels = nxe_kernels();
+    /* Lanes are rows when the axis is innermost. */
+    if (job->params->inner == 1 && kernels->f32_softmax_rows)
+        kernels->f32_softmax_rows(job->x, job->y, job->params->axis_size, begin, end);
+    else
+        nxe_ref_f32_softmax(job->x, job->y, job->params->axis_size, job->params->inner, begin,
+                            end);
 }
 
 static nxe_status lanes_run(const softmax_params *p, const nxe_value *inputs,

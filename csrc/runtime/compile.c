@@ -550,9 +550,9 @@ NXE_API nxe_status nxe_graph_compile(nxe_graph *graph, const nxe_compile_options
         return status;
     nxe_executable *exe = *out;
     nxe_log(NXE_LOG_INFO,
-            "compiled %d ops, arena %llu bytes (%llu without sharing), %d distinct constants, "
-            "%d threads",
-            exe->num_steps, (unsigned long long)exe->arena_bytes,
+            "compiled %d ops into %d steps, arena %llu bytes (%llu without sharing), %d distinct "
+            "constants, %d threads",
+            graph->num_ops, exe->num_steps, (unsigned long long)exe->arena_bytes,
             (unsigned long long)exe->transient_bytes, exe->num_constants,
             nxe_thread_pool_size(exe->pool));
     return NXE_OK;

@@ -1,6 +1,7 @@
-/* epilogue.c — the GEMM epilogue and the f32 activations over arrays, in portable C that the
- * compiler vectorizes; built once per ISA level (see vector.h), NXE_ISA_SUFFIX naming the copy.
- * The math is kernels/generic/vmath.h; the reference twins are in kernels/ref/gemm.c. */
+/* epilogue.c — the GEMM epilogue, the f32 activations over arrays and row-wise softmax and
+ * layer normalization, in portable C that the compiler vectorizes; built once per ISA level
+ * (see vector.h), NXE_ISA_SUFFIX naming the copy. The math is kernels/generic/vmath.h; the
+ * reference twins are in kernels/ref/gemm.c and kernels/ref/normalization.c. */
 #include "generic/vector.h"
 #include "generic/vmath.h"
 
@@ -37,13 +38,11 @@ void NXE_ISA_NAME(nxe_f32_activation)(int32_t activation, float alpha, float bet
         break;
     case NXE_ACTIVATION_GELU_ERF:
         for (int64_t i = 0; i < n; i++)
-            y[i] = 0.5f * x[i] * (1.0f + nxe_vm_erf(x[i] * 0.70710678118654752f));
+            y[i] = nxe_vm_gelu_erf(x[i]);
         break;
     case NXE_ACTIVATION_GELU_TANH:
-        for (int64_t i = 0; i < n; i++) {
-            float v = x[i];
-            y[i] = 0.5f * v * (1.0f + nxe_vm_tanh(0.79788456080286536f * (v + 0.044715f * v * v * v)));
-        }
+        for (int64_t i = 0; i < n; i++)
+            y[i] = nxe_vm_gelu_tanh(x[i]);
         break;
     case NXE_ACTIVATION_SILU:
         for (int64_t i = 0; i < n; i++)
@@ -85,5 +84,103 @@ void NXE_ISA_NAME(nxe_epilogue)(int32_t mr, int32_t nr, float *c, int64_t ldc,
         if (residual && !before)
             for (int32_t j = 0; j < nr; j++)
                 row[j] += residual[j];
+    }
+}
+
+/* Reductions keep LANES partial results, combined at the end, so that the loops vectorize
+ * without reassociating a single accumulator. */
+#define LANES 16
+
+static float max_of(const float *x, int64_t n)
+{
+    float part[LANES];
+    for (int j = 0; j < LANES; j++)
+        part[j] = -INFINITY;
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int j = 0; j < LANES; j++)
+            part[j] = x[i + j] > part[j] ? x[i + j] : part[j];
+    float m = -INFINITY;
+    for (int j = 0; j < LANES; j++)
+        m = part[j] > m ? part[j] : m;
+    for (; i < n; i++)
+        m = x[i] > m ? x[i] : m;
+    return m;
+}
+
+static float sum_of(const float *x, int64_t n)
+{
+    float part[LANES] = {0};
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int j = 0; j < LANES; j++)
+            part[j] += x[i + j];
+    float s = 0.0f;
+    for (int j = 0; j < LANES; j++)
+        s += part[j];
+    for (; i < n; i++)
+        s += x[i];
+    return s;
+}
+
+/* Mean and sum of squared deviations in double, as the reference: a large mean over a small
+ * spread must not cancel. */
+static void moments(const float *x, int64_t n, double *mean, double *squares)
+{
+    double part[LANES] = {0};
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int j = 0; j < LANES; j++)
+            part[j] += x[i + j];
+    double s = 0.0;
+    for (int j = 0; j < LANES; j++)
+        s += part[j];
+    for (; i < n; i++)
+        s += x[i];
+    const double m = s / (double)n;
+    for (int j = 0; j < LANES; j++)
+        part[j] = 0.0;
+    for (i = 0; i + LANES <= n; i += LANES)
+        for (int j = 0; j < LANES; j++)
+            part[j] += ((double)x[i + j] - m) * ((double)x[i + j] - m);
+    double q = 0.0;
+    for (int j = 0; j < LANES; j++)
+        q += part[j];
+    for (; i < n; i++)
+        q += ((double)x[i] - m) * ((double)x[i] - m);
+    *mean = m;
+    *squares = q;
+}
+
+void NXE_ISA_NAME(nxe_f32_softmax_rows)(const float *x, float *y, int64_t row_size,
+                                        int64_t row_begin, int64_t row_end)
+{
+    for (int64_t row = row_begin; row < row_end && row_size > 0; row++) {
+        const float *xr = x + row * row_size;
+        float *yr = y + row * row_size;
+        const float max = max_of(xr, row_size);
+        for (int64_t i = 0; i < row_size; i++)
+            yr[i] = nxe_vm_exp(xr[i] - max);
+        const float inv = 1.0f / sum_of(yr, row_size);
+        for (int64_t i = 0; i < row_size; i++)
+            yr[i] *= inv;
+    }
+}
+
+void NXE_ISA_NAME(nxe_f32_layer_norm_rows)(const float *x, const float *scale, const float *bias,
+                                           float *y, int64_t row_size, float epsilon,
+                                           int64_t row_begin, int64_t row_end)
+{
+    for (int64_t row = row_begin; row < row_end && row_size > 0; row++) {
+        const float *xr = x + row * row_size;
+        float *yr = y + row * row_size;
+        double mean, squares;
+        moments(xr, row_size, &mean, &squares);
+        const double inv_std = 1.0 / sqrt(squares / (double)row_size + (double)epsilon);
+        for (int64_t i = 0; i < row_size; i++) {
+            float v = (float)(((double)xr[i] - mean) * inv_std);
+            v = scale ? v * scale[i] : v;
+            yr[i] = bias ? v + bias[i] : v;
+        }
     }
 }

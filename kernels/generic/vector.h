@@ -20,7 +20,12 @@
     int64_t nxe_conv_gemm_tiles_##suffix(const nxe_conv_gemm_args *args);                    \
     double nxe_conv_gemm_tile_work_##suffix(const nxe_conv_gemm_args *args);                 \
     void nxe_conv_gemm_run_##suffix(const nxe_conv_gemm_args *args, int64_t tile_begin,      \
-                                    int64_t tile_end);
+                                    int64_t tile_end);                                       \
+    void nxe_f32_softmax_rows_##suffix(const float *x, float *y, int64_t row_size,           \
+                                       int64_t row_begin, int64_t row_end);                  \
+    void nxe_f32_layer_norm_rows_##suffix(const float *x, const float *scale,                \
+                                          const float *bias, float *y, int64_t row_size,     \
+                                          float epsilon, int64_t row_begin, int64_t row_end);
 
 NXE_GENERIC_DECLARE(generic)
 #if defined(__x86_64__)

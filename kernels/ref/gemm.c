@@ -125,10 +125,10 @@ float nxe_ref_activation(int32_t activation, float alpha, float beta, float v)
         return tanhf(v);
     case NXE_ACTIVATION_SIGMOID:
         return 1.0f / (1.0f + expf(-v));
-    case NXE_ACTIVATION_GELU_ERF:
-        return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
-    case NXE_ACTIVATION_GELU_TANH:
-        return 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
+    case NXE_ACTIVATION_GELU_ERF: /* 1 + erf(u) = erfc(-u), without cancellation */
+        return 0.5f * v * erfcf(-v * 0.70710678118654752f);
+    case NXE_ACTIVATION_GELU_TANH: /* 0.5 (1 + tanh(u)) = 1 / (1 + e^{-2u}) */
+        return v / (1.0f + expf(-2.0f * 0.79788456080286536f * (v + 0.044715f * v * v * v)));
     case NXE_ACTIVATION_SILU:
         return v / (1.0f + expf(-v));
     default:

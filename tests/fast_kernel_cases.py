@@ -1,0 +1,194 @@
+"""Cases for tests/test_fast_kernels.py, run in a fresh process per ISA level (NXE_ISA is read
+once per process): builds each graph, runs it compiled in memory and loaded from a binary, and
+saves the outputs with the inputs and weights they came from.
+
+    NXE_ISA=avx512 python tests/fast_kernel_cases.py OUT.npz
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+
+import nxe
+
+# name, kind, shapes and attributes. Conv: (N, C, spatial..., O, kernel, stride, dilation,
+# pads, groups), with the op after it ("then") and whether an Add of a residual follows.
+CONV_CASES = [
+    dict(name="first_layer_5x5", n=1, c=1, size=(19, 101), o=64, k=5, stride=1, dilation=1, pad=2),
+    dict(name="tails_3x3", n=2, c=3, size=(9, 50), o=5, k=3, stride=1, dilation=1, pad=1,
+         then="Tanh"),
+    dict(name="odd_channels", n=1, c=17, size=(7, 97), o=33, k=3, stride=1, dilation=1, pad=1,
+         then="Relu", residual=True),
+    dict(name="stride2", n=1, c=8, size=(11, 41), o=16, k=3, stride=2, dilation=1, pad=1,
+         then="Sigmoid"),
+    dict(name="dilation2", n=1, c=6, size=(12, 30), o=7, k=3, stride=1, dilation=2, pad=2,
+         then="LeakyRelu"),
+    dict(name="groups", n=1, c=8, size=(10, 26), o=12, k=3, stride=1, dilation=1, pad=1,
+         groups=4, then="Gelu"),
+    dict(name="depthwise", n=1, c=6, size=(8, 53), o=6, k=3, stride=1, dilation=1, pad=1,
+         groups=6),
+    dict(name="pointwise", n=1, c=40, size=(6, 49), o=9, k=1, stride=1, dilation=1, pad=0,
+         residual=True),
+    dict(name="edsr_like", n=1, c=64, size=(5, 70), o=64, k=3, stride=1, dilation=1, pad=1,
+         residual=True, then="Relu"),
+    dict(name="no_padding", n=1, c=4, size=(9, 60), o=4, k=3, stride=1, dilation=1, pad=0),
+    dict(name="nhwc", n=2, c=5, size=(7, 21), o=19, k=3, stride=1, dilation=1, pad=1,
+         layout="NHWC", then="Relu", residual=True),
+    dict(name="nhwc_stride2", n=1, c=16, size=(9, 33), o=50, k=3, stride=2, dilation=1, pad=1,
+         layout="NHWC"),
+    dict(name="conv1d", n=2, c=5, size=(40,), o=7, k=4, stride=3, dilation=2, pad=3),
+    dict(name="conv3d", n=1, c=4, size=(4, 5, 6), o=6, k=3, stride=1, dilation=1, pad=1,
+         groups=2, then="Tanh"),
+]
+
+# Dense layers with constant weights: FullyConnected [N, K]; Gemm with its attributes;
+# MatMul with a 2-D B under a batched A.
+DENSE_CASES = [
+    dict(name="fc_tails", op="FullyConnected", m=(3, 7), k=33, n=50, bias=True, then="Gelu"),
+    dict(name="fc_square", op="FullyConnected", m=(64,), k=384, n=384, bias=True,
+         residual=True),
+    dict(name="fc_long_k", op="FullyConnected", m=(5,), k=700, n=20, bias=False),
+    dict(name="gemm_trans", op="Gemm", m=(9,), k=30, n=61, transA=1, transB=1, alpha=0.5,
+         beta=2.0, c="row"),
+    dict(name="gemm_scalar_c", op="Gemm", m=(17,), k=300, n=100, transA=0, transB=0,
+         alpha=1.0, beta=0.5, c="scalar", then="Relu"),
+    dict(name="gemm_full_c", op="Gemm", m=(6,), k=12, n=10, transA=0, transB=0, alpha=1.0,
+         beta=1.0, c="full"),
+    dict(name="matmul_batched", op="MatMul", m=(2, 3, 11), k=45, n=70),
+]
+
+ACTIVATIONS = {"Relu": {}, "Tanh": {}, "Sigmoid": {}, "LeakyRelu": {"alpha": 0.1},
+               "Gelu": {"approximate": "none"}}
+
+
+def conv_arrays(case: dict, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    rank = len(case["size"])
+    groups = case.get("groups", 1)
+    x = rng.standard_normal((case["n"], case["c"]) + tuple(case["size"])).astype(np.float32)
+    w = rng.standard_normal((case["o"], case["c"] // groups) + (case["k"],) * rank)
+    w = (w / np.sqrt(case["c"] // groups * case["k"] ** rank)).astype(np.float32)
+    b = rng.standard_normal(case["o"]).astype(np.float32)
+    return {"x": x, "w": w, "b": b}
+
+
+def build_conv(case: dict, arrays: dict[str, np.ndarray], out_shape: tuple[int, ...]):
+    rank = len(case["size"])
+    last = case.get("layout", "NCHW") == "NHWC"
+    x, w = arrays["x"], arrays["w"]
+    if last:  # the same logical values, channels last
+        x = np.ascontiguousarray(np.moveaxis(x, 1, -1))
+        w = np.ascontiguousarray(np.moveaxis(w, 1, -1))
+    g = nxe.Graph()
+    xt = g.input("x", x.shape, "f32")
+    op = getattr(g, f"Conv{rank}d")
+    attrs = dict(strides=[case["stride"]] * rank, dilations=[case["dilation"]] * rank,
+                 pads=[case["pad"]] * (2 * rank), group=case.get("groups", 1))
+    if last:
+        attrs["layout"] = {1: "NWC", 2: "NHWC", 3: "NDHWC"}[rank]
+    y = op(xt, g.constant(w), g.constant(arrays["b"]), **attrs)
+    inputs = [x]
+    if case.get("residual"):
+        r = arrays["residual"] if not last else np.ascontiguousarray(
+            np.moveaxis(arrays["residual"], 1, -1))
+        y = g.Add(y, g.input("residual", r.shape, "f32"))
+        inputs.append(r)
+    if case.get("then"):
+        y = getattr(g, case["then"])(y, **ACTIVATIONS[case["then"]])
+    g.mark_output(y, name="y")
+    return g, inputs, last
+
+
+def dense_arrays(case: dict, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    m, k, n = case["m"], case["k"], case["n"]
+    a_shape = (k, m[0]) if case.get("transA") else m + (k,)
+    if case["op"] == "FullyConnected":
+        b_shape = (n, k)
+    else:
+        b_shape = (n, k) if case.get("transB") else (k, n)
+    arrays = {"a": rng.standard_normal(a_shape).astype(np.float32),
+              "b": (rng.standard_normal(b_shape) / np.sqrt(k)).astype(np.float32)}
+    c = case.get("c")
+    if case.get("bias") or c == "row":
+        arrays["c"] = rng.standard_normal((n,)).astype(np.float32)
+    elif c == "scalar":
+        arrays["c"] = rng.standard_normal(()).astype(np.float32)
+    elif c == "full":
+        arrays["c"] = rng.standard_normal((m[0], n)).astype(np.float32)
+    if case.get("residual"):
+        arrays["residual"] = rng.standard_normal(m + (n,)).astype(np.float32)
+    return arrays
+
+
+def build_dense(case: dict, arrays: dict[str, np.ndarray]):
+    g = nxe.Graph()
+    a = g.input("a", arrays["a"].shape, "f32")
+    b = g.constant(arrays["b"])
+    c = g.constant(arrays["c"]) if "c" in arrays else None
+    if case["op"] == "FullyConnected":
+        y = g.FullyConnected(a, b, c) if c is not None else g.FullyConnected(a, b)
+    elif case["op"] == "Gemm":
+        y = g.Gemm(a, b, c, alpha=case["alpha"], beta=case["beta"], transA=case["transA"],
+                   transB=case["transB"])
+    else:
+        y = g.MatMul(a, b)
+    inputs = [arrays["a"]]
+    if case.get("residual"):
+        y = g.Add(y, g.input("residual", arrays["residual"].shape, "f32"))
+        inputs.append(arrays["residual"])
+    if case.get("then"):
+        y = getattr(g, case["then"])(y, **ACTIVATIONS[case["then"]])
+    g.mark_output(y, name="y")
+    return g, inputs
+
+
+def run_both(graph: nxe.Graph, inputs: list[np.ndarray], relax: bool) -> tuple[np.ndarray, ...]:
+    """The output compiled in memory, and loaded from a compiled binary."""
+    compiled = graph.compile(relax=relax).run(*inputs)
+    loaded = nxe.VirtualMachine(graph.compile_to_binary(relax=relax))["main"](*inputs)
+    return next(iter(compiled.values())), loaded
+
+
+def main(out_path: str) -> None:
+    folded: list[str] = []
+    nxe.set_log_callback(lambda level, message: folded.append(message)
+                         if "runs in the epilogue" in message else None, level="debug")
+    rng = np.random.default_rng(7)
+    saved: dict[str, np.ndarray] = {}
+    for case in CONV_CASES:
+        arrays = conv_arrays(case, rng)
+        probe, _, _ = build_conv(dict(case, residual=False, then=None), arrays, ())
+        out_shape = probe.compile().run(*(
+            [np.ascontiguousarray(np.moveaxis(arrays["x"], 1, -1))]
+            if case.get("layout") == "NHWC" else [arrays["x"]])).popitem()[1].shape
+        if case.get("residual"):
+            shape = out_shape if case.get("layout") != "NHWC" else (
+                (out_shape[0], out_shape[-1]) + out_shape[1:-1])
+            arrays["residual"] = rng.standard_normal(shape).astype(np.float32)
+        for relax in (False, True):
+            graph, inputs, last = build_conv(case, arrays, out_shape)
+            compiled, loaded = run_both(graph, inputs, relax)
+            if last:
+                compiled, loaded = (np.moveaxis(v, -1, 1) for v in (compiled, loaded))
+            key = f"conv/{case['name']}/{int(relax)}"
+            saved[key + "/y"], saved[key + "/loaded"] = compiled, loaded
+        for name, value in arrays.items():
+            saved[f"conv/{case['name']}/{name}"] = value
+    for case in DENSE_CASES:
+        arrays = dense_arrays(case, rng)
+        for relax in (False, True):
+            graph, inputs = build_dense(case, arrays)
+            compiled, loaded = run_both(graph, inputs, relax)
+            key = f"dense/{case['name']}/{int(relax)}"
+            saved[key + "/y"], saved[key + "/loaded"] = compiled, loaded
+        for name, value in arrays.items():
+            saved[f"dense/{case['name']}/{name}"] = value
+    saved["folded"] = np.array(json.dumps(folded))
+    saved["cpu"] = np.array(json.dumps(nxe.cpu_info()))
+    np.savez(out_path, **saved)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,459 @@
+/* kernels.c — every packed-GEMM variant this machine can run, against its reference twin:
+ * microkernels over every tile shape and ragged reductions, epilogues with every activation,
+ * the vectorized math against libm, and the GEMM and convolution drivers against the direct
+ * reference kernels over a sweep of shapes with tails, strides, dilations, padding and groups.
+ * Links the library's objects directly (kernels are internal); prints one line per failure and
+ * exits nonzero if any. Tolerances are stated where they are checked. */
+#define _GNU_SOURCE /* M_PI */
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nxe/nxe.h"
+#include "dispatch.h"
+#include "gemm.h"
+#include "generic/vector.h"
+#include "ref/conv.h"
+#include "ref/matmul.h"
+
+static int failures;
+static int checks;
+
+#define CHECK(cond, ...)                                                                     \
+    do {                                                                                     \
+        checks++;                                                                            \
+        if (!(cond)) {                                                                       \
+            failures++;                                                                      \
+            if (failures <= 40) {                                                            \
+                printf("FAIL %s:%d: ", __FILE__, __LINE__);                                  \
+                printf(__VA_ARGS__);                                                         \
+                printf("\n");                                                                \
+            }                                                                                \
+        }                                                                                    \
+    } while (0)
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+
+static float uniform(void) /* in [-1, 1) */
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (float)((double)(rng_state >> 11) / (double)(1ull << 53) * 2.0 - 1.0);
+}
+
+static float *random_floats(size_t n)
+{
+    float *v = malloc(sizeof(float) * (n ? n : 1));
+    for (size_t i = 0; i < n; i++)
+        v[i] = uniform();
+    return v;
+}
+
+/* The tables this machine can run: levels up to the detected one. */
+static int runnable_tables(const nxe_kernel_table **out, int capacity)
+{
+    int32_t count;
+    const nxe_kernel_table *tables = nxe_kernel_tables(&count);
+    int n = 0;
+    for (int32_t i = 0; i < count && n < capacity; i++) {
+        bool ok = tables[i].level <= nxe_isa_level_chosen();
+        if (ok)
+            out[n++] = &tables[i];
+    }
+    return n;
+}
+
+static bool has_bf16(void)
+{
+    nxe_cpu_info info = {.struct_size = sizeof info};
+    nxe_cpu_info_get(&info);
+    return (info.features & NXE_CPU_FEATURE_AVX512_BF16) != 0;
+}
+
+/* The portable copy of the drivers and activations, which every build has: it runs the
+ * reference microkernels through the drivers, so aarch64 tests the drivers too. */
+static const nxe_kernel_table generic_table = {
+    NXE_ISA_LEVEL_SCALAR, "generic", nxe_ref_f32_gemm, nxe_ref_f32_conv_ncdhw,
+    nxe_ref_f32_conv_ndhwc, &nxe_ref_gemm_f32_kernel, &nxe_ref_gemm_bf16_kernel,
+    nxe_gemm_packed_tiles_generic, nxe_gemm_packed_run_generic, nxe_conv_gemm_tiles_generic,
+    nxe_conv_gemm_tile_work_generic, nxe_conv_gemm_run_generic, nxe_f32_activation_generic,
+    nxe_f32_softmax_rows_generic, nxe_f32_layer_norm_rows_generic,
+};
+
+/* The kernels to test: the references and every table's, bf16 only where the CPU has it. */
+static int kernels_to_test(const nxe_gemm_kernel **out, const nxe_kernel_table **tables_of)
+{
+    const nxe_kernel_table *tables[8];
+    int nt = runnable_tables(tables, 8);
+    int n = 0;
+    out[n] = &nxe_ref_gemm_f32_kernel;
+    tables_of[n++] = &generic_table;
+    out[n] = &nxe_ref_gemm_bf16_kernel;
+    tables_of[n++] = &generic_table;
+    for (int t = 0; t < nt; t++) {
+        if (tables[t]->f32_gemm_kernel) {
+            out[n] = tables[t]->f32_gemm_kernel;
+            tables_of[n++] = tables[t];
+        }
+        if (tables[t]->bf16_gemm_kernel && has_bf16()) {
+            out[n] = tables[t]->bf16_gemm_kernel;
+            tables_of[n++] = tables[t];
+        }
+    }
+    return n;
+}
+
+/* What a packed element holds: the f32 value, or its bf16 rounding. */
+static double as_packed(const nxe_gemm_kernel *kernel, float v)
+{
+    return kernel->type == NXE_GEMM_BF16 ? (double)nxe_bf16_to_f32(nxe_f32_to_bf16(v)) : (double)v;
+}
+
+/* ---- microkernels ---- */
+
+static void test_microkernel(const nxe_gemm_kernel *kernel)
+{
+    const int64_t kcs[] = {1, 2, 3, 7, 16, 33, 128, 255};
+    for (size_t ki = 0; ki < sizeof kcs / sizeof kcs[0]; ki++) {
+        const int64_t kc = kcs[ki];
+        for (int32_t mr = 1; mr <= kernel->mr; mr++) {
+            for (int32_t nr = 1; nr <= kernel->nr; nr += (nr < 17 ? 1 : 7)) {
+                /* Logical A [kc x mr] and B [kc x nr], packed as the drivers do. */
+                float *a = random_floats((size_t)(kc * mr)), *b = random_floats((size_t)(kc * nr));
+                void *ap = malloc(nxe_gemm_packed_bytes(kernel, kc, mr, kernel->mr));
+                void *bp = malloc(nxe_gemm_packed_bytes(kernel, kc, nr, kernel->nr));
+                nxe_gemm_pack(kernel, kernel->mr, a, mr, 1, kc, mr, ap);
+                nxe_gemm_pack(kernel, kernel->nr, b, nr, 1, kc, nr, bp);
+                const void *rows[256];
+                size_t group = (size_t)kernel->nr * (size_t)kernel->k_unit * nxe_gemm_element_size(kernel->type);
+                for (int64_t q = 0; q < (kc + kernel->k_unit - 1) / kernel->k_unit; q++)
+                    rows[q] = (const char *)bp + q * group;
+                const int64_t ldc = nr + 3;
+                float *c = random_floats((size_t)(mr * ldc)), *c0 = malloc(sizeof(float) * (size_t)(mr * ldc));
+                memcpy(c0, c, sizeof(float) * (size_t)(mr * ldc));
+                for (int accumulate = 0; accumulate < 2; accumulate++) {
+                    memcpy(c, c0, sizeof(float) * (size_t)(mr * ldc));
+                    kernel->run(mr, nr, kc, ap, rows, c, ldc, accumulate);
+                    for (int32_t i = 0; i < mr; i++) {
+                        for (int32_t j = 0; j < ldc; j++) {
+                            if (j >= nr) {
+                                CHECK(c[i * ldc + j] == c0[i * ldc + j],
+                                      "%s wrote outside the tile at (%d, %d)", kernel->name, i, j);
+                                continue;
+                            }
+                            double want = accumulate ? c0[i * ldc + j] : 0.0, mag = fabs(want);
+                            for (int64_t k = 0; k < kc; k++) {
+                                double p = as_packed(kernel, a[k * mr + i]) * as_packed(kernel, b[k * nr + j]);
+                                want += p;
+                                mag += fabs(p);
+                            }
+                            /* f32 accumulation of kc exact products: kc rounding steps. */
+                            double tol = 2.0 * (double)(kc + 2) * 6e-8 * mag + 1e-30;
+                            CHECK(fabs(c[i * ldc + j] - want) <= tol,
+                                  "%s mr=%d nr=%d kc=%lld acc=%d (%d,%d): %g vs %g", kernel->name,
+                                  mr, nr, (long long)kc, accumulate, i, j, c[i * ldc + j], want);
+                        }
+                    }
+                }
+                free(a); free(b); free(ap); free(bp); free(c); free(c0);
+            }
+        }
+    }
+}
+
+/* ---- epilogues and vectorized activations ---- */
+
+/* Bounds of each activation's vectorized form against libm (absolute + relative). */
+static double activation_tolerance(int32_t activation, double want)
+{
+    switch (activation) {
+    case NXE_ACTIVATION_TANH:
+        return 5e-7 + 5e-7 * fabs(want);
+    case NXE_ACTIVATION_GELU_ERF:
+    case NXE_ACTIVATION_GELU_TANH:
+    case NXE_ACTIVATION_SIGMOID:
+    case NXE_ACTIVATION_SILU:
+        /* The GELU tails are ill-conditioned in f32 (the relative error of erfc(u) grows
+         * like u^2 times that of u): a small absolute floor below values of 1e-9. */
+        return activation == NXE_ACTIVATION_GELU_ERF || activation == NXE_ACTIVATION_GELU_TANH
+                   ? 1e-9 + 3e-6 * fabs(want)
+                   : 1e-37 + 1e-6 * fabs(want);
+    default:
+        return 0.0; /* piecewise linear: exact */
+    }
+}
+
+/* Each activation in double precision: the reference the f32 forms are measured against. */
+static double activation_double(int32_t activation, double alpha, double beta, double v)
+{
+    switch (activation) {
+    case NXE_ACTIVATION_TANH:
+        return tanh(v);
+    case NXE_ACTIVATION_SIGMOID:
+        return 1.0 / (1.0 + exp(-v));
+    case NXE_ACTIVATION_GELU_ERF:
+        return 0.5 * v * erfc(-v / sqrt(2.0));
+    case NXE_ACTIVATION_GELU_TANH:
+        return v / (1.0 + exp(-2.0 * sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+    case NXE_ACTIVATION_SILU:
+        return v / (1.0 + exp(-v));
+    default:
+        return nxe_ref_activation(activation, (float)alpha, (float)beta, (float)v);
+    }
+}
+
+static void test_activations(const nxe_kernel_table *table)
+{
+    enum { N = 200003 };
+    float *x = malloc(sizeof(float) * N), *y = malloc(sizeof(float) * N);
+    for (int32_t act = NXE_ACTIVATION_RELU; act < NXE_ACTIVATION_COUNT; act++) {
+        const float alpha = act == NXE_ACTIVATION_CLIP ? -0.5f : 0.1f;
+        const float beta = act == NXE_ACTIVATION_CLIP ? 2.0f : 0.0f;
+        for (int i = 0; i < N; i++)
+            x[i] = -30.0f + 60.0f * (float)i / (float)(N - 1);
+        x[0] = 0.0f;
+        x[1] = -0.0f;
+        x[2] = 1e-8f;
+        x[3] = -100.0f;
+        x[4] = 100.0f;
+        table->f32_activation(act, alpha, beta, x, y, N);
+        double worst = 0.0;
+        int worst_i = 0;
+        for (int i = 0; i < N; i++) {
+            double want = activation_double(act, alpha, beta, x[i]);
+            double err = fabs((double)y[i] - want) - activation_tolerance(act, want);
+            if (err > worst) {
+                worst = err;
+                worst_i = i;
+            }
+        }
+        CHECK(worst <= 0.0, "%s activation %d at x=%g: %g vs %g", table->name, act, x[worst_i],
+              y[worst_i], activation_double(act, alpha, beta, x[worst_i]));
+        /* The reference twin (libm in f32) is held to the same bound. */
+        double ref_worst = 0.0;
+        for (int i = 0; i < N; i += 7) {
+            double want = activation_double(act, alpha, beta, x[i]);
+            double err = fabs((double)nxe_ref_activation(act, alpha, beta, x[i]) - want) -
+                         activation_tolerance(act, want);
+            ref_worst = err > ref_worst ? err : ref_worst;
+        }
+        CHECK(ref_worst <= 0.0, "reference activation %d exceeds its bound by %g", act, ref_worst);
+        /* NaN passes through the piecewise-linear activations. */
+        float nan_in = NAN, nan_out = 0.0f;
+        table->f32_activation(act, alpha, beta, &nan_in, &nan_out, 1);
+        if (act == NXE_ACTIVATION_RELU || act == NXE_ACTIVATION_CLIP || act == NXE_ACTIVATION_LEAKY_RELU)
+            CHECK(isnan(nan_out), "%s activation %d turns NaN into %g", table->name, act, nan_out);
+    }
+    free(x);
+    free(y);
+}
+
+static void test_epilogue(const nxe_kernel_table *table)
+{
+    const nxe_gemm_kernel *kernel = table->f32_gemm_kernel;
+    const int32_t mr = 5, nr = 37;
+    const int64_t ldc = 41, ldr = 39;
+    float *bias = random_floats(64), *residual = random_floats((size_t)(mr * ldr));
+    float *c = random_floats((size_t)(mr * ldc)), *want = malloc(sizeof(float) * (size_t)(mr * ldc));
+    float *got = malloc(sizeof(float) * (size_t)(mr * ldc));
+    for (int32_t act = NXE_ACTIVATION_NONE; act < NXE_ACTIVATION_COUNT; act++) {
+        for (int variant = 0; variant < 8; variant++) {
+            nxe_epilogue e = {variant & 1 ? 0.75f : 1.0f, act, -0.3f, 0.6f, (variant >> 2) & 1};
+            if (act == NXE_ACTIVATION_LEAKY_RELU)
+                e.alpha = 0.2f;
+            nxe_epilogue_operands ops = {variant & 2 ? bias : NULL, variant & 1, variant & 4 ? residual : NULL, ldr};
+            memcpy(want, c, sizeof(float) * (size_t)(mr * ldc));
+            memcpy(got, c, sizeof(float) * (size_t)(mr * ldc));
+            nxe_ref_epilogue(mr, nr, want, ldc, &e, &ops);
+            kernel->epilogue(mr, nr, got, ldc, &e, &ops);
+            for (int32_t i = 0; i < mr * ldc; i++) {
+                bool inside = i % ldc < nr;
+                double tol = inside ? activation_tolerance(act, want[i]) + 1e-6 * fabs(want[i]) : 0.0;
+                CHECK(fabs((double)got[i] - want[i]) <= tol, "%s epilogue act %d variant %d at %d: %g vs %g",
+                      table->name, act, variant, i, got[i], want[i]);
+            }
+        }
+    }
+    free(bias); free(residual); free(c); free(want); free(got);
+}
+
+/* ---- drivers ---- */
+
+static void test_gemm_driver(const nxe_kernel_table *table, const nxe_gemm_kernel *kernel)
+{
+    const int64_t shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {9, 49, 17}, {33, 96, 256}, {17, 100, 300},
+                                 {64, 130, 513}, {3, 1000, 20}, {20, 20, 0}};
+    const double bf16 = kernel->type == NXE_GEMM_BF16;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+        for (int trans = 0; trans < 2; trans++) {
+            float *a = random_floats((size_t)(m * k)), *b = random_floats((size_t)(k * n));
+            float *bias = random_floats((size_t)n), *residual = random_floats((size_t)(m * n));
+            float *y = malloc(sizeof(float) * (size_t)(m * n + 1));
+            float *ref = malloc(sizeof(float) * (size_t)(m * n + 1));
+            void *packed = malloc(nxe_gemm_packed_bytes(kernel, k, n, kernel->nr) + 1);
+            nxe_gemm_pack(kernel, kernel->nr, b, n, 1, k, n, packed);
+            nxe_gemm_packed_args args = {
+                .kernel = kernel, .m = m, .n = n, .k = k, .a = a,
+                .a_stride_m = trans ? 1 : k, .a_stride_k = trans ? m : 1,
+                .b_packed = packed, .y = y, .y_stride_m = n, .bias = bias,
+                .residual = trans ? residual : NULL, .residual_stride_m = n,
+                .epilogue = {1.5f, trans ? NXE_ACTIVATION_RELU : NXE_ACTIVATION_NONE, 0, 0, 1},
+            };
+            /* Split the tiles unevenly, as threads might. */
+            int64_t tiles = table->gemm_packed_tiles(&args), mid = tiles / 3;
+            table->gemm_packed_run(&args, 0, mid);
+            table->gemm_packed_run(&args, mid, tiles);
+            nxe_f32_gemm_args r = {
+                .m = m, .n = n, .k = k, .alpha = 1.0f, .beta = 0.0f, .a = a,
+                .a_stride_m = trans ? 1 : k, .a_stride_k = trans ? m : 1, .b = b,
+                .b_stride_k = n, .b_stride_n = 1, .y = ref, .y_stride_m = n,
+            };
+            nxe_ref_f32_gemm(&r, 0, m);
+            for (int64_t i = 0; i < m; i++) {
+                for (int64_t j = 0; j < n; j++) {
+                    double mag = 0.0;
+                    for (int64_t kk = 0; kk < k; kk++)
+                        mag += fabs(a[trans ? kk * m + i : i * k + kk] * b[kk * n + j]);
+                    double v = 1.5 * ref[i * n + j] + bias[j] + (trans ? residual[i * n + j] : 0.0);
+                    if (trans && v < 0)
+                        v = 0.0;
+                    double tol = (bf16 ? 1.6e-2 : 1e-5) * 1.5 * mag + 1e-5 * (fabs(v) + 1.0);
+                    CHECK(fabs(y[i * n + j] - v) <= tol, "%s gemm %lldx%lldx%lld trans=%d (%lld,%lld): %g vs %g",
+                          kernel->name, (long long)m, (long long)n, (long long)k, trans,
+                          (long long)i, (long long)j, y[i * n + j], v);
+                }
+            }
+            free(a); free(b); free(bias); free(residual); free(y); free(ref); free(packed);
+        }
+    }
+}
+
+typedef struct conv_case {
+    int rank; /* spatial dims */
+    int64_t n, c, o, groups;
+    int64_t in[3], kernel[3], stride[3], dilation[3], pad[3];
+} conv_case;
+
+static void test_conv_driver(const nxe_kernel_table *table, const nxe_gemm_kernel *kernel)
+{
+    const conv_case cases[] = {
+        {2, 1, 1, 64, 1, {1, 13, 50}, {1, 5, 5}, {1, 1, 1}, {1, 1, 1}, {0, 2, 2}},
+        {2, 2, 3, 5, 1, {1, 9, 11}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}},
+        {2, 1, 17, 33, 1, {1, 7, 97}, {1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 1, 0}},
+        {2, 1, 8, 12, 4, {1, 10, 10}, {1, 3, 3}, {1, 1, 1}, {1, 2, 2}, {0, 2, 2}},
+        {2, 1, 6, 6, 6, {1, 8, 53}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}},
+        {2, 1, 40, 9, 1, {1, 6, 49}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}},
+        {2, 1, 64, 20, 1, {1, 5, 31}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}},
+        {1, 2, 5, 7, 1, {1, 1, 40}, {1, 1, 4}, {1, 1, 3}, {1, 1, 2}, {0, 0, 3}},
+        {3, 1, 4, 6, 2, {4, 5, 6}, {2, 3, 3}, {1, 1, 2}, {1, 1, 1}, {1, 1, 1}},
+    };
+    const double bf16 = kernel->type == NXE_GEMM_BF16;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const conv_case *cc = &cases[ci];
+        nxe_conv_geometry g = {cc->n, cc->c, cc->o, cc->groups, {0}, {0}, {0}, {0}, {0}, {0}};
+        for (int d = 0; d < 3; d++) {
+            g.in_size[d] = cc->in[d];
+            g.kernel[d] = cc->kernel[d];
+            g.stride[d] = cc->stride[d];
+            g.dilation[d] = cc->dilation[d];
+            g.pad_begin[d] = cc->pad[d];
+            g.out_size[d] = (cc->in[d] + 2 * cc->pad[d] - cc->dilation[d] * (cc->kernel[d] - 1) - 1) /
+                                cc->stride[d] + 1;
+        }
+        const int64_t in_px = g.in_size[0] * g.in_size[1] * g.in_size[2];
+        const int64_t out_px = g.out_size[0] * g.out_size[1] * g.out_size[2];
+        const int64_t taps = g.kernel[0] * g.kernel[1] * g.kernel[2];
+        const int64_t cg = g.in_channels / g.groups;
+        const size_t out_n = (size_t)(g.batch * g.out_channels * out_px);
+        float *x = random_floats((size_t)(g.batch * g.in_channels * in_px));
+        float *w = random_floats((size_t)(g.out_channels * cg * taps));
+        float *bias = random_floats((size_t)g.out_channels), *res = random_floats(out_n);
+        float *xabs = malloc(sizeof(float) * (size_t)(g.batch * g.in_channels * in_px));
+        float *wabs = malloc(sizeof(float) * (size_t)(g.out_channels * cg * taps));
+        for (int64_t i = 0; i < g.batch * g.in_channels * in_px; i++)
+            xabs[i] = fabsf(x[i]);
+        for (int64_t i = 0; i < g.out_channels * cg * taps; i++)
+            wabs[i] = fabsf(w[i]);
+        for (int last = 0; last < 2; last++) {
+            /* Channels-last tensors: the same logical values, transposed. */
+            float *xl = malloc(sizeof(float) * (size_t)(g.batch * g.in_channels * in_px));
+            float *wl = malloc(sizeof(float) * (size_t)(g.out_channels * cg * taps));
+            float *rl = malloc(sizeof(float) * out_n);
+            for (int64_t n = 0; n < g.batch; n++)
+                for (int64_t c = 0; c < g.in_channels; c++)
+                    for (int64_t p = 0; p < in_px; p++)
+                        xl[(n * in_px + p) * g.in_channels + c] = x[(n * g.in_channels + c) * in_px + p];
+            for (int64_t o = 0; o < g.out_channels; o++)
+                for (int64_t c = 0; c < cg; c++)
+                    for (int64_t t = 0; t < taps; t++)
+                        wl[(o * taps + t) * cg + c] = w[(o * cg + c) * taps + t];
+            for (int64_t n = 0; n < g.batch; n++)
+                for (int64_t o = 0; o < g.out_channels; o++)
+                    for (int64_t p = 0; p < out_px; p++)
+                        rl[(n * out_px + p) * g.out_channels + o] = res[(n * g.out_channels + o) * out_px + p];
+            void *packed = malloc(nxe_conv_gemm_weight_bytes(kernel, &g, last));
+            nxe_conv_gemm_pack_weight(kernel, &g, last, last ? wl : w, packed);
+            float *y = malloc(sizeof(float) * out_n), *ref = malloc(sizeof(float) * out_n);
+            float *mag = malloc(sizeof(float) * out_n);
+            nxe_conv_gemm_args args = {kernel, &g, last, last ? xl : x, packed, bias,
+                                       last ? rl : res, y,
+                                       {1.0f, NXE_ACTIVATION_TANH, 0, 0, 1}};
+            int64_t tiles = table->conv_gemm_tiles(&args), mid = tiles / 2 + 1;
+            if (mid > tiles)
+                mid = tiles;
+            table->conv_gemm_run(&args, 0, mid);
+            table->conv_gemm_run(&args, mid, tiles);
+            const int64_t rows = g.batch * g.out_size[0] * g.out_size[1];
+            nxe_ref_f32_conv_ncdhw(&g, x, w, bias, ref, 0, rows);
+            nxe_ref_f32_conv_ncdhw(&g, xabs, wabs, NULL, mag, 0, rows);
+            for (int64_t n = 0; n < g.batch; n++) {
+                for (int64_t o = 0; o < g.out_channels; o++) {
+                    for (int64_t p = 0; p < out_px; p++) {
+                        size_t first = (size_t)((n * g.out_channels + o) * out_px + p);
+                        size_t at = last ? (size_t)((n * out_px + p) * g.out_channels + o) : first;
+                        double want = tanh((double)ref[first] + res[first]);
+                        double tol = (bf16 ? 1.6e-2 : 1e-5) * (mag[first] + 1.0) + 1e-6;
+                        CHECK(fabs(y[at] - want) <= tol,
+                              "%s conv case %zu layout %s (n %lld, o %lld, pixel %lld): %g vs %g",
+                              kernel->name, ci, last ? "last" : "first", (long long)n, (long long)o,
+                              (long long)p, y[at], want);
+                    }
+                }
+            }
+            free(xl); free(wl); free(rl); free(packed); free(y); free(ref); free(mag);
+        }
+        free(x); free(w); free(bias); free(res); free(xabs); free(wabs);
+    }
+}
+
+int main(void)
+{
+    const nxe_gemm_kernel *kernels[16];
+    const nxe_kernel_table *tables_of[16];
+    int nk = kernels_to_test(kernels, tables_of);
+    for (int i = 0; i < nk; i++) {
+        int before = failures;
+        test_microkernel(kernels[i]);
+        test_gemm_driver(tables_of[i], kernels[i]);
+        test_conv_driver(tables_of[i], kernels[i]);
+        printf("%-28s %s\n", kernels[i]->name, failures == before ? "ok" : "FAILED");
+    }
+    const nxe_kernel_table *tables[8];
+    tables[0] = &generic_table;
+    int nt = 1 + runnable_tables(tables + 1, 7);
+    for (int t = 0; t < nt; t++) {
+        if (!tables[t]->f32_activation)
+            continue;
+        int before = failures;
+        test_activations(tables[t]);
+        test_epilogue(tables[t]);
+        printf("%-28s %s\n", tables[t]->name, failures == before ? "activations, epilogue ok"
+                                                                 : "activations, epilogue FAILED");
+    }
+    printf("%d checks, %d failures\n", checks, failures);
+    return failures ? 1 : 0;
+}
