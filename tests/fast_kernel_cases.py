@@ -58,6 +58,11 @@ DENSE_CASES = [
     dict(name="gemm_full_c", op="Gemm", m=(6,), k=12, n=10, transA=0, transB=0, alpha=1.0,
          beta=1.0, c="full"),
     dict(name="matmul_batched", op="MatMul", m=(2, 3, 11), k=45, n=70),
+    # B computed at run time (attention's operands), its batch broadcast over A's.
+    dict(name="matmul_runtime_b", op="MatMul", m=(2, 3, 11), k=45, n=70, b_input=(3,),
+         then="Tanh"),
+    dict(name="matmul_runtime_b_square", op="MatMul", m=(4, 64), k=64, n=64, b_input=(4,),
+         residual=True),
 ]
 
 ACTIVATIONS = {"Relu": {}, "Tanh": {}, "Sigmoid": {}, "LeakyRelu": {"alpha": 0.1},
@@ -108,6 +113,7 @@ def dense_arrays(case: dict, rng: np.random.Generator) -> dict[str, np.ndarray]:
         b_shape = (n, k)
     else:
         b_shape = (n, k) if case.get("transB") else (k, n)
+    b_shape = tuple(case.get("b_input", ())) + b_shape
     arrays = {"a": rng.standard_normal(a_shape).astype(np.float32),
               "b": (rng.standard_normal(b_shape) / np.sqrt(k)).astype(np.float32)}
     c = case.get("c")
@@ -125,7 +131,8 @@ def dense_arrays(case: dict, rng: np.random.Generator) -> dict[str, np.ndarray]:
 def build_dense(case: dict, arrays: dict[str, np.ndarray]):
     g = nxe.Graph()
     a = g.input("a", arrays["a"].shape, "f32")
-    b = g.constant(arrays["b"])
+    b = (g.input("b", arrays["b"].shape, "f32") if "b_input" in case
+         else g.constant(arrays["b"]))
     c = g.constant(arrays["c"]) if "c" in arrays else None
     if case["op"] == "FullyConnected":
         y = g.FullyConnected(a, b, c) if c is not None else g.FullyConnected(a, b)
@@ -134,7 +141,7 @@ def build_dense(case: dict, arrays: dict[str, np.ndarray]):
                    transB=case["transB"])
     else:
         y = g.MatMul(a, b)
-    inputs = [arrays["a"]]
+    inputs = [arrays["a"]] + ([arrays["b"]] if "b_input" in case else [])
     if case.get("residual"):
         y = g.Add(y, g.input("residual", arrays["residual"].shape, "f32"))
         inputs.append(arrays["residual"])

@@ -576,9 +576,10 @@ typedef struct conv_prepared {
  * a bf16 kernel, else f32. Without a packed kernel or constant weights, the reference runs. */
 static nxe_status conv_prepare(const void *params_in, const nxe_value *inputs,
                                int32_t num_inputs, const nxe_prepare_context *context,
-                               void **prepared)
+                               void **prepared, size_t *workspace_bytes)
 {
     (void)num_inputs;
+    (void)workspace_bytes;
     const conv_params *params = params_in;
     const nxe_kernel_table *kernels = context->kernels;
     *prepared = NULL;
@@ -612,10 +613,12 @@ static void conv_gemm_tiles(void *ctx, int64_t begin, int64_t end)
 }
 
 static nxe_status conv_run_prepared(const void *params_in, const void *prepared_in,
-                                    const nxe_fused_epilogue *fused, const nxe_value *inputs,
-                                    int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
+                                    const nxe_fused_epilogue *fused, void *workspace,
+                                    const nxe_value *inputs, int32_t num_inputs,
+                                    nxe_value *outputs, int32_t num_outputs,
                                     nxe_thread_pool *pool)
 {
+    (void)workspace;
     (void)num_inputs;
     (void)num_outputs;
     const conv_params *params = params_in;

@@ -349,6 +349,7 @@ typedef struct gemm_prepared {
     int32_t bias_input; /* input index of a [N] bias used as given, -1 for none */
     const float *bias;  /* a scaled copy inside this block, or NULL */
     void *b_packed;     /* inside this block */
+    int32_t b_per_run;  /* MatMul: B is packed into the workspace at every run */
 } gemm_prepared;
 
 static const nxe_gemm_kernel *packed_kernel(const nxe_prepare_context *context)
@@ -392,8 +393,9 @@ static nxe_status pack_gemm(const nxe_prepare_context *context, const gemm_prepa
  * reference path. */
 static nxe_status gemm_prepare(const void *params_in, const nxe_value *inputs,
                                int32_t num_inputs, const nxe_prepare_context *context,
-                               void **prepared)
+                               void **prepared, size_t *workspace_bytes)
 {
+    (void)workspace_bytes;
     const gemm_params *p = params_in;
     *prepared = NULL;
     const nxe_gemm_kernel *kernel = packed_kernel(context);
@@ -418,30 +420,63 @@ static nxe_status gemm_prepare(const void *params_in, const nxe_value *inputs,
                      p->c_stride_n, p->beta, prepared);
 }
 
-/* MatMul with a constant B shared by every batch, over an A whose batches follow each other:
- * one GEMM of batch * M rows. */
+/* Where batch `batch` of a MatMul's A and B start (elements). */
+static void batch_offsets(const matmul_params *p, int64_t batch, int64_t *a_offset,
+                          int64_t *b_offset)
+{
+    int64_t a = 0, b = 0, rest = batch;
+    for (int32_t d = p->batch_ndim - 1; d >= 0; d--) {
+        const int64_t index = rest % p->batch_shape[d];
+        rest /= p->batch_shape[d];
+        a += index * p->a_batch_strides[d];
+        b += index * p->b_batch_strides[d];
+    }
+    *a_offset = a;
+    *b_offset = b;
+}
+
+/* MatMul. A constant B shared by every batch, over an A whose batches follow each other, is
+ * packed once: one GEMM of batch * M rows. Any other B (computed at run time, as in
+ * attention, or different per batch) is packed into the workspace at every run, one slot per
+ * batch, at a cost of 1/M of the product. */
 static nxe_status matmul_prepare(const void *params_in, const nxe_value *inputs,
                                  int32_t num_inputs, const nxe_prepare_context *context,
-                                 void **prepared)
+                                 void **prepared, size_t *workspace_bytes)
 {
     (void)num_inputs;
     const matmul_params *p = params_in;
     *prepared = NULL;
     const nxe_gemm_kernel *kernel = packed_kernel(context);
-    if (!kernel || !inputs[1].data || inputs[0].dtype != NXE_DTYPE_F32)
+    if (!kernel || inputs[0].dtype != NXE_DTYPE_F32)
         return NXE_OK;
+    bool shared_b = inputs[1].data != NULL;
     int64_t expected = p->m * p->k;
     for (int32_t d = p->batch_ndim - 1; d >= 0; d--) {
         if (p->b_batch_strides[d] != 0 ||
             (p->batch_shape[d] > 1 && p->a_batch_strides[d] != expected))
-            return NXE_OK;
+            shared_b = false;
         expected *= p->batch_shape[d];
     }
-    gemm_prepared shape = {
-        .kernel = kernel, .m = p->batch_count * p->m, .n = p->n, .k = p->k,
+    if (shared_b) {
+        gemm_prepared shape = {
+            .kernel = kernel, .m = p->batch_count * p->m, .n = p->n, .k = p->k,
+            .a_stride_m = p->k, .a_stride_k = 1, .alpha = 1.0f, .bias_input = -1,
+        };
+        return pack_gemm(context, &shape, inputs[1].data, p->n, 1, NULL, 0, 1.0f, prepared);
+    }
+    void *unused;
+    gemm_prepared *runtime = nxe_prepared_alloc(sizeof *runtime, 0, &unused);
+    if (!runtime)
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "out of memory");
+    *runtime = (gemm_prepared){
+        .kernels = context->kernels, .kernel = kernel, .m = p->m, .n = p->n, .k = p->k,
         .a_stride_m = p->k, .a_stride_k = 1, .alpha = 1.0f, .bias_input = -1,
+        .b_per_run = 1,
     };
-    return pack_gemm(context, &shape, inputs[1].data, p->n, 1, NULL, 0, 1.0f, prepared);
+    /* At least one cache line, so that slots never sit at a NULL workspace. */
+    *workspace_bytes = (size_t)p->batch_count * nxe_gemm_packed_bytes(kernel, p->k, p->n, kernel->nr) + 64;
+    *prepared = runtime;
+    return NXE_OK;
 }
 
 typedef struct gemm_packed_job {
@@ -455,38 +490,123 @@ static void gemm_packed_tiles(void *ctx, int64_t begin, int64_t end)
     job->prepared->kernels->gemm_packed_run(&job->args, begin, end);
 }
 
-static nxe_status gemm_run_prepared(const void *params, const void *prepared_in,
-                                    const nxe_fused_epilogue *fused, const nxe_value *inputs,
-                                    int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
-                                    nxe_thread_pool *pool)
+/* Few large chunks: a chunk's row tiles share each block of B while it is in cache. The
+ * split never changes a result. */
+static int64_t packed_grain(const gemm_prepared *p, int64_t tiles, nxe_thread_pool *pool)
 {
-    (void)params;
-    (void)num_inputs;
-    (void)num_outputs;
-    const gemm_prepared *p = prepared_in;
-    gemm_packed_job job = {
-        p,
-        {
-            .kernel = p->kernel, .m = p->m, .n = p->n, .k = p->k,
-            .a = inputs[0].data, .a_stride_m = p->a_stride_m, .a_stride_k = p->a_stride_k,
-            .b_packed = p->b_packed, .y = outputs[0].data, .y_stride_m = p->n,
-            .bias = p->bias_input >= 0 ? inputs[p->bias_input].data : p->bias,
-            .residual = fused->residual_input >= 0 ? inputs[fused->residual_input].data : NULL,
-            .residual_stride_m = p->n,
-            .epilogue = fused->epilogue,
-        },
-    };
-    job.args.epilogue.scale = p->alpha;
-    const int64_t tiles = p->kernels->gemm_packed_tiles(&job.args);
     const double tile_work = (double)p->kernel->mr * (double)p->n * (double)p->k;
-    /* Few large chunks: a chunk's row tiles share each block of B while it is in cache. The
-     * split never changes a result. */
     int64_t grain = nxe_parallel_grain(tile_work, MATMUL_TASK_WORK);
     const int64_t threads = pool ? nxe_thread_pool_size(pool) : 1;
     const int64_t even_share = (tiles + 2 * threads - 1) / (2 * threads);
-    if (grain < even_share)
-        grain = even_share;
-    nxe_parallel_for(pool, tiles, grain, gemm_packed_tiles, &job);
+    return grain < even_share ? even_share : grain;
+}
+
+static nxe_gemm_packed_args packed_args(const gemm_prepared *p, const nxe_fused_epilogue *fused,
+                                        const nxe_value *inputs, nxe_value *outputs)
+{
+    nxe_gemm_packed_args args = {
+        .kernel = p->kernel, .m = p->m, .n = p->n, .k = p->k,
+        .a = inputs[0].data, .a_stride_m = p->a_stride_m, .a_stride_k = p->a_stride_k,
+        .b_packed = p->b_packed, .y = outputs[0].data, .y_stride_m = p->n,
+        .bias = p->bias_input >= 0 ? inputs[p->bias_input].data : p->bias,
+        .residual = fused->residual_input >= 0 ? inputs[fused->residual_input].data : NULL,
+        .residual_stride_m = p->n,
+        .epilogue = fused->epilogue,
+    };
+    args.epilogue.scale = p->alpha;
+    return args;
+}
+
+static nxe_status gemm_run_prepared(const void *params, const void *prepared_in,
+                                    const nxe_fused_epilogue *fused, void *workspace,
+                                    const nxe_value *inputs, int32_t num_inputs,
+                                    nxe_value *outputs, int32_t num_outputs,
+                                    nxe_thread_pool *pool)
+{
+    (void)params;
+    (void)workspace;
+    (void)num_inputs;
+    (void)num_outputs;
+    const gemm_prepared *p = prepared_in;
+    gemm_packed_job job = {p, packed_args(p, fused, inputs, outputs)};
+    const int64_t tiles = p->kernels->gemm_packed_tiles(&job.args);
+    nxe_parallel_for(pool, tiles, packed_grain(p, tiles, pool), gemm_packed_tiles, &job);
+    return NXE_OK;
+}
+
+/* A MatMul whose B is packed per run: batches' B into workspace slots, then every (batch, row
+ * tile) item. */
+typedef struct batched_job {
+    const gemm_prepared *prepared;
+    const matmul_params *params;
+    nxe_gemm_packed_args args; /* batch 0; other batches shift a, b_packed, y, residual */
+    const float *b;
+    unsigned char *slots;
+    size_t slot_bytes;
+    int64_t tiles_per_batch;
+} batched_job;
+
+static void pack_batches(void *ctx, int64_t begin, int64_t end)
+{
+    const batched_job *job = ctx;
+    const gemm_prepared *p = job->prepared;
+    for (int64_t batch = begin; batch < end; batch++) {
+        int64_t a_offset, b_offset;
+        batch_offsets(job->params, batch, &a_offset, &b_offset);
+        nxe_gemm_pack(p->kernel, p->kernel->nr, job->b + b_offset, p->n, 1, p->k, p->n,
+                      job->slots + (size_t)batch * job->slot_bytes);
+    }
+}
+
+static void batched_tiles(void *ctx, int64_t begin, int64_t end)
+{
+    const batched_job *job = ctx;
+    while (begin < end) {
+        const int64_t batch = begin / job->tiles_per_batch;
+        const int64_t first = begin % job->tiles_per_batch;
+        const int64_t last = end - begin < job->tiles_per_batch - first ? first + (end - begin)
+                                                                          : job->tiles_per_batch;
+        int64_t a_offset, b_offset;
+        batch_offsets(job->params, batch, &a_offset, &b_offset);
+        nxe_gemm_packed_args args = job->args;
+        const int64_t y_offset = batch * job->params->m * job->params->n;
+        args.a += a_offset;
+        args.b_packed = job->slots + (size_t)batch * job->slot_bytes;
+        args.y += y_offset;
+        if (args.residual)
+            args.residual += y_offset;
+        job->prepared->kernels->gemm_packed_run(&args, first, last);
+        begin += last - first;
+    }
+}
+
+static nxe_status matmul_run_prepared(const void *params, const void *prepared_in,
+                                      const nxe_fused_epilogue *fused, void *workspace,
+                                      const nxe_value *inputs, int32_t num_inputs,
+                                      nxe_value *outputs, int32_t num_outputs,
+                                      nxe_thread_pool *pool)
+{
+    const gemm_prepared *p = prepared_in;
+    if (!p->b_per_run)
+        return gemm_run_prepared(params, prepared_in, fused, workspace, inputs, num_inputs,
+                                 outputs, num_outputs, pool);
+    const matmul_params *mp = params;
+    batched_job job = {
+        .prepared = p,
+        .params = mp,
+        .args = packed_args(p, fused, inputs, outputs),
+        .b = inputs[1].data,
+        .slots = workspace,
+        .slot_bytes = nxe_gemm_packed_bytes(p->kernel, p->k, p->n, p->kernel->nr),
+    };
+    job.tiles_per_batch = p->kernels->gemm_packed_tiles(&job.args);
+    if (mp->batch_count == 0 || job.tiles_per_batch == 0)
+        return NXE_OK;
+    const double pack_work = (double)p->k * (double)p->n;
+    nxe_parallel_for(pool, mp->batch_count, nxe_parallel_grain(pack_work, MATMUL_TASK_WORK),
+                     pack_batches, &job);
+    const int64_t items = mp->batch_count * job.tiles_per_batch;
+    nxe_parallel_for(pool, items, packed_grain(p, items, pool), batched_tiles, &job);
     return NXE_OK;
 }
 
@@ -585,7 +705,8 @@ static const nxe_op_def matmul_defs[] = {
                      "Matrix product with numpy matmul semantics: batch dimensions broadcast, "
                      "1-D operands are promoted and their axis dropped.",
                      matmul_inputs, matmul_outputs),
-     sizeof(matmul_params), matmul_infer, matmul_run, matmul_prepare, gemm_run_prepared, NULL},
+     sizeof(matmul_params), matmul_infer, matmul_run, matmul_prepare, matmul_run_prepared,
+     NULL},
     {NXE_INFO("Gemm",
               "General matrix multiply Y = alpha * op(A) @ op(B) + beta * C on 2-D operands, "
               "op() optionally transposing.",

@@ -85,16 +85,19 @@ typedef struct nxe_prepare_context {
 /* Optional, after infer (compile) or the loader's shape rules: readies the step for the
  * kernels this process runs — packs constant weights once, never per run. Inputs carry data
  * for constants. Leaves *prepared NULL when the op keeps its reference path (no fast kernel,
- * weights not constant, an unsupported configuration); otherwise *prepared is one nxe_alloc
- * block the executable frees with nxe_free. */
+ * an unsupported configuration); otherwise *prepared is one nxe_alloc block the executable
+ * frees with nxe_free. *workspace_bytes (0 on entry) is the scratch memory a run needs, e.g.
+ * to pack an operand that changes every run; the executable allocates one workspace, as large
+ * as its largest step needs, shared by all steps. */
 typedef nxe_status (*nxe_op_prepare_fn)(const void *params, const nxe_value *inputs,
                                         int32_t num_inputs, const nxe_prepare_context *context,
-                                        void **prepared);
+                                        void **prepared, size_t *workspace_bytes);
 
 /* The run of a prepared step; `fused` is never NULL (activation NONE and residual_input -1
- * when nothing was fused). */
+ * when nothing was fused); `workspace` holds at least the bytes prepare asked for, 64-byte
+ * aligned. */
 typedef nxe_status (*nxe_op_run_prepared_fn)(const void *params, const void *prepared,
-                                             const nxe_fused_epilogue *fused,
+                                             const nxe_fused_epilogue *fused, void *workspace,
                                              const nxe_value *inputs, int32_t num_inputs,
                                              nxe_value *outputs, int32_t num_outputs,
                                              nxe_thread_pool *pool);

@@ -72,6 +72,7 @@ NXE_API void nxe_executable_release(nxe_executable *exe)
     nxe_free(exe->input_ids);
     nxe_free(exe->output_ids);
     nxe_free(exe->arena);
+    nxe_free(exe->workspace);
     nxe_free(exe->staging);
     nxe_free(exe->output_offsets);
     nxe_free(exe->input_offsets);
@@ -413,7 +414,7 @@ static nxe_status run_steps(nxe_executable *exe, const char *where)
         nxe_status status =
             step->prepared
                 ? step->def->run_prepared(step->params, step->prepared, &step->fused,
-                                          step->input_values, step->num_inputs,
+                                          exe->workspace, step->input_values, step->num_inputs,
                                           step->output_values, step->num_outputs, exe->pool)
                 : step->def->run(step->params, step->input_values, step->num_inputs,
                                  step->output_values, step->num_outputs, exe->pool);

@@ -79,6 +79,8 @@ struct nxe_executable {
     int32_t num_outputs;
     void *arena;
     uint64_t arena_bytes;
+    void *workspace;          /* scratch shared by prepared steps (runtime/prepare.c) */
+    size_t workspace_bytes;
     uint64_t transient_bytes;
     uint64_t constant_bytes;  /* distinct constants plus variables */
     nxe_exe_constant *constants;

@@ -188,14 +188,24 @@ static nxe_status prepare_steps(nxe_executable *exe)
                 id >= 0 && exe->tensors[id].kind == NXE_TENSOR_CONSTANT ? exe->tensors[id].storage
                                                                         : NULL;
         }
+        size_t workspace = 0;
         nxe_status status = step->def->prepare(step->params, step->input_values,
-                                               step->num_inputs, &context, &step->prepared);
+                                               step->num_inputs, &context, &step->prepared,
+                                               &workspace);
+        if (step->prepared && workspace > exe->workspace_bytes)
+            exe->workspace_bytes = workspace;
         for (int32_t j = 0; j < step->num_inputs; j++)
             step->input_values[j].data = NULL;
         if (status != NXE_OK) {
             nxe_error_prefix("prepare: op '%s' ('%s'): ", step->def->info.name, step->op_name);
             return status;
         }
+    }
+    if (exe->workspace_bytes > 0) {
+        exe->workspace = nxe_alloc(exe->workspace_bytes);
+        if (!exe->workspace)
+            return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "prepare: out of memory for a %zu-byte "
+                             "workspace", exe->workspace_bytes);
     }
     return NXE_OK;
 }
