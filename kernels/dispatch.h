@@ -45,6 +45,8 @@ typedef struct nxe_kernel_table {
     nxe_conv_gemm_tiles_fn conv_gemm_tiles;
     nxe_conv_gemm_tile_work_fn conv_gemm_tile_work;
     nxe_conv_gemm_run_fn conv_gemm_run;
+    nxe_depthwise_rows_fn depthwise_rows;
+    nxe_depthwise_run_fn depthwise_run;
     /* Vectorized activations over arrays (accuracy: kernels/generic/vmath.h), and softmax
      * and layer normalization over contiguous rows (contracts of their kernels/ref twins,
      * which accumulate in double where these use f32 partial sums). */

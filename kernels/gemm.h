@@ -181,6 +181,34 @@ typedef double (*nxe_conv_gemm_tile_work_fn)(const nxe_conv_gemm_args *args);
 typedef void (*nxe_conv_gemm_run_fn)(const nxe_conv_gemm_args *args, int64_t tile_begin,
                                      int64_t tile_end);
 
+/* ---- depthwise convolution ---- */
+
+/* A convolution with one input channel per group (groups == C, O a multiple of C), which a
+ * GEMM would reduce over the taps alone. Weights: [O, taps] channels first, [taps, O] channels
+ * last (nxe_depthwise_pack_weight). Rows: (batch, output channel, out depth, out height)
+ * channels first, (batch, out depth, out height) channels last. */
+typedef struct nxe_depthwise_args {
+    const nxe_conv_geometry *geometry;
+    int32_t channels_last;
+    const float *input;
+    const float *weight;    /* packed */
+    const float *bias;      /* [O] or NULL */
+    const float *residual;  /* same shape and layout as the output, or NULL */
+    float *output;
+    nxe_epilogue epilogue;
+} nxe_depthwise_args;
+
+/* Whether a convolution is depthwise in the sense above. */
+int nxe_conv_is_depthwise(const nxe_conv_geometry *g);
+/* Packs [O, C/g = 1, taps...] channels first or [O, taps..., 1] channels last. */
+void nxe_depthwise_pack_weight(const nxe_conv_geometry *g, int32_t channels_last,
+                               const float *weight, float *dst);
+
+/* Drivers, per ISA level: depthwise_rows(args) rows; depthwise_run(args, begin, end). */
+typedef int64_t (*nxe_depthwise_rows_fn)(const nxe_depthwise_args *args);
+typedef void (*nxe_depthwise_run_fn)(const nxe_depthwise_args *args, int64_t row_begin,
+                                     int64_t row_end);
+
 /* ---- the reference twins (kernels/ref/gemm.c) ---- */
 
 void nxe_ref_gemm_ukernel_f32(int32_t mr, int32_t nr, int64_t kc, const void *a,

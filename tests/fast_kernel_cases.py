@@ -29,12 +29,15 @@ CONV_CASES = [
     dict(name="groups", n=1, c=8, size=(10, 26), o=12, k=3, stride=1, dilation=1, pad=1,
          groups=4, then="Gelu"),
     dict(name="depthwise", n=1, c=6, size=(8, 53), o=6, k=3, stride=1, dilation=1, pad=1,
-         groups=6),
+         groups=6, then="Clip", residual=True),
+    dict(name="depthwise_multiplier_nhwc", n=2, c=4, size=(9, 17), o=8, k=3, stride=2,
+         dilation=1, pad=1, groups=4, layout="NHWC", then="Relu"),
     dict(name="pointwise", n=1, c=40, size=(6, 49), o=9, k=1, stride=1, dilation=1, pad=0,
          residual=True),
     dict(name="edsr_like", n=1, c=64, size=(5, 70), o=64, k=3, stride=1, dilation=1, pad=1,
          residual=True, then="Relu"),
-    dict(name="no_padding", n=1, c=4, size=(9, 60), o=4, k=3, stride=1, dilation=1, pad=0),
+    dict(name="no_padding", n=1, c=4, size=(9, 60), o=4, k=3, stride=1, dilation=1, pad=0,
+         then="Clip"),
     dict(name="nhwc", n=2, c=5, size=(7, 21), o=19, k=3, stride=1, dilation=1, pad=1,
          layout="NHWC", then="Relu", residual=True),
     dict(name="nhwc_stride2", n=1, c=16, size=(9, 33), o=50, k=3, stride=2, dilation=1, pad=1,
@@ -50,7 +53,8 @@ DENSE_CASES = [
     dict(name="fc_tails", op="FullyConnected", m=(3, 7), k=33, n=50, bias=True, then="Gelu"),
     dict(name="fc_square", op="FullyConnected", m=(64,), k=384, n=384, bias=True,
          residual=True),
-    dict(name="fc_long_k", op="FullyConnected", m=(5,), k=700, n=20, bias=False),
+    dict(name="fc_long_k", op="FullyConnected", m=(5,), k=700, n=20, bias=False,
+         then="Swish"),
     dict(name="gemm_trans", op="Gemm", m=(9,), k=30, n=61, transA=1, transB=1, alpha=0.5,
          beta=2.0, c="row"),
     dict(name="gemm_scalar_c", op="Gemm", m=(17,), k=300, n=100, transA=0, transB=0,
@@ -66,7 +70,8 @@ DENSE_CASES = [
 ]
 
 ACTIVATIONS = {"Relu": {}, "Tanh": {}, "Sigmoid": {}, "LeakyRelu": {"alpha": 0.1},
-               "Gelu": {"approximate": "none"}}
+               "Gelu": {"approximate": "none"}, "Clip": {"min": -0.5, "max": 0.75},
+               "Swish": {"alpha": 1.0}}
 
 
 def conv_arrays(case: dict, rng: np.random.Generator) -> dict[str, np.ndarray]:

@@ -49,6 +49,10 @@ def activation(name: str | None, y: torch.Tensor) -> torch.Tensor:
         return y
     if name == "LeakyRelu":
         return torch.nn.functional.leaky_relu(y, cases.ACTIVATIONS[name]["alpha"])
+    if name == "Clip":
+        return torch.clamp(y, cases.ACTIVATIONS[name]["min"], cases.ACTIVATIONS[name]["max"])
+    if name == "Swish":
+        return torch.nn.functional.silu(y)
     return {"Relu": torch.relu, "Tanh": torch.tanh, "Sigmoid": torch.sigmoid,
             "Gelu": torch.nn.functional.gelu}[name](y)
 

@@ -568,12 +568,13 @@ static nxe_status conv_transpose_run(const void *params, const nxe_value *inputs
 
 typedef struct conv_prepared {
     const nxe_kernel_table *kernels;
-    const nxe_gemm_kernel *kernel;
-    void *weights; /* packed for kernel, inside this block */
+    const nxe_gemm_kernel *kernel; /* NULL: the depthwise kernel */
+    void *weights;                 /* packed for that kernel, inside this block */
 } conv_prepared;
 
-/* Packs constant f32 weights for this level's GEMM kernel: bf16 when relaxed and the CPU has
- * a bf16 kernel, else f32. Without a packed kernel or constant weights, the reference runs. */
+/* Packs constant f32 weights for this level's kernels: the depthwise kernel for one input
+ * channel per group, else the GEMM kernel — bf16 when relaxed and the CPU has a bf16 kernel,
+ * else f32. Without packed kernels or constant weights, the reference runs. */
 static nxe_status conv_prepare(const void *params_in, const nxe_value *inputs,
                                int32_t num_inputs, const nxe_prepare_context *context,
                                void **prepared, size_t *workspace_bytes)
@@ -581,22 +582,29 @@ static nxe_status conv_prepare(const void *params_in, const nxe_value *inputs,
     (void)num_inputs;
     (void)workspace_bytes;
     const conv_params *params = params_in;
+    const nxe_conv_geometry *g = &params->geometry;
     const nxe_kernel_table *kernels = context->kernels;
     *prepared = NULL;
-    const nxe_gemm_kernel *kernel = context->relax_precision && kernels->bf16_gemm_kernel
+    if (!kernels->f32_gemm_kernel || !inputs[1].data || inputs[0].dtype != NXE_DTYPE_F32)
+        return NXE_OK;
+    const bool depthwise = nxe_conv_is_depthwise(g) && kernels->depthwise_run;
+    const nxe_gemm_kernel *kernel = depthwise ? NULL
+                                    : context->relax_precision && kernels->bf16_gemm_kernel
                                         ? kernels->bf16_gemm_kernel
                                         : kernels->f32_gemm_kernel;
-    if (!kernel || !inputs[1].data || inputs[0].dtype != NXE_DTYPE_F32)
-        return NXE_OK;
-    size_t bytes = nxe_conv_gemm_weight_bytes(kernel, &params->geometry, params->channels_last);
+    size_t bytes = depthwise ? sizeof(float) * (size_t)(g->out_channels * g->kernel[0] *
+                                                        g->kernel[1] * g->kernel[2])
+                             : nxe_conv_gemm_weight_bytes(kernel, g, params->channels_last);
     void *weights;
     conv_prepared *p = nxe_prepared_alloc(sizeof *p, bytes, &weights);
     if (!p)
         return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "out of memory for %zu bytes of packed weights",
                          bytes);
     *p = (conv_prepared){kernels, kernel, weights};
-    nxe_conv_gemm_pack_weight(kernel, &params->geometry, params->channels_last, inputs[1].data,
-                              weights);
+    if (depthwise)
+        nxe_depthwise_pack_weight(g, params->channels_last, inputs[1].data, weights);
+    else
+        nxe_conv_gemm_pack_weight(kernel, g, params->channels_last, inputs[1].data, weights);
     *prepared = p;
     return NXE_OK;
 }
@@ -612,6 +620,17 @@ static void conv_gemm_tiles(void *ctx, int64_t begin, int64_t end)
     job->prepared->kernels->conv_gemm_run(&job->args, begin, end);
 }
 
+typedef struct depthwise_job {
+    const conv_prepared *prepared;
+    nxe_depthwise_args args;
+} depthwise_job;
+
+static void depthwise_rows(void *ctx, int64_t begin, int64_t end)
+{
+    const depthwise_job *job = ctx;
+    job->prepared->kernels->depthwise_run(&job->args, begin, end);
+}
+
 static nxe_status conv_run_prepared(const void *params_in, const void *prepared_in,
                                     const nxe_fused_epilogue *fused, void *workspace,
                                     const nxe_value *inputs, int32_t num_inputs,
@@ -623,6 +642,21 @@ static nxe_status conv_run_prepared(const void *params_in, const void *prepared_
     (void)num_outputs;
     const conv_params *params = params_in;
     const conv_prepared *prepared = prepared_in;
+    const nxe_kernel_table *kernels = prepared->kernels;
+    const float *bias = params->has_bias ? inputs[2].data : NULL;
+    const float *residual = fused->residual_input >= 0 ? inputs[fused->residual_input].data : NULL;
+    if (!prepared->kernel) {
+        const nxe_conv_geometry *g = &params->geometry;
+        depthwise_job job = {prepared, {&params->geometry, params->channels_last, inputs[0].data,
+                                        prepared->weights, bias, residual, outputs[0].data,
+                                        fused->epilogue}};
+        const double row_work = (double)g->out_size[2] * (double)g->kernel[0] *
+                                (double)g->kernel[1] * (double)g->kernel[2] *
+                                (params->channels_last ? (double)g->out_channels : 1.0);
+        nxe_parallel_for(pool, kernels->depthwise_rows(&job.args),
+                         nxe_parallel_grain(row_work, CONV_TASK_WORK), depthwise_rows, &job);
+        return NXE_OK;
+    }
     conv_gemm_job job = {
         prepared,
         {
@@ -631,13 +665,12 @@ static nxe_status conv_run_prepared(const void *params_in, const void *prepared_
             .channels_last = params->channels_last,
             .input = inputs[0].data,
             .weight_packed = prepared->weights,
-            .bias = params->has_bias ? inputs[2].data : NULL,
-            .residual = fused->residual_input >= 0 ? inputs[fused->residual_input].data : NULL,
+            .bias = bias,
+            .residual = residual,
             .output = outputs[0].data,
             .epilogue = fused->epilogue,
         },
     };
-    const nxe_kernel_table *kernels = prepared->kernels;
     int64_t tiles = kernels->conv_gemm_tiles(&job.args);
     nxe_parallel_for(pool, tiles,
                      nxe_parallel_grain(kernels->conv_gemm_tile_work(&job.args), CONV_TASK_WORK),

@@ -6,6 +6,7 @@
 
 #include "ops/elementwise.h"
 #include "ops/op_def.h"
+#include "gemm.h"
 #include "ref/cast.h"
 #include "ref/math.h"
 
@@ -214,6 +215,27 @@ static nxe_status unary_run(const void *params, const nxe_value *inputs, int32_t
     if (p->numel > 0)
         nxe_parallel_for(pool, p->numel, NXE_ELEMENTWISE_GRAIN, unary_range, &job);
     return NXE_OK;
+}
+
+/* Clip (Relu6 and friends) and SiLU on f32 are activations a GEMM epilogue applies. */
+static bool unary_as_activation(const void *params, const nxe_value *inputs, int32_t num_inputs,
+                                nxe_epilogue *epilogue)
+{
+    (void)num_inputs;
+    const unary_params *p = params;
+    if (inputs[0].dtype != NXE_DTYPE_F32)
+        return false;
+    if (p->op == NXE_REF_CLIP) {
+        epilogue->activation = NXE_ACTIVATION_CLIP;
+        epilogue->alpha = p->alpha;
+        epilogue->beta = p->beta;
+        return true;
+    }
+    if (p->op == NXE_REF_SWISH && p->alpha == 1.0f) {
+        epilogue->activation = NXE_ACTIVATION_SILU;
+        return true;
+    }
+    return false;
 }
 
 /* ---- Binary ops ---------------------------------------------------------------------------- */
@@ -614,7 +636,7 @@ static const nxe_op_def math_defs[] = {
               "Y = min(max(X, min), max); NaN stays NaN, and min > max gives max everywhere. "
               "Relu6 is Clip with min 0 and max 6.",
               numeric_in, numeric_out, clip_attrs),
-     sizeof(unary_params), clip_infer, unary_run},
+     sizeof(unary_params), clip_infer, unary_run, NULL, NULL, unary_as_activation},
     FLOAT_UNARY_ATTRS("Elu", "Exponential linear unit: x for x >= 0, alpha * (e^x - 1) below.",
                       elu_attrs, elu_infer),
     FLOAT_UNARY_ATTRS("Selu",
@@ -627,8 +649,9 @@ static const nxe_op_def math_defs[] = {
     FLOAT_UNARY_ATTRS("HardSigmoid", "max(0, min(1, alpha * x + beta)).", hard_sigmoid_attrs,
                       hard_sigmoid_infer),
     FLOAT_UNARY("HardSwish", "x * max(0, min(1, x / 6 + 1 / 2)).", hard_swish_infer),
-    FLOAT_UNARY_ATTRS("Swish", "x * sigmoid(alpha * x); with alpha = 1 this is SiLU.",
-                      swish_attrs, swish_infer),
+    {NXE_INFO("Swish", "x * sigmoid(alpha * x); with alpha = 1 this is SiLU.", float_in,
+              float_out, swish_attrs),
+     sizeof(unary_params), swish_infer, unary_run, NULL, NULL, unary_as_activation},
     FLOAT_UNARY("Mish", "x * tanh(softplus(x)).", mish_infer),
     FLOAT_UNARY("Softplus", "log(1 + e^x), computed without overflow for large x.",
                 softplus_infer),

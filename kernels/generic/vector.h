@@ -25,7 +25,10 @@
                                        int64_t row_begin, int64_t row_end);                  \
     void nxe_f32_layer_norm_rows_##suffix(const float *x, const float *scale,                \
                                           const float *bias, float *y, int64_t row_size,     \
-                                          float epsilon, int64_t row_begin, int64_t row_end);
+                                          float epsilon, int64_t row_begin, int64_t row_end); \
+    int64_t nxe_depthwise_rows_##suffix(const nxe_depthwise_args *args);                     \
+    void nxe_depthwise_run_##suffix(const nxe_depthwise_args *args, int64_t row_begin,       \
+                                    int64_t row_end);
 
 NXE_GENERIC_DECLARE(generic)
 #if defined(__x86_64__)

@@ -187,3 +187,19 @@ void nxe_conv_gemm_pack_weight(const nxe_gemm_kernel *kernel, const nxe_conv_geo
         nxe_gemm_pack(kernel, width, weight + group * group_out * k, 1, k, k, group_out,
                       (char *)dst + group * group_bytes);
 }
+
+/* ---- depthwise weights ---- */
+
+int nxe_conv_is_depthwise(const nxe_conv_geometry *g)
+{
+    return g->groups > 1 && g->in_channels == g->groups && g->out_channels % g->groups == 0;
+}
+
+void nxe_depthwise_pack_weight(const nxe_conv_geometry *g, int32_t channels_last,
+                               const float *weight, float *dst)
+{
+    const int64_t taps = g->kernel[0] * g->kernel[1] * g->kernel[2];
+    for (int64_t o = 0; o < g->out_channels; o++)
+        for (int64_t t = 0; t < taps; t++)
+            dst[channels_last ? t * g->out_channels + o : o * taps + t] = weight[o * taps + t];
+}

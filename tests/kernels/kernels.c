@@ -79,7 +79,8 @@ static const nxe_kernel_table generic_table = {
     NXE_ISA_LEVEL_SCALAR, "generic", nxe_ref_f32_gemm, nxe_ref_f32_conv_ncdhw,
     nxe_ref_f32_conv_ndhwc, &nxe_ref_gemm_f32_kernel, &nxe_ref_gemm_bf16_kernel,
     nxe_gemm_packed_tiles_generic, nxe_gemm_packed_run_generic, nxe_conv_gemm_tiles_generic,
-    nxe_conv_gemm_tile_work_generic, nxe_conv_gemm_run_generic, nxe_f32_activation_generic,
+    nxe_conv_gemm_tile_work_generic, nxe_conv_gemm_run_generic, nxe_depthwise_rows_generic,
+    nxe_depthwise_run_generic, nxe_f32_activation_generic,
     nxe_f32_softmax_rows_generic, nxe_f32_layer_norm_rows_generic,
 };
 
@@ -430,6 +431,74 @@ static void test_conv_driver(const nxe_kernel_table *table, const nxe_gemm_kerne
     }
 }
 
+/* The depthwise driver against the direct reference, both layouts, multipliers 1 and 2. */
+static void test_depthwise(const nxe_kernel_table *table)
+{
+    const conv_case cases[] = {
+        {2, 2, 6, 6, 6, {1, 9, 53}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}},
+        {2, 1, 4, 8, 4, {1, 11, 20}, {1, 5, 5}, {1, 2, 2}, {1, 1, 1}, {0, 2, 2}},
+        {2, 1, 5, 5, 5, {1, 12, 30}, {1, 3, 3}, {1, 1, 1}, {1, 2, 2}, {0, 2, 1}},
+        {1, 1, 3, 3, 3, {1, 1, 40}, {1, 1, 7}, {1, 1, 1}, {1, 1, 1}, {0, 0, 3}},
+        {3, 1, 2, 4, 2, {3, 4, 5}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const conv_case *cc = &cases[ci];
+        nxe_conv_geometry g = {cc->n, cc->c, cc->o, cc->groups, {0}, {0}, {0}, {0}, {0}, {0}};
+        for (int d = 0; d < 3; d++) {
+            g.in_size[d] = cc->in[d];
+            g.kernel[d] = cc->kernel[d];
+            g.stride[d] = cc->stride[d];
+            g.dilation[d] = cc->dilation[d];
+            g.pad_begin[d] = cc->pad[d];
+            g.out_size[d] = (cc->in[d] + 2 * cc->pad[d] - cc->dilation[d] * (cc->kernel[d] - 1) - 1) /
+                                cc->stride[d] + 1;
+        }
+        CHECK(nxe_conv_is_depthwise(&g), "case %zu is not depthwise", ci);
+        const int64_t in_px = g.in_size[0] * g.in_size[1] * g.in_size[2];
+        const int64_t out_px = g.out_size[0] * g.out_size[1] * g.out_size[2];
+        const int64_t taps = g.kernel[0] * g.kernel[1] * g.kernel[2];
+        const size_t in_n = (size_t)(g.batch * g.in_channels * in_px);
+        const size_t out_n = (size_t)(g.batch * g.out_channels * out_px);
+        float *x = random_floats(in_n), *w = random_floats((size_t)(g.out_channels * taps));
+        float *bias = random_floats((size_t)g.out_channels), *res = random_floats(out_n);
+        float *ref = malloc(sizeof(float) * out_n), *y = malloc(sizeof(float) * out_n);
+        float *xl = malloc(sizeof(float) * in_n), *rl = malloc(sizeof(float) * out_n);
+        float *packed = malloc(sizeof(float) * (size_t)(g.out_channels * taps));
+        const int64_t rows = g.batch * g.out_size[0] * g.out_size[1];
+        nxe_ref_f32_conv_ncdhw(&g, x, w, bias, ref, 0, rows);
+        for (int64_t n = 0; n < g.batch; n++) {
+            for (int64_t c = 0; c < g.in_channels; c++)
+                for (int64_t p = 0; p < in_px; p++)
+                    xl[(n * in_px + p) * g.in_channels + c] = x[(n * g.in_channels + c) * in_px + p];
+            for (int64_t o = 0; o < g.out_channels; o++)
+                for (int64_t p = 0; p < out_px; p++)
+                    rl[(n * out_px + p) * g.out_channels + o] = res[(n * g.out_channels + o) * out_px + p];
+        }
+        for (int last = 0; last < 2; last++) {
+            nxe_depthwise_pack_weight(&g, last, w, packed);
+            nxe_depthwise_args args = {&g, last, last ? xl : x, packed, bias, last ? rl : res, y,
+                                       {1.0f, NXE_ACTIVATION_RELU, 0, 0, 0}};
+            int64_t total = table->depthwise_rows(&args);
+            table->depthwise_run(&args, 0, total / 3);
+            table->depthwise_run(&args, total / 3, total);
+            for (int64_t n = 0; n < g.batch; n++) {
+                for (int64_t o = 0; o < g.out_channels; o++) {
+                    for (int64_t p = 0; p < out_px; p++) {
+                        size_t first = (size_t)((n * g.out_channels + o) * out_px + p);
+                        size_t at = last ? (size_t)((n * out_px + p) * g.out_channels + o) : first;
+                        double want = (ref[first] > 0 ? ref[first] : 0.0) + res[first];
+                        CHECK(fabs(y[at] - want) <= 1e-5 * (fabs(want) + (double)taps),
+                              "%s depthwise case %zu layout %s (o %lld, pixel %lld): %g vs %g",
+                              table->name, ci, last ? "last" : "first", (long long)o,
+                              (long long)p, y[at], want);
+                    }
+                }
+            }
+        }
+        free(x); free(w); free(bias); free(res); free(ref); free(y); free(xl); free(rl); free(packed);
+    }
+}
+
 int main(void)
 {
     const nxe_gemm_kernel *kernels[16];
@@ -451,8 +520,9 @@ int main(void)
         int before = failures;
         test_activations(tables[t]);
         test_epilogue(tables[t]);
-        printf("%-28s %s\n", tables[t]->name, failures == before ? "activations, epilogue ok"
-                                                                 : "activations, epilogue FAILED");
+        test_depthwise(tables[t]);
+        printf("%-28s %s\n", tables[t]->name, failures == before ? "activations, epilogue, depthwise ok"
+                                                                 : "activations, epilogue, depthwise FAILED");
     }
     printf("%d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
