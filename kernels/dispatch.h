@@ -45,6 +45,7 @@ typedef struct nxe_kernel_table {
     nxe_conv_gemm_tiles_fn conv_gemm_tiles;
     nxe_conv_gemm_tile_work_fn conv_gemm_tile_work;
     nxe_conv_gemm_run_fn conv_gemm_run;
+    nxe_conv_bf16_pairs_fn conv_bf16_pairs;
     nxe_depthwise_rows_fn depthwise_rows;
     nxe_depthwise_run_fn depthwise_run;
     /* Vectorized activations over arrays (accuracy: kernels/generic/vmath.h), and softmax

@@ -112,6 +112,11 @@ void nxe_gemm_pack(const nxe_gemm_kernel *kernel, int32_t width, const float *sr
                    int64_t stride_k, int64_t stride_x, int64_t k_count, int64_t w_count,
                    void *dst);
 
+/* The same for panels [panel_begin, panel_end) only (each panel is independent). */
+void nxe_gemm_pack_panels(const nxe_gemm_kernel *kernel, int32_t width, const float *src,
+                          int64_t stride_k, int64_t stride_x, int64_t k_count, int64_t w_count,
+                          int64_t panel_begin, int64_t panel_end, void *dst);
+
 /* Where packed panel `panel`'s block starting at reduction index k0 begins. */
 const void *nxe_gemm_panel_block(const nxe_gemm_kernel *kernel, const void *packed,
                                  int32_t width, int64_t k, int64_t panel, int64_t k0);
@@ -158,7 +163,9 @@ typedef struct nxe_conv_gemm_args {
     const nxe_gemm_kernel *kernel;
     const nxe_conv_geometry *geometry;
     int32_t channels_last;
-    const float *input;
+    /* f32 [N, C, ...] or [N, ..., C]; for a bf16 kernel on channels-first input, the
+     * pair-interleaved bf16 copy nxe_conv_bf16_pairs makes. */
+    const void *input;
     const void *weight_packed;  /* from nxe_conv_gemm_pack_weight */
     const float *bias;          /* [O] or NULL */
     const float *residual;      /* same shape and layout as the output, or NULL */
@@ -166,10 +173,22 @@ typedef struct nxe_conv_gemm_args {
     nxe_epilogue epilogue;
 } nxe_conv_gemm_args;
 
+/* The reduction length of the product (see nxe_conv_gemm_pack_weight for its order). */
+int64_t nxe_conv_gemm_reduction(const nxe_gemm_kernel *kernel, const nxe_conv_geometry *g,
+                                int32_t channels_last);
 size_t nxe_conv_gemm_weight_bytes(const nxe_gemm_kernel *kernel, const nxe_conv_geometry *g,
                                   int32_t channels_last);
 void nxe_conv_gemm_pack_weight(const nxe_gemm_kernel *kernel, const nxe_conv_geometry *g,
                                int32_t channels_last, const float *weight, void *dst);
+
+/* The pair-interleaved bf16 copy of a channels-first input that bf16 convolutions read:
+ * [N, groups, ceil(C/g / 2), D, H, W] 32-bit elements, each the bf16 of channel 2p of its
+ * group (low half) and of channel 2p + 1 (high half, 0 past the group's last channel). */
+size_t nxe_conv_bf16_pairs_bytes(const nxe_conv_geometry *g);
+/* Rows of that copy: (batch, group, pair, depth, height). */
+int64_t nxe_conv_bf16_pairs_rows(const nxe_conv_geometry *g);
+typedef void (*nxe_conv_bf16_pairs_fn)(const nxe_conv_geometry *g, const float *input,
+                                       uint32_t *pairs, int64_t row_begin, int64_t row_end);
 
 /* Drivers, per ISA level as above:
  *   conv_gemm_tiles(args): work items, one per (batch, group, output depth, output row, pixel

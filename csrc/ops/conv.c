@@ -12,6 +12,8 @@
 #define CONV_ATTR_MAX NXE_WINDOW_ATTR_MAX
 /* About this many multiply-adds per parallel task keeps scheduling overhead negligible. */
 #define CONV_TASK_WORK 65536.0
+/* Relaxed convolutions reducing over fewer terms than this stay in f32. */
+#define BF16_MIN_REDUCTION 64
 
 static bool input_present(const nxe_value *inputs, int32_t num_inputs, int32_t index)
 {
@@ -573,14 +575,14 @@ typedef struct conv_prepared {
 } conv_prepared;
 
 /* Packs constant f32 weights for this level's kernels: the depthwise kernel for one input
- * channel per group, else the GEMM kernel — bf16 when relaxed and the CPU has a bf16 kernel,
- * else f32. Without packed kernels or constant weights, the reference runs. */
+ * channel per group, else the GEMM kernel — bf16 when relaxed, the CPU has a bf16 kernel and
+ * the reduction is long enough, else f32. Without packed kernels or constant weights, the
+ * reference runs. */
 static nxe_status conv_prepare(const void *params_in, const nxe_value *inputs,
                                int32_t num_inputs, const nxe_prepare_context *context,
                                void **prepared, size_t *workspace_bytes)
 {
     (void)num_inputs;
-    (void)workspace_bytes;
     const conv_params *params = params_in;
     const nxe_conv_geometry *g = &params->geometry;
     const nxe_kernel_table *kernels = context->kernels;
@@ -588,10 +590,15 @@ static nxe_status conv_prepare(const void *params_in, const nxe_value *inputs,
     if (!kernels->f32_gemm_kernel || !inputs[1].data || inputs[0].dtype != NXE_DTYPE_F32)
         return NXE_OK;
     const bool depthwise = nxe_conv_is_depthwise(g) && kernels->depthwise_run;
+    /* A short reduction (a first layer on one to three channels) gains nothing from bf16:
+     * converting its input costs as much as the product saves. */
+    const int64_t reduction = g->in_channels / g->groups * g->kernel[0] * g->kernel[1] *
+                              g->kernel[2];
+    const bool bf16 = context->relax_precision && kernels->bf16_gemm_kernel &&
+                      reduction >= BF16_MIN_REDUCTION;
     const nxe_gemm_kernel *kernel = depthwise ? NULL
-                                    : context->relax_precision && kernels->bf16_gemm_kernel
-                                        ? kernels->bf16_gemm_kernel
-                                        : kernels->f32_gemm_kernel;
+                                    : bf16    ? kernels->bf16_gemm_kernel
+                                              : kernels->f32_gemm_kernel;
     size_t bytes = depthwise ? sizeof(float) * (size_t)(g->out_channels * g->kernel[0] *
                                                         g->kernel[1] * g->kernel[2])
                              : nxe_conv_gemm_weight_bytes(kernel, g, params->channels_last);
@@ -601,6 +608,9 @@ static nxe_status conv_prepare(const void *params_in, const nxe_value *inputs,
         return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "out of memory for %zu bytes of packed weights",
                          bytes);
     *p = (conv_prepared){kernels, kernel, weights};
+    /* bf16 on channels-first input reads a pair-interleaved copy made at every run. */
+    if (kernel && kernel->type == NXE_GEMM_BF16 && !params->channels_last)
+        *workspace_bytes = nxe_conv_bf16_pairs_bytes(g) + 64;
     if (depthwise)
         nxe_depthwise_pack_weight(g, params->channels_last, inputs[1].data, weights);
     else
@@ -631,13 +641,25 @@ static void depthwise_rows(void *ctx, int64_t begin, int64_t end)
     job->prepared->kernels->depthwise_run(&job->args, begin, end);
 }
 
+typedef struct pairs_job {
+    const nxe_kernel_table *kernels;
+    const nxe_conv_geometry *geometry;
+    const float *input;
+    uint32_t *pairs;
+} pairs_job;
+
+static void pairs_rows(void *ctx, int64_t begin, int64_t end)
+{
+    const pairs_job *job = ctx;
+    job->kernels->conv_bf16_pairs(job->geometry, job->input, job->pairs, begin, end);
+}
+
 static nxe_status conv_run_prepared(const void *params_in, const void *prepared_in,
                                     const nxe_fused_epilogue *fused, void *workspace,
                                     const nxe_value *inputs, int32_t num_inputs,
                                     nxe_value *outputs, int32_t num_outputs,
                                     nxe_thread_pool *pool)
 {
-    (void)workspace;
     (void)num_inputs;
     (void)num_outputs;
     const conv_params *params = params_in;
@@ -671,6 +693,13 @@ static nxe_status conv_run_prepared(const void *params_in, const void *prepared_
             .epilogue = fused->epilogue,
         },
     };
+    if (prepared->kernel->type == NXE_GEMM_BF16 && !params->channels_last) {
+        pairs_job convert = {kernels, &params->geometry, inputs[0].data, workspace};
+        nxe_parallel_for(pool, nxe_conv_bf16_pairs_rows(&params->geometry),
+                         nxe_parallel_grain((double)params->geometry.in_size[2], 16384.0),
+                         pairs_rows, &convert);
+        job.args.input = workspace;
+    }
     int64_t tiles = kernels->conv_gemm_tiles(&job.args);
     nxe_parallel_for(pool, tiles,
                      nxe_parallel_grain(kernels->conv_gemm_tile_work(&job.args), CONV_TASK_WORK),

@@ -546,15 +546,18 @@ typedef struct batched_job {
     int64_t tiles_per_batch;
 } batched_job;
 
+/* Items are (batch, panel of B). */
 static void pack_batches(void *ctx, int64_t begin, int64_t end)
 {
     const batched_job *job = ctx;
     const gemm_prepared *p = job->prepared;
-    for (int64_t batch = begin; batch < end; batch++) {
+    const int64_t panels = (p->n + p->kernel->nr - 1) / p->kernel->nr;
+    for (int64_t item = begin; item < end; item++) {
+        const int64_t batch = item / panels, panel = item % panels;
         int64_t a_offset, b_offset;
         batch_offsets(job->params, batch, &a_offset, &b_offset);
-        nxe_gemm_pack(p->kernel, p->kernel->nr, job->b + b_offset, p->n, 1, p->k, p->n,
-                      job->slots + (size_t)batch * job->slot_bytes);
+        nxe_gemm_pack_panels(p->kernel, p->kernel->nr, job->b + b_offset, p->n, 1, p->k, p->n,
+                             panel, panel + 1, job->slots + (size_t)batch * job->slot_bytes);
     }
 }
 
@@ -602,8 +605,9 @@ static nxe_status matmul_run_prepared(const void *params, const void *prepared_i
     job.tiles_per_batch = p->kernels->gemm_packed_tiles(&job.args);
     if (mp->batch_count == 0 || job.tiles_per_batch == 0)
         return NXE_OK;
-    const double pack_work = (double)p->k * (double)p->n;
-    nxe_parallel_for(pool, mp->batch_count, nxe_parallel_grain(pack_work, MATMUL_TASK_WORK),
+    const int64_t panels = (p->n + p->kernel->nr - 1) / p->kernel->nr;
+    const double pack_work = (double)p->k * (double)p->kernel->nr;
+    nxe_parallel_for(pool, mp->batch_count * panels, nxe_parallel_grain(pack_work, MATMUL_TASK_WORK),
                      pack_batches, &job);
     const int64_t items = mp->batch_count * job.tiles_per_batch;
     nxe_parallel_for(pool, items, packed_grain(p, items, pool), batched_tiles, &job);

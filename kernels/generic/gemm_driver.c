@@ -170,7 +170,7 @@ static conv_shape shape_of(const nxe_conv_gemm_args *args)
     s.group_in = g->in_channels / g->groups;
     s.group_out = g->out_channels / g->groups;
     s.taps = g->kernel[0] * g->kernel[1] * g->kernel[2];
-    s.k = s.group_in * s.taps;
+    s.k = nxe_conv_gemm_reduction(args->kernel, g, args->channels_last);
     s.out_pixels = g->out_size[0] * g->out_size[1] * g->out_size[2];
     s.in_pixels = g->in_size[0] * g->in_size[1] * g->in_size[2];
     s.tile_width = args->channels_last ? args->kernel->mr : args->kernel->nr;
@@ -328,18 +328,23 @@ void NXE_ISA_NAME(nxe_conv_gemm_run)(const nxe_conv_gemm_args *args, int64_t til
             const int last = k0 + kc >= s.k;
             if (!args->channels_last) {
                 /* Rows: output channels of the group (weights, A); columns: the tile's pixels,
-                 * read in place from the input where possible. */
-                const float *input_group =
-                    args->input + (n * g->in_channels + group * s.group_in) * s.in_pixels;
-                rows_channels_first(args, &s, input_group, oz, oy, ox0, count, k0, kc, scratch,
-                                    rows);
+                 * read in place from the input where possible — for bf16 from its
+                 * pair-interleaved copy, one row per pair of channels at a tap. */
                 if (f32) {
-                    for (int64_t k = 0; k < kc; k++)
-                        b_rows[k] = rows[k];
+                    const float *input_group = (const float *)args->input +
+                                               (n * g->in_channels + group * s.group_in) * s.in_pixels;
+                    rows_channels_first(args, &s, input_group, oz, oy, ox0, count, k0, kc, scratch,
+                                        rows);
                 } else {
-                    pack_rows_bf16((uint16_t *)(void *)panel, nr_max, count, rows, kc);
-                    panel_rows(kernel, panel, nr_max, kc, b_rows);
+                    conv_shape pairs = s;
+                    pairs.group_in = (s.group_in + 1) / 2;
+                    const float *pairs_group = (const float *)args->input +
+                                               (n * g->groups + group) * pairs.group_in * s.in_pixels;
+                    rows_channels_first(args, &pairs, pairs_group, oz, oy, ox0, count, k0 / 2,
+                                        (kc + 1) / 2, scratch, rows);
                 }
+                for (int64_t q = 0; q < (kc + kernel->k_unit - 1) / kernel->k_unit; q++)
+                    b_rows[q] = rows[q];
                 const int64_t panels = (s.group_out + mr_max - 1) / mr_max;
                 const size_t group_weights = nxe_gemm_packed_bytes(kernel, s.k, s.group_out, mr_max);
                 const char *weights = (const char *)args->weight_packed + group * group_weights;
@@ -363,7 +368,7 @@ void NXE_ISA_NAME(nxe_conv_gemm_run)(const nxe_conv_gemm_args *args, int64_t til
                 }
             } else {
                 /* Rows: the tile's pixels (A, gathered); columns: output channels (weights, B). */
-                const float *input_image = args->input + n * s.in_pixels * g->in_channels;
+                const float *input_image = (const float *)args->input + n * s.in_pixels * g->in_channels;
                 float *gathered = f32 ? (float *)(void *)panel : scratch;
                 gather_channels_last(args, &s, input_image, group, oz, oy, ox0, count, k0, kc,
                                      gathered);
@@ -394,6 +399,30 @@ void NXE_ISA_NAME(nxe_conv_gemm_run)(const nxe_conv_gemm_args *args, int64_t til
                     }
                 }
             }
+        }
+    }
+}
+
+void NXE_ISA_NAME(nxe_conv_bf16_pairs)(const nxe_conv_geometry *g, const float *input,
+                                       uint32_t *pairs, int64_t row_begin, int64_t row_end)
+{
+    const int64_t group_in = g->in_channels / g->groups, count = (group_in + 1) / 2;
+    const int64_t plane_rows = g->in_size[0] * g->in_size[1], width = g->in_size[2];
+    for (int64_t row = row_begin; row < row_end; row++) {
+        const int64_t r = row % plane_rows;
+        const int64_t pair = row / plane_rows % count;
+        const int64_t group = row / plane_rows / count % g->groups;
+        const int64_t n = row / plane_rows / count / g->groups;
+        const int64_t channel = group * group_in + pair * 2;
+        const float *even = input + ((n * g->in_channels + channel) * plane_rows + r) * width;
+        uint32_t *out = pairs + row * width;
+        if (pair * 2 + 1 < group_in) {
+            const float *odd = even + plane_rows * width;
+            for (int64_t x = 0; x < width; x++)
+                out[x] = bf16_bits(even[x]) | (bf16_bits(odd[x]) << 16);
+        } else {
+            for (int64_t x = 0; x < width; x++)
+                out[x] = bf16_bits(even[x]);
         }
     }
 }

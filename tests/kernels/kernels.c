@@ -79,7 +79,8 @@ static const nxe_kernel_table generic_table = {
     NXE_ISA_LEVEL_SCALAR, "generic", nxe_ref_f32_gemm, nxe_ref_f32_conv_ncdhw,
     nxe_ref_f32_conv_ndhwc, &nxe_ref_gemm_f32_kernel, &nxe_ref_gemm_bf16_kernel,
     nxe_gemm_packed_tiles_generic, nxe_gemm_packed_run_generic, nxe_conv_gemm_tiles_generic,
-    nxe_conv_gemm_tile_work_generic, nxe_conv_gemm_run_generic, nxe_depthwise_rows_generic,
+    nxe_conv_gemm_tile_work_generic, nxe_conv_gemm_run_generic, nxe_conv_bf16_pairs_generic,
+    nxe_depthwise_rows_generic,
     nxe_depthwise_run_generic, nxe_f32_activation_generic,
     nxe_f32_softmax_rows_generic, nxe_f32_layer_norm_rows_generic,
 };
@@ -400,7 +401,16 @@ static void test_conv_driver(const nxe_kernel_table *table, const nxe_gemm_kerne
             nxe_conv_gemm_pack_weight(kernel, &g, last, last ? wl : w, packed);
             float *y = malloc(sizeof(float) * out_n), *ref = malloc(sizeof(float) * out_n);
             float *mag = malloc(sizeof(float) * out_n);
-            nxe_conv_gemm_args args = {kernel, &g, last, last ? xl : x, packed, bias,
+            uint32_t *pairs = NULL;
+            const void *input = last ? xl : x;
+            if (bf16 && !last) {
+                pairs = malloc(nxe_conv_bf16_pairs_bytes(&g));
+                int64_t pair_rows = nxe_conv_bf16_pairs_rows(&g);
+                table->conv_bf16_pairs(&g, x, pairs, 0, pair_rows / 2);
+                table->conv_bf16_pairs(&g, x, pairs, pair_rows / 2, pair_rows);
+                input = pairs;
+            }
+            nxe_conv_gemm_args args = {kernel, &g, last, input, packed, bias,
                                        last ? rl : res, y,
                                        {1.0f, NXE_ACTIVATION_TANH, 0, 0, 1}};
             int64_t tiles = table->conv_gemm_tiles(&args), mid = tiles / 2 + 1;
@@ -425,7 +435,7 @@ static void test_conv_driver(const nxe_kernel_table *table, const nxe_gemm_kerne
                     }
                 }
             }
-            free(xl); free(wl); free(rl); free(packed); free(y); free(ref); free(mag);
+            free(xl); free(wl); free(rl); free(packed); free(y); free(ref); free(mag); free(pairs);
         }
         free(x); free(w); free(bias); free(res); free(xabs); free(wabs);
     }

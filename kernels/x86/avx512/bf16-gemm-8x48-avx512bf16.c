@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #define MR 8
+#define PREFETCH_AHEAD 16 /* row groups */
 
 /* rows and vecs are constants at every call site, so the loops unroll and acc stays in
  * registers. */
@@ -32,6 +33,13 @@ static inline __attribute__((always_inline)) void tile(int32_t rows, int32_t vec
                             : _mm512_setzero_ps();
     for (int64_t q = 0; q < pairs; q++) {
         const uint32_t *b = b_rows[q]; /* one bf16 pair per column */
+        /* B rows may be scattered over the input (one per channel and tap): fetch ahead. */
+        if (q + PREFETCH_AHEAD < pairs) {
+            const char *next = b_rows[q + PREFETCH_AHEAD];
+            _mm_prefetch(next, _MM_HINT_T0);
+            _mm_prefetch(next + 64, _MM_HINT_T0);
+            _mm_prefetch(next + 128, _MM_HINT_T0);
+        }
         __m512bh bv[3];
 #pragma GCC unroll 3
         for (int v = 0; v < 3; v++)
