@@ -227,43 +227,72 @@ static void rows_channels_first(const nxe_conv_gemm_args *args, const conv_shape
 {
     const nxe_conv_geometry *g = args->geometry;
     const int32_t width = args->kernel->nr;
-    int64_t channel = k0 / s->taps, tap = k0 % s->taps;
-    int64_t kz = tap / (g->kernel[1] * g->kernel[2]);
-    int64_t ky = tap / g->kernel[2] % g->kernel[1];
-    int64_t kx = tap % g->kernel[2];
-    for (int64_t k = 0; k < kc; k++) {
+    /* Each tap once: whether its rows are all padding, lie wholly inside the input (used in
+     * place at `offset` from the channel's plane) or need a gather. */
+    enum { TAP_ZERO, TAP_DIRECT, TAP_GATHER };
+    int8_t kind[NXE_GEMM_KC];
+    int64_t offset[NXE_GEMM_KC];
+    int32_t lo[NXE_GEMM_KC], hi[NXE_GEMM_KC];
+    const int64_t taps = s->taps < NXE_GEMM_KC ? s->taps : NXE_GEMM_KC;
+    const bool few_taps = s->taps <= NXE_GEMM_KC;
+    for (int64_t tap = 0; few_taps && tap < taps; tap++) {
+        const int64_t kz = tap / (g->kernel[1] * g->kernel[2]);
+        const int64_t ky = tap / g->kernel[2] % g->kernel[1];
+        const int64_t kx = tap % g->kernel[2];
         const int64_t iz = oz * g->stride[0] - g->pad_begin[0] + kz * g->dilation[0];
         const int64_t iy = oy * g->stride[1] - g->pad_begin[1] + ky * g->dilation[1];
-        const int64_t offset = kx * g->dilation[2] - g->pad_begin[2];
-        int32_t lo = 0, hi = 0;
+        const int64_t column = kx * g->dilation[2] - g->pad_begin[2];
+        lo[tap] = hi[tap] = 0;
         if (iz >= 0 && iz < g->in_size[0] && iy >= 0 && iy < g->in_size[1])
-            valid_columns(ox0, count, g->stride[2], offset, g->in_size[2], &lo, &hi);
-        const float *in_row = input_group + channel * s->in_pixels +
-                              (iz * g->in_size[1] + iy) * g->in_size[2];
-        const int64_t ix0 = ox0 * g->stride[2] + offset;
-        if (hi <= lo) {
+            valid_columns(ox0, count, g->stride[2], column, g->in_size[2], &lo[tap], &hi[tap]);
+        offset[tap] = (iz * g->in_size[1] + iy) * g->in_size[2] + ox0 * g->stride[2] + column;
+        kind[tap] = hi[tap] <= lo[tap] ? TAP_ZERO
+                    : lo[tap] == 0 && hi[tap] == count && g->stride[2] == 1 ? TAP_DIRECT
+                                                                          : TAP_GATHER;
+    }
+    int64_t channel = k0 / s->taps, tap = k0 % s->taps;
+    for (int64_t k = 0; k < kc; k++) {
+        int32_t row_lo, row_hi;
+        int8_t row_kind;
+        int64_t row_offset;
+        if (few_taps) {
+            row_kind = kind[tap];
+            row_offset = offset[tap];
+            row_lo = lo[tap];
+            row_hi = hi[tap];
+        } else { /* more taps than one block holds: work each row out */
+            const int64_t kz = tap / (g->kernel[1] * g->kernel[2]);
+            const int64_t ky = tap / g->kernel[2] % g->kernel[1];
+            const int64_t kx = tap % g->kernel[2];
+            const int64_t iz = oz * g->stride[0] - g->pad_begin[0] + kz * g->dilation[0];
+            const int64_t iy = oy * g->stride[1] - g->pad_begin[1] + ky * g->dilation[1];
+            const int64_t column = kx * g->dilation[2] - g->pad_begin[2];
+            row_lo = row_hi = 0;
+            if (iz >= 0 && iz < g->in_size[0] && iy >= 0 && iy < g->in_size[1])
+                valid_columns(ox0, count, g->stride[2], column, g->in_size[2], &row_lo, &row_hi);
+            row_offset = (iz * g->in_size[1] + iy) * g->in_size[2] + ox0 * g->stride[2] + column;
+            row_kind = row_hi <= row_lo ? TAP_ZERO
+                       : row_lo == 0 && row_hi == count && g->stride[2] == 1 ? TAP_DIRECT
+                                                                             : TAP_GATHER;
+        }
+        const float *plane = input_group + channel * s->in_pixels;
+        if (row_kind == TAP_ZERO) {
             rows[k] = zero_row;
-        } else if (lo == 0 && hi == count && g->stride[2] == 1) {
-            rows[k] = in_row + ix0;
+        } else if (row_kind == TAP_DIRECT) {
+            rows[k] = plane + row_offset;
         } else {
             float *row = scratch + k * width;
-            for (int32_t j = 0; j < lo; j++)
+            for (int32_t j = 0; j < row_lo; j++)
                 row[j] = 0.0f;
-            for (int32_t j = lo; j < hi; j++)
-                row[j] = in_row[ix0 + j * g->stride[2]];
-            for (int32_t j = hi; j < width; j++)
+            for (int32_t j = row_lo; j < row_hi; j++)
+                row[j] = plane[row_offset + j * g->stride[2]];
+            for (int32_t j = row_hi; j < width; j++)
                 row[j] = 0.0f;
             rows[k] = row;
         }
-        if (++kx == g->kernel[2]) {
-            kx = 0;
-            if (++ky == g->kernel[1]) {
-                ky = 0;
-                if (++kz == g->kernel[0]) {
-                    kz = 0;
-                    channel++;
-                }
-            }
+        if (++tap == s->taps) {
+            tap = 0;
+            channel++;
         }
     }
 }
