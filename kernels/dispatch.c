@@ -1,7 +1,8 @@
 /* dispatch.c — CPU feature detection (CPUID, XCR0 and the Linux AMX permission), the NXE_ISA
  * cap, and the kernel table chosen from them, once per process. On x86-64 the avx2 and
  * avx512 tables carry their own packed-GEMM microkernels, drivers and activations; the avx512
- * table's bf16 kernel needs AVX512-BF16 and is dropped without it. amx runs the avx512 table:
+ * table's bf16 kernel needs AVX512-BF16 and its 8-bit kernel AVX512-VNNI, each dropped
+ * without its feature. amx runs the avx512 table:
  * no tile kernel is built yet. */
 #if defined(__linux__)
 #define _GNU_SOURCE /* syscall() */
@@ -41,6 +42,9 @@ static const nxe_gemm_kernel f32_gemm_8x48_avx512 = {
     "f32-gemm-8x48-avx512", NXE_GEMM_F32, 8, 48, 1, nxe_f32_gemm_8x48_avx512,
     nxe_epilogue_avx512,
 };
+static const nxe_q8_gemm_kernel u8s8_gemm_8x48_avx512vnni = {
+    "u8s8-gemm-8x48-avx512vnni", 8, 48, nxe_u8s8_gemm_8x48_avx512vnni,
+};
 static const nxe_gemm_kernel bf16_gemm_8x48_avx512bf16 = {
     "bf16-gemm-8x48-avx512bf16", NXE_GEMM_BF16, 8, 48, 2, nxe_bf16_gemm_8x48_avx512bf16,
     nxe_epilogue_avx512,
@@ -48,24 +52,24 @@ static const nxe_gemm_kernel bf16_gemm_8x48_avx512bf16 = {
 #endif
 
 #define DRIVERS(suffix)                                                                      \
-    nxe_gemm_packed_tiles_##suffix, nxe_gemm_packed_run_##suffix,                            \
-        nxe_conv_gemm_tiles_##suffix, nxe_conv_gemm_tile_work_##suffix,                      \
-        nxe_conv_gemm_run_##suffix, nxe_conv_bf16_pairs_##suffix, nxe_depthwise_rows_##suffix,  \
-        nxe_depthwise_run_##suffix,                                                           \
-        nxe_f32_activation_##suffix, nxe_f32_softmax_rows_##suffix, \
+    nxe_q8_gemm_tiles_##suffix, nxe_q8_gemm_run_##suffix, nxe_gemm_packed_tiles_##suffix,      \
+        nxe_gemm_packed_run_##suffix, nxe_conv_gemm_tiles_##suffix,                          \
+        nxe_conv_gemm_tile_work_##suffix, nxe_conv_gemm_run_##suffix,                        \
+        nxe_conv_bf16_pairs_##suffix, nxe_depthwise_rows_##suffix, nxe_depthwise_run_##suffix, \
+        nxe_f32_activation_##suffix, nxe_f32_softmax_rows_##suffix,                          \
         nxe_f32_layer_norm_rows_##suffix
 
 /* One row per level that has kernels of its own, in increasing level order. */
 static const nxe_kernel_table kernel_tables[] = {
     {NXE_ISA_LEVEL_SCALAR, "scalar", nxe_ref_f32_gemm, nxe_ref_f32_conv_ncdhw,
      nxe_ref_f32_conv_ndhwc, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-     NULL, NULL},
+     NULL, NULL, NULL, NULL, NULL},
 #if defined(__x86_64__)
     {NXE_ISA_LEVEL_AVX2, "avx2", nxe_f32_gemm_avx2, nxe_ref_f32_conv_ncdhw,
-     nxe_ref_f32_conv_ndhwc, &f32_gemm_6x16_avx2, NULL, DRIVERS(avx2)},
+     nxe_ref_f32_conv_ndhwc, &f32_gemm_6x16_avx2, NULL, NULL, DRIVERS(avx2)},
     {NXE_ISA_LEVEL_AVX512, "avx512", nxe_f32_gemm_avx512, nxe_ref_f32_conv_ncdhw,
      nxe_ref_f32_conv_ndhwc, &f32_gemm_8x48_avx512, &bf16_gemm_8x48_avx512bf16,
-     DRIVERS(avx512)},
+     &u8s8_gemm_8x48_avx512vnni, DRIVERS(avx512)},
 #endif
 };
 
@@ -278,6 +282,8 @@ static void detect(void)
             detected.table_storage = kernel_tables[i];
     if (!(detected.features & NXE_CPU_FEATURE_AVX512_BF16))
         detected.table_storage.bf16_gemm_kernel = NULL;
+    if (!(detected.features & NXE_CPU_FEATURE_AVX512_VNNI))
+        detected.table_storage.q8_gemm_kernel = NULL;
     detected.table = &detected.table_storage;
 }
 

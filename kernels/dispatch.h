@@ -40,6 +40,10 @@ typedef struct nxe_kernel_table {
      * runs in f32) and the drivers of this level. */
     const nxe_gemm_kernel *f32_gemm_kernel;
     const nxe_gemm_kernel *bf16_gemm_kernel;
+    /* 8-bit GEMM: NULL without AVX512-VNNI (quantized ops keep their reference kernels). */
+    const nxe_q8_gemm_kernel *q8_gemm_kernel;
+    nxe_q8_gemm_tiles_fn q8_gemm_tiles;
+    nxe_q8_gemm_run_fn q8_gemm_run;
     nxe_gemm_packed_tiles_fn gemm_packed_tiles;
     nxe_gemm_packed_run_fn gemm_packed_run;
     nxe_conv_gemm_tiles_fn conv_gemm_tiles;

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "ref/conv.h"
+#include "ref/quantized.h"
 
 /* The activations an epilogue applies; numbering is internal to the build. */
 typedef enum nxe_activation {
@@ -227,6 +228,71 @@ void nxe_depthwise_pack_weight(const nxe_conv_geometry *g, int32_t channels_last
 typedef int64_t (*nxe_depthwise_rows_fn)(const nxe_depthwise_args *args);
 typedef void (*nxe_depthwise_run_fn)(const nxe_depthwise_args *args, int64_t row_begin,
                                      int64_t row_end);
+
+/* ---- 8-bit GEMM (u8 x s8 dot products, int32 accumulation) ---- */
+
+/* Operands are shifted into the types the dot-product instructions take: A to u8 (+128 when
+ * signed) and B to s8 (-128 when unsigned); zero points and the shifts are folded back in
+ * per row and column from the row sums of A and the column sums of B, in wrapping int32
+ * arithmetic, so every result equals nxe_ref_q8_gemm's exactly.
+ * A panels: u8, k-groups of 4: element (k, i) at ((k / 4) * MR + i) * 4 + k % 4. B: row group
+ * q of b_rows holds k in [4q, 4q + 4) for each column, 4 bytes per column.
+ * C[i, j] = sum over k < kc of A[k, i] * B[k, j] (int32, wrapping) for i < mr, j < nr,
+ * overwritten; rows ldc apart. */
+typedef void (*nxe_q8_ukernel_fn)(int32_t mr, int32_t nr, int64_t kc, const uint8_t *a,
+                                  const void *const *b_rows, int32_t *c, int64_t ldc);
+
+typedef struct nxe_q8_gemm_kernel {
+    const char *name; /* "u8s8-gemm-8x48-avx512vnni" */
+    int32_t mr;
+    int32_t nr;
+    nxe_q8_ukernel_fn run;
+} nxe_q8_gemm_kernel;
+
+/* The longest reduction the 8-bit drivers take: one row tile of A over all of it is packed on
+ * the stack (MR x this many bytes). */
+#define NXE_Q8_MAX_K 8192
+
+size_t nxe_q8_packed_bytes(const nxe_q8_gemm_kernel *kernel, int64_t k, int64_t n);
+/* Packs panels [panel_begin, panel_end) of B (element (k, j) at b[k * stride_k + j *
+ * stride_n], signed or not) as s8, and the column sums of the packed values into
+ * col_sums[j]. */
+void nxe_q8_pack_b(const nxe_q8_gemm_kernel *kernel, nxe_q8_ref b, int64_t stride_k,
+                   int64_t stride_n, int64_t k, int64_t n, int64_t panel_begin,
+                   int64_t panel_end, int8_t *dst, int32_t *col_sums);
+
+/* y[m x n] from a[m x k] (rows a_stride_m apart, k dense) and a packed B; zero points and
+ * scales as nxe_q8_gemm_args (row-indexed for A, column-indexed for B); out as there, rows
+ * dense. b_signed says what B was before packing. */
+typedef struct nxe_q8_packed_args {
+    const nxe_q8_gemm_kernel *kernel;
+    int64_t m;
+    int64_t n;
+    int64_t k;
+    nxe_q8_ref a;
+    int64_t a_stride_m;
+    nxe_q8_ref a_zero;
+    int64_t a_zero_stride;
+    const int8_t *b_packed;
+    const int32_t *b_col_sums;
+    int32_t b_signed;
+    nxe_q8_ref b_zero;
+    int64_t b_zero_stride;
+    const float *a_scale;
+    int64_t a_scale_stride;
+    const float *b_scale;
+    int64_t b_scale_stride;
+    nxe_q8_output out;
+} nxe_q8_packed_args;
+
+/* Drivers, per ISA level: q8_gemm_tiles(args) row tiles; q8_gemm_run(args, begin, end). */
+typedef int64_t (*nxe_q8_gemm_tiles_fn)(const nxe_q8_packed_args *args);
+typedef void (*nxe_q8_gemm_run_fn)(const nxe_q8_packed_args *args, int64_t tile_begin,
+                                   int64_t tile_end);
+
+void nxe_ref_q8_ukernel(int32_t mr, int32_t nr, int64_t kc, const uint8_t *a,
+                        const void *const *b_rows, int32_t *c, int64_t ldc);
+extern const nxe_q8_gemm_kernel nxe_ref_q8_gemm_kernel; /* u8s8-gemm-4x8-scalar */
 
 /* ---- the reference twins (kernels/ref/gemm.c) ---- */
 

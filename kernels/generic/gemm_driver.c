@@ -455,3 +455,106 @@ void NXE_ISA_NAME(nxe_conv_bf16_pairs)(const nxe_conv_geometry *g, const float *
         }
     }
 }
+
+/* ---- 8-bit GEMM ---- */
+
+#define Q8_MAX_MR 8
+#define Q8_NC_BYTES (512 * 1024)
+
+int64_t NXE_ISA_NAME(nxe_q8_gemm_tiles)(const nxe_q8_packed_args *args)
+{
+    return (args->m + args->kernel->mr - 1) / args->kernel->mr;
+}
+
+static inline int32_t q8_at(nxe_q8_ref ref, int64_t index)
+{
+    return ref.is_signed ? (int32_t)((const int8_t *)ref.data)[index]
+                         : (int32_t)((const uint8_t *)ref.data)[index];
+}
+
+/* Packs rows [i0, i0 + mr) of A shifted to u8 over the whole reduction; row_sums[i] is the
+ * sum of row i's packed values. */
+static void q8_pack_a(const nxe_q8_packed_args *args, int64_t i0, int32_t mr, uint8_t *panel,
+                      uint32_t *row_sums)
+{
+    const int32_t width = args->kernel->mr;
+    const int64_t k = args->k, k_padded = nxe_round_up(k, 4);
+    for (int32_t i = 0; i < width; i++) {
+        uint32_t sum = 0;
+        if (i < mr) {
+            const uint8_t *row = (const uint8_t *)args->a.data + (i0 + i) * args->a_stride_m;
+            const uint8_t flip = args->a.is_signed ? 0x80u : 0u; /* s8 + 128 as u8 */
+            for (int64_t kk = 0; kk < k; kk++) {
+                const uint8_t v = (uint8_t)(row[kk] ^ flip);
+                panel[((kk / 4) * width + i) * 4 + kk % 4] = v;
+                sum += v;
+            }
+        }
+        for (int64_t kk = i < mr ? k : 0; kk < k_padded; kk++)
+            panel[((kk / 4) * width + i) * 4 + kk % 4] = 0;
+        row_sums[i] = sum;
+    }
+}
+
+void NXE_ISA_NAME(nxe_q8_gemm_run)(const nxe_q8_packed_args *args, int64_t tile_begin,
+                                   int64_t tile_end)
+{
+    const nxe_q8_gemm_kernel *kernel = args->kernel;
+    const int32_t mr_max = kernel->mr, nr_max = kernel->nr;
+    const int64_t k = args->k, k_padded = nxe_round_up(k, 4), groups = k_padded / 4;
+    const int64_t panels = (args->n + nr_max - 1) / nr_max;
+    const int64_t panel_bytes = k_padded * nr_max;
+    int64_t nc_panels = panel_bytes > 0 ? Q8_NC_BYTES / panel_bytes : panels;
+    nc_panels = nc_panels < 1 ? 1 : nc_panels;
+    _Alignas(64) uint8_t a_panel[Q8_MAX_MR * NXE_Q8_MAX_K];
+    uint32_t row_sums[Q8_MAX_MR];
+    const void *b_rows[NXE_Q8_MAX_K / 4 + 1];
+    int32_t acc[Q8_MAX_MR * NXE_GEMM_MAX_NR];
+    /* The operands were shifted by these; zero points add to them (see kernels/gemm.h). */
+    const uint32_t a_shift = args->a.is_signed ? 128u : 0u;
+    const uint32_t b_shift = args->b_signed ? 0u : 128u;
+    const int requant = args->out.y_i32 == NULL;
+    for (int64_t pb = 0; pb < panels; pb += nc_panels) {
+        const int64_t pe = pb + nc_panels < panels ? pb + nc_panels : panels;
+        for (int64_t t = tile_begin; t < tile_end; t++) {
+            const int64_t i0 = t * mr_max;
+            const int32_t mr = (int32_t)(args->m - i0 < mr_max ? args->m - i0 : mr_max);
+            q8_pack_a(args, i0, mr, a_panel, row_sums);
+            for (int64_t p = pb; p < pe; p++) {
+                const int64_t j0 = p * nr_max;
+                const int32_t nr = (int32_t)(args->n - j0 < nr_max ? args->n - j0 : nr_max);
+                const int8_t *panel = args->b_packed + p * panel_bytes;
+                for (int64_t q = 0; q < groups; q++)
+                    b_rows[q] = panel + q * nr_max * 4;
+                kernel->run(mr, nr, k, a_panel, b_rows, acc, nr_max);
+                for (int32_t i = 0; i < mr; i++) {
+                    const int64_t row = i0 + i;
+                    const uint32_t alpha =
+                        a_shift + (uint32_t)(args->a_zero.data
+                                                 ? q8_at(args->a_zero, row * args->a_zero_stride)
+                                                 : 0);
+                    for (int32_t j = 0; j < nr; j++) {
+                        const int64_t column = j0 + j;
+                        const uint32_t beta =
+                            b_shift - (uint32_t)(args->b_zero.data
+                                                     ? q8_at(args->b_zero,
+                                                             column * args->b_zero_stride)
+                                                     : 0);
+                        /* sum (A - alpha)(B + beta) = P + beta sum A - alpha sum B - k alpha beta,
+                         * in wrapping arithmetic like the accumulators. */
+                        const uint32_t v = (uint32_t)acc[i * nr_max + j] + beta * row_sums[i] -
+                                           alpha * (uint32_t)args->b_col_sums[column] -
+                                           (uint32_t)k * alpha * beta;
+                        const float multiplier =
+                            requant ? args->a_scale[row * args->a_scale_stride] *
+                                          args->b_scale[column * args->b_scale_stride] /
+                                          args->out.y_scale
+                                    : 0.0f;
+                        nxe_ref_q8_store(&args->out, row * args->n + column,
+                                         (int64_t)(int32_t)v, 0, multiplier);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -30,7 +30,10 @@
     void nxe_depthwise_run_##suffix(const nxe_depthwise_args *args, int64_t row_begin,       \
                                     int64_t row_end);                                        \
     void nxe_conv_bf16_pairs_##suffix(const nxe_conv_geometry *g, const float *input,        \
-                                      uint32_t *pairs, int64_t row_begin, int64_t row_end);
+                                      uint32_t *pairs, int64_t row_begin, int64_t row_end);  \
+    int64_t nxe_q8_gemm_tiles_##suffix(const nxe_q8_packed_args *args);                      \
+    void nxe_q8_gemm_run_##suffix(const nxe_q8_packed_args *args, int64_t tile_begin,        \
+                                  int64_t tile_end);
 
 NXE_GENERIC_DECLARE(generic)
 #if defined(__x86_64__)

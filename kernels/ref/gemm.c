@@ -297,3 +297,60 @@ size_t nxe_conv_bf16_pairs_bytes(const nxe_conv_geometry *g)
 {
     return (size_t)(nxe_conv_bf16_pairs_rows(g) * g->in_size[2]) * sizeof(uint32_t);
 }
+
+/* ---- 8-bit GEMM ---- */
+
+#define REF_Q8_MR 4
+#define REF_Q8_NR 8
+
+size_t nxe_q8_packed_bytes(const nxe_q8_gemm_kernel *kernel, int64_t k, int64_t n)
+{
+    return (size_t)((n + kernel->nr - 1) / kernel->nr * nxe_round_up(k, 4) * kernel->nr);
+}
+
+void nxe_q8_pack_b(const nxe_q8_gemm_kernel *kernel, nxe_q8_ref b, int64_t stride_k,
+                   int64_t stride_n, int64_t k, int64_t n, int64_t panel_begin,
+                   int64_t panel_end, int8_t *dst, int32_t *col_sums)
+{
+    const int32_t width = kernel->nr;
+    const int64_t k_padded = nxe_round_up(k, 4);
+    for (int64_t p = panel_begin; p < panel_end; p++) {
+        int8_t *panel = dst + p * k_padded * width;
+        for (int32_t i = 0; i < width; i++) {
+            const int64_t j = p * width + i;
+            uint32_t sum = 0;
+            for (int64_t kk = 0; kk < k_padded; kk++) {
+                int32_t value = 0;
+                if (j < n && kk < k) {
+                    const int64_t at = kk * stride_k + j * stride_n;
+                    value = b.is_signed ? ((const int8_t *)b.data)[at]
+                                        : (int32_t)((const uint8_t *)b.data)[at] - 128;
+                }
+                panel[((kk / 4) * width + i) * 4 + kk % 4] = (int8_t)value;
+                sum += (uint32_t)value;
+            }
+            if (j < n)
+                col_sums[j] = (int32_t)sum;
+        }
+    }
+}
+
+void nxe_ref_q8_ukernel(int32_t mr, int32_t nr, int64_t kc, const uint8_t *a,
+                        const void *const *b_rows, int32_t *c, int64_t ldc)
+{
+    for (int32_t i = 0; i < mr; i++) {
+        for (int32_t j = 0; j < nr; j++) {
+            uint32_t acc = 0; /* wraps as the instructions do */
+            for (int64_t kk = 0; kk < kc; kk++) {
+                const int8_t *b = b_rows[kk / 4];
+                acc += (uint32_t)((int32_t)a[((kk / 4) * REF_Q8_MR + i) * 4 + kk % 4] *
+                                  (int32_t)b[j * 4 + kk % 4]);
+            }
+            c[i * ldc + j] = (int32_t)acc;
+        }
+    }
+}
+
+const nxe_q8_gemm_kernel nxe_ref_q8_gemm_kernel = {
+    "u8s8-gemm-4x8-scalar", REF_Q8_MR, REF_Q8_NR, nxe_ref_q8_ukernel,
+};

@@ -23,8 +23,8 @@ static inline int32_t wrap_i32(int64_t value)
     return low <= (uint32_t)INT32_MAX ? (int32_t)low : -(int32_t)(~low) - 1;
 }
 
-static inline void store(const nxe_q8_output *out, int64_t index, int64_t acc, int64_t bias,
-                         float multiplier)
+void nxe_ref_q8_store(const nxe_q8_output *out, int64_t index, int64_t acc, int64_t bias,
+                      float multiplier)
 {
     const int32_t wrapped = wrap_i32(acc);
     if (out->y_i32 != NULL) {
@@ -64,7 +64,7 @@ void nxe_ref_q8_gemm(const nxe_q8_gemm_args *args, int64_t row_begin, int64_t ro
                 requant ? p.a_scale[i * p.a_scale_stride] * p.b_scale[j * p.b_scale_stride] /
                               p.out.y_scale
                         : 0.0f;
-            store(&p.out, i * p.n + j, acc, 0, multiplier);
+            nxe_ref_q8_store(&p.out, i * p.n + j, acc, 0, multiplier);
         }
     }
 }
@@ -111,7 +111,7 @@ void nxe_ref_q8_conv2d_nchw(const nxe_q8_conv2d_args *args, int64_t row_begin, i
                         }
                     }
                 }
-                store(&p.out, out_base + ox, acc, bias, multiplier);
+                nxe_ref_q8_store(&p.out, out_base + ox, acc, bias, multiplier);
             }
         }
     }

@@ -44,6 +44,12 @@ typedef struct nxe_q8_output {
     int32_t y_zero_point;
 } nxe_q8_output;
 
+/* Stores element `index` of the output from an exact accumulator: wrapped to int32, or (plus
+ * bias) requantized as above with `multiplier` = x_scale * w_scale / y_scale. Every 8-bit
+ * kernel stores through this, so all of them round alike. */
+void nxe_ref_q8_store(const nxe_q8_output *out, int64_t index, int64_t acc, int64_t bias,
+                      float multiplier);
+
 /* acc[i, j] = sum_k (a[i, k] - a_zero[i * a_zero_stride]) * (b[k, j] - b_zero[j * b_zero_stride])
  * for an [m, k] by [k, n] product; a has row stride a_stride_m (columns dense), b row stride
  * n. A NULL zero point is 0. When requantizing, the multiplier of element (i, j) uses

@@ -78,6 +78,7 @@ static bool has_bf16(void)
 static const nxe_kernel_table generic_table = {
     NXE_ISA_LEVEL_SCALAR, "generic", nxe_ref_f32_gemm, nxe_ref_f32_conv_ncdhw,
     nxe_ref_f32_conv_ndhwc, &nxe_ref_gemm_f32_kernel, &nxe_ref_gemm_bf16_kernel,
+    &nxe_ref_q8_gemm_kernel, nxe_q8_gemm_tiles_generic, nxe_q8_gemm_run_generic,
     nxe_gemm_packed_tiles_generic, nxe_gemm_packed_run_generic, nxe_conv_gemm_tiles_generic,
     nxe_conv_gemm_tile_work_generic, nxe_conv_gemm_run_generic, nxe_conv_bf16_pairs_generic,
     nxe_depthwise_rows_generic,
@@ -508,6 +509,78 @@ static void test_depthwise(const nxe_kernel_table *table)
     }
 }
 
+static uint8_t random_byte(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint8_t)(rng_state >> 56);
+}
+
+/* The 8-bit driver against nxe_ref_q8_gemm: the same bits, for every mix of signedness, zero
+ * points (absent, per tensor, per row or column) and output (int32 or requantized). */
+static void test_q8_gemm(const nxe_kernel_table *table)
+{
+    const nxe_q8_gemm_kernel *kernel = table->q8_gemm_kernel;
+    const int64_t shapes[][3] = {{1, 1, 1}, {5, 7, 3}, {9, 49, 17}, {17, 100, 64}, {33, 96, 301},
+                                 {8, 48, 700}};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
+        for (int variant = 0; variant < 16; variant++) {
+            const int a_signed = variant & 1, b_signed = (variant >> 1) & 1;
+            const int zeros = (variant >> 2) & 1, requant = (variant >> 3) & 1;
+            uint8_t *a = malloc((size_t)(m * k)), *b = malloc((size_t)(k * n));
+            uint8_t *az = malloc((size_t)m), *bz = malloc((size_t)n);
+            float *as = random_floats((size_t)m), *bs = random_floats((size_t)n);
+            for (int64_t i = 0; i < m * k; i++)
+                a[i] = random_byte();
+            for (int64_t i = 0; i < k * n; i++)
+                b[i] = random_byte();
+            for (int64_t i = 0; i < m; i++)
+                az[i] = random_byte();
+            for (int64_t i = 0; i < n; i++)
+                bz[i] = random_byte();
+            int8_t *packed = malloc(nxe_q8_packed_bytes(kernel, k, n) + 1);
+            int32_t *sums = malloc(sizeof(int32_t) * (size_t)n);
+            nxe_q8_ref bref = {b, b_signed};
+            const int64_t panels = (n + kernel->nr - 1) / kernel->nr;
+            nxe_q8_pack_b(kernel, bref, n, 1, k, n, 0, panels / 2, packed, sums);
+            nxe_q8_pack_b(kernel, bref, n, 1, k, n, panels / 2, panels, packed, sums);
+            int32_t *y = malloc(sizeof(int32_t) * (size_t)(m * n));
+            int32_t *ref = malloc(sizeof(int32_t) * (size_t)(m * n));
+            nxe_q8_output out = {y, NULL, variant & 1, 0.05f, 3}, ref_out = out;
+            ref_out.y_i32 = ref;
+            if (requant) {
+                out.y_i32 = NULL;
+                out.y_q8 = y;
+                ref_out.y_i32 = NULL;
+                ref_out.y_q8 = ref;
+            }
+            nxe_q8_packed_args args = {
+                kernel, m, n, k, {a, a_signed}, k, {zeros ? az : NULL, a_signed},
+                (variant >> 1) & 1, packed, sums, b_signed, {zeros ? bz : NULL, b_signed},
+                variant & 1, as, 1, bs, (variant >> 2) & 1, out,
+            };
+            nxe_q8_gemm_args r = {
+                m, n, k, {a, a_signed}, k, {b, b_signed}, {zeros ? az : NULL, a_signed},
+                (variant >> 1) & 1, {zeros ? bz : NULL, b_signed}, variant & 1, as, 1, bs,
+                (variant >> 2) & 1, ref_out,
+            };
+            memset(y, 0, sizeof(int32_t) * (size_t)(m * n));
+            memset(ref, 0, sizeof(int32_t) * (size_t)(m * n));
+            int64_t tiles = table->q8_gemm_tiles(&args);
+            table->q8_gemm_run(&args, 0, tiles / 2);
+            table->q8_gemm_run(&args, tiles / 2, tiles);
+            nxe_ref_q8_gemm(&r, 0, m);
+            CHECK(memcmp(y, ref, requant ? (size_t)(m * n) : sizeof(int32_t) * (size_t)(m * n)) == 0,
+                  "%s %lldx%lldx%lld variant %d differs from the reference", kernel->name,
+                  (long long)m, (long long)n, (long long)k, variant);
+            free(a); free(b); free(az); free(bz); free(as); free(bs); free(packed); free(sums);
+            free(y); free(ref);
+        }
+    }
+}
+
 int main(void)
 {
     const nxe_gemm_kernel *kernels[16];
@@ -523,6 +596,15 @@ int main(void)
     const nxe_kernel_table *tables[8];
     tables[0] = &generic_table;
     int nt = 1 + runnable_tables(tables + 1, 7);
+    nxe_cpu_info info = {.struct_size = sizeof info};
+    nxe_cpu_info_get(&info);
+    nxe_kernel_table with_features[8];
+    for (int t = 1; t < nt; t++) { /* feature-dependent kernels only where the CPU has them */
+        with_features[t] = *tables[t];
+        if (!(info.features & NXE_CPU_FEATURE_AVX512_VNNI))
+            with_features[t].q8_gemm_kernel = NULL;
+        tables[t] = &with_features[t];
+    }
     for (int t = 0; t < nt; t++) {
         if (!tables[t]->f32_activation)
             continue;
@@ -530,6 +612,12 @@ int main(void)
         test_activations(tables[t]);
         test_epilogue(tables[t]);
         test_depthwise(tables[t]);
+        if (tables[t]->q8_gemm_kernel) {
+            int q8_before = failures;
+            test_q8_gemm(tables[t]);
+            printf("%-28s %s\n", tables[t]->q8_gemm_kernel->name,
+                   failures == q8_before ? "ok" : "FAILED");
+        }
         printf("%-28s %s\n", tables[t]->name, failures == before ? "activations, epilogue, depthwise ok"
                                                                  : "activations, epilogue, depthwise FAILED");
     }
