@@ -330,7 +330,17 @@ def nxe_rows(case: Case, threads: int, repeats: int, cap_s: float) -> list[Row]:
         rows.append(Row(case.name, "nxe", precision,
                         time_runs(lambda e=executable: e.run(*feeds), repeats, cap_s)))
     if case.kind == "gemm":
-        rows.append(Row(case.name, "nxe", "int8", unavailable="no int8 GEMM kernel yet"))
+        # int8: MatMulInteger on s8 x s8 with int32 results, as the peers' int8 rows.
+        n = case.params["n"]
+        g = nxe.Graph()
+        a = g.input("a", (n, n), "i8")
+        b = g.input("b", (n, n), "i8")
+        g.mark_output(g.MatMulInteger(a, b), name="c")
+        rng = np.random.default_rng(0)
+        int_feeds = [rng.integers(-128, 128, (n, n), dtype=np.int8) for _ in range(2)]
+        executable = g.compile(threads=threads)
+        rows.append(Row(case.name, "nxe", "int8",
+                        time_runs(lambda: executable.run(*int_feeds), repeats, cap_s)))
     return rows
 
 

@@ -69,6 +69,26 @@ DENSE_CASES = [
          residual=True),
 ]
 
+# 8-bit products: A [m..., k] and B [(batch...), k, n] of the given dtypes, zero points per
+# tensor ("tensor"), per row of A / column of B ("axis") or absent; QLinearMatMul requantizes to
+# y_dtype. An Add after an integer product stays its own step (nothing folds into it).
+QUANT_CASES = [
+    dict(name="u8_i8_tensor_zero", op="MatMulInteger", m=(7,), k=33, n=50, a="u8", b="i8",
+         zero="tensor", b_input=False, add=True),
+    dict(name="i8_i8_axis_zero", op="MatMulInteger", m=(2, 9), k=70, n=49, a="i8", b="i8",
+         zero="axis", b_input=False),
+    dict(name="u8_u8_runtime_b", op="MatMulInteger", m=(3, 5), k=129, n=20, a="u8", b="u8",
+         zero="tensor", b_input=True),
+    dict(name="i8_u8_no_zero", op="MatMulInteger", m=(17,), k=300, n=96, a="i8", b="u8",
+         zero=None, b_input=False),
+    dict(name="qlinear_u8", op="QLinearMatMul", m=(9,), k=64, n=60, a="u8", b="i8",
+         zero="tensor", b_input=False, y="u8"),
+    dict(name="qlinear_i8_axis", op="QLinearMatMul", m=(2, 6), k=45, n=33, a="i8", b="i8",
+         zero="axis", b_input=True, y="i8"),
+]
+
+NUMPY_8BIT = {"u8": np.uint8, "i8": np.int8}
+
 ACTIVATIONS = {"Relu": {}, "Tanh": {}, "Sigmoid": {}, "LeakyRelu": {"alpha": 0.1},
                "Gelu": {"approximate": "none"}, "Clip": {"min": -0.5, "max": 0.75},
                "Swish": {"alpha": 1.0}}
@@ -156,6 +176,46 @@ def build_dense(case: dict, arrays: dict[str, np.ndarray]):
     return g, inputs
 
 
+def quant_arrays(case: dict, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    def ints(dtype: str, shape: tuple[int, ...]) -> np.ndarray:
+        info = np.iinfo(NUMPY_8BIT[dtype])
+        return rng.integers(info.min, info.max + 1, shape, dtype=np.int64).astype(info.dtype)
+    m, k, n = case["m"], case["k"], case["n"]
+    b_shape = ((m[0],) if case["b_input"] and len(m) > 1 else ()) + (k, n)
+    arrays = {"a": ints(case["a"], m + (k,)), "b": ints(case["b"], b_shape)}
+    if case["zero"] == "tensor":
+        arrays["a_zero"], arrays["b_zero"] = ints(case["a"], ()), ints(case["b"], ())
+    elif case["zero"] == "axis":
+        arrays["a_zero"], arrays["b_zero"] = ints(case["a"], (m[-1],)), ints(case["b"], (n,))
+    if case["op"] == "QLinearMatMul":
+        arrays["a_scale"] = rng.uniform(0.01, 0.05, () if case["zero"] != "axis" else (m[-1],))
+        arrays["b_scale"] = rng.uniform(0.01, 0.05, () if case["zero"] != "axis" else (n,))
+        arrays["a_scale"] = arrays["a_scale"].astype(np.float32)
+        arrays["b_scale"] = arrays["b_scale"].astype(np.float32)
+        arrays["y_scale"] = np.float32(rng.uniform(0.5, 2.0))
+        arrays["y_zero"] = ints(case["y"], ())
+    return arrays
+
+
+def build_quant(case: dict, arrays: dict[str, np.ndarray]):
+    g = nxe.Graph()
+    a = g.input("a", arrays["a"].shape, case["a"])
+    b = (g.input("b", arrays["b"].shape, case["b"]) if case["b_input"]
+         else g.constant(arrays["b"]))
+    az = g.constant(arrays["a_zero"]) if "a_zero" in arrays else None
+    bz = g.constant(arrays["b_zero"]) if "b_zero" in arrays else None
+    if case["op"] == "MatMulInteger":
+        y = g.MatMulInteger(a, b, az, bz)
+    else:
+        y = g.QLinearMatMul(a, g.constant(arrays["a_scale"]), az, b,
+                            g.constant(arrays["b_scale"]), bz, g.constant(arrays["y_scale"]),
+                            g.constant(arrays["y_zero"]))
+    if case.get("add"):
+        y = g.Add(y, y)
+    g.mark_output(y, name="y")
+    return g, [arrays["a"]] + ([arrays["b"]] if case["b_input"] else [])
+
+
 def run_both(graph: nxe.Graph, inputs: list[np.ndarray], relax: bool) -> tuple[np.ndarray, ...]:
     """The output compiled in memory, and loaded from a compiled binary."""
     compiled = graph.compile(relax=relax).run(*inputs)
@@ -197,6 +257,14 @@ def main(out_path: str) -> None:
             saved[key + "/y"], saved[key + "/loaded"] = compiled, loaded
         for name, value in arrays.items():
             saved[f"dense/{case['name']}/{name}"] = value
+    for case in QUANT_CASES:
+        arrays = quant_arrays(case, rng)
+        graph, inputs = build_quant(case, arrays)
+        compiled, loaded = run_both(graph, inputs, False)
+        key = f"quant/{case['name']}"
+        saved[key + "/y"], saved[key + "/loaded"] = compiled, loaded
+        for name, value in arrays.items():
+            saved[f"{key}/{name}"] = value
     saved["folded"] = np.array(json.dumps(folded))
     saved["cpu"] = np.array(json.dumps(nxe.cpu_info()))
     np.savez(out_path, **saved)

@@ -130,6 +130,37 @@ def test_dense_layers_match_float64_reference_at_every_level(level_results, case
         np.testing.assert_array_equal(data[key + "/loaded"], data[key + "/y"])
 
 
+def quant_reference(case: dict, data: dict[str, np.ndarray]) -> np.ndarray:
+    """The exact integer product (wrapped to int32), requantized as the op's schema states:
+    multiplier a_scale * b_scale / y_scale formed in f32, applied in double, half to even."""
+    key = f"quant/{case['name']}"
+    a = data[f"{key}/a"].astype(np.int64)
+    b = data[f"{key}/b"].astype(np.int64)
+    if f"{key}/a_zero" in data:
+        az, bz = data[f"{key}/a_zero"].astype(np.int64), data[f"{key}/b_zero"].astype(np.int64)
+        a = a - (az[:, None] if az.ndim else az)
+        b = b - bz
+    acc = (a @ b).astype(np.int32)
+    if case["op"] == "MatMulInteger":
+        return acc + acc if case.get("add") else acc
+    a_scale, b_scale = data[f"{key}/a_scale"], data[f"{key}/b_scale"]
+    multiplier = ((a_scale[:, None] if a_scale.ndim else a_scale) * b_scale
+                  / data[f"{key}/y_scale"]).astype(np.float32)
+    info = np.iinfo(cases.NUMPY_8BIT[case["y"]])
+    y = np.rint(acc.astype(np.float64) * multiplier.astype(np.float64))
+    y = y + float(data[f"{key}/y_zero"])
+    return np.clip(y, info.min, info.max).astype(info.dtype)
+
+
+@pytest.mark.parametrize("case", cases.QUANT_CASES, ids=lambda c: c["name"])
+def test_8bit_products_equal_the_exact_reference_at_every_level(level_results, case):
+    level, data = level_results
+    key = f"quant/{case['name']}"
+    want = quant_reference(case, data)
+    np.testing.assert_array_equal(data[key + "/y"], want, err_msg=f"NXE_ISA={level}")
+    np.testing.assert_array_equal(data[key + "/loaded"], want, err_msg=f"NXE_ISA={level}")
+
+
 def test_epilogues_are_folded_where_packed_kernels_run(level_results):
     """Where a level has packed kernels, every activation and residual Add that follows a
     convolution or dense layer in the cases runs in that step's epilogue; the scalar level

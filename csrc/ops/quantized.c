@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ops/op_def.h"
+#include "gemm.h"
 #include "ref/cast.h"
 #include "ref/quantized.h"
 
@@ -308,6 +309,182 @@ static nxe_status qmatmul_run(const void *params, const nxe_value *inputs, int32
     nxe_parallel_for(pool, p->batch_count * p->m,
                      nxe_parallel_grain((double)p->n * (double)p->k, QUANT_TASK_WORK),
                      qmatmul_rows, &job);
+    return NXE_OK;
+}
+
+/* The 8-bit GEMM path: B packed once when it is a constant shared by every batch, else into
+ * the workspace at every run (one slot per batch: packed values, then column sums). */
+typedef struct qmatmul_prepared {
+    const nxe_kernel_table *kernels;
+    const nxe_q8_gemm_kernel *kernel;
+    int32_t b_per_run;
+    int32_t b_signed;
+    size_t slot_bytes;   /* packed B and its column sums, 64-byte aligned */
+    int8_t *b_packed;    /* inside this block when packed once */
+    int32_t *b_col_sums;
+} qmatmul_prepared;
+
+static size_t packed_slot_bytes(const nxe_q8_gemm_kernel *kernel, int64_t k, int64_t n)
+{
+    size_t values = (nxe_q8_packed_bytes(kernel, k, n) + 63) / 64 * 64;
+    return values + ((size_t)n * sizeof(int32_t) + 63) / 64 * 64;
+}
+
+static nxe_status qmatmul_prepare(const void *params_in, const nxe_value *inputs,
+                                  int32_t num_inputs, const nxe_prepare_context *context,
+                                  void **prepared, size_t *workspace_bytes)
+{
+    (void)num_inputs;
+    const qmatmul_params *p = params_in;
+    const nxe_q8_gemm_kernel *kernel = context->kernels->q8_gemm_kernel;
+    *prepared = NULL;
+    if (!kernel || p->k > NXE_Q8_MAX_K)
+        return NXE_OK;
+    const nxe_value *b = &inputs[p->slots.b];
+    bool shared = b->data != NULL;
+    for (int32_t d = 0; d < p->batch_ndim; d++)
+        shared = shared && p->b_batch_strides[d] == 0;
+    const size_t slot = packed_slot_bytes(kernel, p->k, p->n);
+    void *data;
+    qmatmul_prepared *q = nxe_prepared_alloc(sizeof *q, shared ? slot : 0, &data);
+    if (!q)
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "out of memory for %zu bytes of packed weights",
+                         slot);
+    *q = (qmatmul_prepared){context->kernels, kernel, !shared, b->dtype == NXE_DTYPE_I8, slot,
+                            NULL, NULL};
+    if (shared) {
+        q->b_packed = data;
+        q->b_col_sums = (int32_t *)(void *)((char *)data + (slot - ((size_t)p->n * sizeof(int32_t) + 63) / 64 * 64));
+        nxe_q8_pack_b(kernel, q8_ref(b, 0), p->n, 1, p->k, p->n, 0,
+                      (p->n + kernel->nr - 1) / kernel->nr, q->b_packed, q->b_col_sums);
+    } else {
+        *workspace_bytes = (size_t)p->batch_count * slot + 64;
+    }
+    *prepared = q;
+    return NXE_OK;
+}
+
+typedef struct qpacked_job {
+    const qmatmul_prepared *prepared;
+    const qmatmul_params *p;
+    const nxe_value *inputs;
+    int32_t num_inputs;
+    nxe_value *y;
+    unsigned char *slots;
+    int64_t tiles_per_batch;
+} qpacked_job;
+
+static void slot_of(const qpacked_job *job, int64_t batch, int8_t **values, int32_t **sums)
+{
+    const qmatmul_prepared *q = job->prepared;
+    if (!q->b_per_run) {
+        *values = q->b_packed;
+        *sums = q->b_col_sums;
+        return;
+    }
+    unsigned char *slot = job->slots + (size_t)batch * q->slot_bytes;
+    *values = (int8_t *)slot;
+    *sums = (int32_t *)(void *)(slot + (q->slot_bytes - ((size_t)job->p->n * sizeof(int32_t) + 63) / 64 * 64));
+}
+
+static void batch_offsets(const qmatmul_params *p, int64_t batch, int64_t *a_offset,
+                          int64_t *b_offset)
+{
+    int64_t a = 0, b = 0, rest = batch;
+    for (int32_t d = p->batch_ndim - 1; d >= 0; d--) {
+        const int64_t index = rest % p->batch_shape[d];
+        rest /= p->batch_shape[d];
+        a += index * p->a_batch_strides[d];
+        b += index * p->b_batch_strides[d];
+    }
+    *a_offset = a;
+    *b_offset = b;
+}
+
+/* Items are (batch, panel of B). */
+static void qpack_batches(void *ctx, int64_t begin, int64_t end)
+{
+    const qpacked_job *job = ctx;
+    const qmatmul_params *p = job->p;
+    const nxe_q8_gemm_kernel *kernel = job->prepared->kernel;
+    const int64_t panels = (p->n + kernel->nr - 1) / kernel->nr;
+    for (int64_t item = begin; item < end; item++) {
+        const int64_t batch = item / panels, panel = item % panels;
+        int64_t a_offset, b_offset;
+        batch_offsets(p, batch, &a_offset, &b_offset);
+        int8_t *values;
+        int32_t *sums;
+        slot_of(job, batch, &values, &sums);
+        nxe_q8_pack_b(kernel, q8_ref(&job->inputs[p->slots.b], b_offset), p->n, 1, p->k, p->n,
+                      panel, panel + 1, values, sums);
+    }
+}
+
+static void qpacked_tiles(void *ctx, int64_t begin, int64_t end)
+{
+    const qpacked_job *job = ctx;
+    const qmatmul_params *p = job->p;
+    const nxe_value *in = job->inputs;
+    while (begin < end) {
+        const int64_t batch = begin / job->tiles_per_batch;
+        const int64_t first = begin % job->tiles_per_batch;
+        const int64_t last = end - begin < job->tiles_per_batch - first ? first + (end - begin)
+                                                                          : job->tiles_per_batch;
+        int64_t a_offset, b_offset;
+        batch_offsets(p, batch, &a_offset, &b_offset);
+        int8_t *values;
+        int32_t *sums;
+        slot_of(job, batch, &values, &sums);
+        const int64_t y_offset = batch * p->m * p->n;
+        nxe_q8_packed_args args = {
+            .kernel = job->prepared->kernel, .m = p->m, .n = p->n, .k = p->k,
+            .a = q8_ref(&in[p->slots.a], a_offset), .a_stride_m = p->k,
+            .a_zero = optional_ref(in, job->num_inputs, p->slots.a_zero),
+            .a_zero_stride = p->a_zero_stride,
+            .b_packed = values, .b_col_sums = sums, .b_signed = job->prepared->b_signed,
+            .b_zero = optional_ref(in, job->num_inputs, p->slots.b_zero),
+            .b_zero_stride = p->b_zero_stride,
+        };
+        if (p->requant) {
+            args.a_scale = in[p->slots.a_scale].data;
+            args.a_scale_stride = p->a_scale_stride;
+            args.b_scale = in[p->slots.b_scale].data;
+            args.b_scale_stride = p->b_scale_stride;
+            args.out.y_q8 = (uint8_t *)job->y->data + y_offset;
+            args.out.y_signed = p->y_signed;
+            args.out.y_scale = scalar_f32(&in[p->slots.y_scale]);
+            args.out.y_zero_point = zero_scalar(in, job->num_inputs, p->slots.y_zero);
+        } else {
+            args.out.y_i32 = (int32_t *)job->y->data + y_offset;
+        }
+        job->prepared->kernels->q8_gemm_run(&args, first, last);
+        begin += last - first;
+    }
+}
+
+static nxe_status qmatmul_run_prepared(const void *params, const void *prepared,
+                                       const nxe_fused_epilogue *fused, void *workspace,
+                                       const nxe_value *inputs, int32_t num_inputs,
+                                       nxe_value *outputs, int32_t num_outputs,
+                                       nxe_thread_pool *pool)
+{
+    (void)fused; /* integer outputs fold nothing */
+    (void)num_outputs;
+    const qmatmul_params *p = params;
+    const qmatmul_prepared *q = prepared;
+    qpacked_job job = {q, p, inputs, num_inputs, &outputs[0], workspace,
+                       (p->m + q->kernel->mr - 1) / q->kernel->mr};
+    const int64_t panels = (p->n + q->kernel->nr - 1) / q->kernel->nr;
+    if (q->b_per_run)
+        nxe_parallel_for(pool, p->batch_count * panels,
+                         nxe_parallel_grain((double)p->k * (double)q->kernel->nr, QUANT_TASK_WORK),
+                         qpack_batches, &job);
+    const int64_t items = p->batch_count * job.tiles_per_batch;
+    int64_t grain = nxe_parallel_grain((double)q->kernel->mr * (double)p->n * (double)p->k,
+                                       QUANT_TASK_WORK);
+    const int64_t threads = pool ? nxe_thread_pool_size(pool) : 1;
+    const int64_t even_share = (items + 2 * threads - 1) / (2 * threads);
+    nxe_parallel_for(pool, items, grain > even_share ? grain : even_share, qpacked_tiles, &job);
     return NXE_OK;
 }
 
@@ -723,14 +900,16 @@ static const nxe_op_def quantized_defs[] = {
                      "int32 (an overflowing sum wraps, two's complement). Batch dimensions "
                      "broadcast as in MatMul.",
                      matmul_integer_inputs, matmul_integer_outputs),
-     sizeof(qmatmul_params), matmul_integer_infer, qmatmul_run},
+     sizeof(qmatmul_params), matmul_integer_infer, qmatmul_run, qmatmul_prepare,
+     qmatmul_run_prepared},
     {NXE_INFO_NOATTR("QLinearMatMul",
                      "Quantized matrix product: int32 accumulation of the zero-point-shifted "
                      "operands, then requantization to u8/i8 with the multiplier a_scale * "
                      "b_scale / y_scale (formed in f32, applied in double), rounding half to "
                      "even and saturating. Scales and zero points are read at run time.",
                      qlinear_matmul_inputs, qlinear_matmul_outputs),
-     sizeof(qmatmul_params), qlinear_matmul_infer, qmatmul_run},
+     sizeof(qmatmul_params), qlinear_matmul_infer, qmatmul_run, qmatmul_prepare,
+     qmatmul_run_prepared},
     {NXE_INFO("ConvInteger",
               "2-D convolution (NCHW) of u8/i8 input and weights with zero points, accumulated "
               "in int32 (wrapping). Padding behaves as the input's zero point.",

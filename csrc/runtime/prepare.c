@@ -149,7 +149,9 @@ static nxe_status fold_epilogues(nxe_executable *exe)
             if (!step->def || !step->prepared || step->num_outputs != 1)
                 break;
             const int32_t produced = step->output_ids[0];
-            if (exe->tensors[produced].kind != NXE_TENSOR_TRANSIENT)
+            /* Epilogues act on f32 results; integer GEMMs fold nothing. */
+            if (exe->tensors[produced].kind != NXE_TENSOR_TRANSIENT ||
+                exe->tensors[produced].dtype != NXE_DTYPE_F32)
                 break;
             count_uses(exe, &uses);
             int32_t u = sole_consumer(exe, &uses, s, produced);
