@@ -503,7 +503,7 @@ def build_report(cases: list[Case], rows: list[Row], peak: dict[str, Any]) -> li
                           "percent_of_peak": 100.0 * gops / peak_gops if peak_gops else None})
             if r.engine != "nxe":
                 # How many times faster nxe is than this row: < 1 means nxe is slower.
-                for precision in ("fp32", "bf16"):
+                for precision in ("fp32", "bf16", "int8"):
                     if (r.case, precision) in nxe_ms:
                         entry[f"nxe_{precision}_speedup"] = ms / nxe_ms[(r.case, precision)]
         report.append(entry)
@@ -520,7 +520,8 @@ def print_report(report: list[dict], peak: dict[str, Any], header: str) -> None:
         print(f"  peak {name:17} {text}")
     print()
     columns = (f"{'case':16}{'engine':28}{'prec':6}{'median ms':>12}{'runs':>6}"
-               f"{'GOP/s':>9}{'% peak':>8} {'of peak':17}{'nxe fp32 x':>11}{'nxe bf16 x':>11}")
+               f"{'GOP/s':>9}{'% peak':>8} {'of peak':17}{'nxe fp32 x':>11}{'nxe bf16 x':>11}"
+               f"{'nxe int8 x':>11}")
     print(columns)
     print("-" * len(columns))
     for e in report:
@@ -531,14 +532,14 @@ def print_report(report: list[dict], peak: dict[str, Any], header: str) -> None:
         percent = (f"{e['percent_of_peak']:7.1f}%" if e["percent_of_peak"] is not None
                    else f"{'n/a':>8}")
         speedups = "".join(f"{e[key]:10.3g}x" if key in e else f"{'':11}"
-                           for key in ("nxe_fp32_speedup", "nxe_bf16_speedup"))
+                           for key in ("nxe_fp32_speedup", "nxe_bf16_speedup", "nxe_int8_speedup"))
         print(f"{head}{e['median_ms']:12.2f}{e['runs']:6}{e['gops']:9.1f}{percent} "
               f"{e['peak'] or '':17}{speedups}  {e['note']}")
     print()
     print("GOP/s: counted FLOPs (int8: multiply-adds x2) / median time. % peak: of the measured "
           "peak named in 'of peak'.")
-    print("nxe fp32 x / nxe bf16 x: the peer's median / nxe's median in exact fp32 and in relax "
-          "mode (bf16 operands, f32 accumulation); above 1, nxe is faster.")
+    print("nxe fp32 x / bf16 x / int8 x: the peer's median / nxe's median in exact fp32, in relax "
+          "mode (bf16 operands, f32 accumulation) and in int8; above 1, nxe is faster.")
 
 
 def main(argv: list[str] | None = None) -> int:

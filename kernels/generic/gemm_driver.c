@@ -459,7 +459,7 @@ void NXE_ISA_NAME(nxe_conv_bf16_pairs)(const nxe_conv_geometry *g, const float *
 /* ---- 8-bit GEMM ---- */
 
 #define Q8_MAX_MR 8
-#define Q8_NC_BYTES (512 * 1024)
+#define Q8_NC_BYTES (768 * 1024)
 
 int64_t NXE_ISA_NAME(nxe_q8_gemm_tiles)(const nxe_q8_packed_args *args)
 {
@@ -473,25 +473,39 @@ static inline int32_t q8_at(nxe_q8_ref ref, int64_t index)
 }
 
 /* Packs rows [i0, i0 + mr) of A shifted to u8 over the whole reduction; row_sums[i] is the
- * sum of row i's packed values. */
+ * sum of row i's packed values. A panel is a transpose of 32-bit words (one k-group of a row
+ * each), so whole groups move at once; a ragged last group is assembled byte by byte. */
 static void q8_pack_a(const nxe_q8_packed_args *args, int64_t i0, int32_t mr, uint8_t *panel,
                       uint32_t *row_sums)
 {
     const int32_t width = args->kernel->mr;
-    const int64_t k = args->k, k_padded = nxe_round_up(k, 4);
+    const int64_t k = args->k, full = k / 4, groups = (k + 3) / 4;
+    const uint32_t flip = args->a.is_signed ? 0x80808080u : 0u; /* s8 + 128 as u8 */
+    uint32_t *out = (uint32_t *)(void *)panel;
     for (int32_t i = 0; i < width; i++) {
-        uint32_t sum = 0;
-        if (i < mr) {
-            const uint8_t *row = (const uint8_t *)args->a.data + (i0 + i) * args->a_stride_m;
-            const uint8_t flip = args->a.is_signed ? 0x80u : 0u; /* s8 + 128 as u8 */
-            for (int64_t kk = 0; kk < k; kk++) {
-                const uint8_t v = (uint8_t)(row[kk] ^ flip);
-                panel[((kk / 4) * width + i) * 4 + kk % 4] = v;
-                sum += v;
-            }
+        if (i >= mr) {
+            for (int64_t q = 0; q < groups; q++)
+                out[q * width + i] = 0;
+            row_sums[i] = 0;
+            continue;
         }
-        for (int64_t kk = i < mr ? k : 0; kk < k_padded; kk++)
-            panel[((kk / 4) * width + i) * 4 + kk % 4] = 0;
+        const uint8_t *row = (const uint8_t *)args->a.data + (i0 + i) * args->a_stride_m;
+        uint32_t sum = 0;
+        for (int64_t q = 0; q < full; q++) {
+            uint32_t word;
+            memcpy(&word, row + 4 * q, sizeof word);
+            out[q * width + i] = word ^ flip;
+        }
+        for (int64_t kk = 0; kk < full * 4; kk++)
+            sum += (uint8_t)(row[kk] ^ (uint8_t)flip);
+        if (full < groups) {
+            uint8_t tail[4] = {0, 0, 0, 0};
+            for (int64_t kk = full * 4; kk < k; kk++) {
+                tail[kk - full * 4] = (uint8_t)(row[kk] ^ (uint8_t)flip);
+                sum += tail[kk - full * 4];
+            }
+            memcpy(&out[full * width + i], tail, sizeof tail);
+        }
         row_sums[i] = sum;
     }
 }
@@ -527,31 +541,36 @@ void NXE_ISA_NAME(nxe_q8_gemm_run)(const nxe_q8_packed_args *args, int64_t tile_
                 for (int64_t q = 0; q < groups; q++)
                     b_rows[q] = panel + q * nr_max * 4;
                 kernel->run(mr, nr, k, a_panel, b_rows, acc, nr_max);
+                /* sum (A - alpha)(B + beta) = P + beta sum A - alpha sum B - k alpha beta, in
+                 * wrapping arithmetic like the accumulators; alpha per row, beta per column. */
+                uint32_t beta[NXE_GEMM_MAX_NR];
+                for (int32_t j = 0; j < nr; j++)
+                    beta[j] = b_shift - (uint32_t)(args->b_zero.data
+                                                       ? q8_at(args->b_zero, (j0 + j) * args->b_zero_stride)
+                                                       : 0);
+                const uint32_t *col_sums = (const uint32_t *)(const void *)(args->b_col_sums + j0);
                 for (int32_t i = 0; i < mr; i++) {
                     const int64_t row = i0 + i;
                     const uint32_t alpha =
                         a_shift + (uint32_t)(args->a_zero.data
                                                  ? q8_at(args->a_zero, row * args->a_zero_stride)
                                                  : 0);
+                    const uint32_t *p_row = (const uint32_t *)(const void *)(acc + i * nr_max);
+                    const uint32_t sum_a = row_sums[i], ka = (uint32_t)k * alpha;
+                    uint32_t *v = (uint32_t *)(void *)(acc + i * nr_max);
+                    for (int32_t j = 0; j < nr; j++)
+                        v[j] = p_row[j] + beta[j] * sum_a - alpha * col_sums[j] - ka * beta[j];
+                    if (!requant) {
+                        memcpy(args->out.y_i32 + row * args->n + j0, v, sizeof(int32_t) * (size_t)nr);
+                        continue;
+                    }
                     for (int32_t j = 0; j < nr; j++) {
                         const int64_t column = j0 + j;
-                        const uint32_t beta =
-                            b_shift - (uint32_t)(args->b_zero.data
-                                                     ? q8_at(args->b_zero,
-                                                             column * args->b_zero_stride)
-                                                     : 0);
-                        /* sum (A - alpha)(B + beta) = P + beta sum A - alpha sum B - k alpha beta,
-                         * in wrapping arithmetic like the accumulators. */
-                        const uint32_t v = (uint32_t)acc[i * nr_max + j] + beta * row_sums[i] -
-                                           alpha * (uint32_t)args->b_col_sums[column] -
-                                           (uint32_t)k * alpha * beta;
-                        const float multiplier =
-                            requant ? args->a_scale[row * args->a_scale_stride] *
-                                          args->b_scale[column * args->b_scale_stride] /
-                                          args->out.y_scale
-                                    : 0.0f;
+                        const float multiplier = args->a_scale[row * args->a_scale_stride] *
+                                                 args->b_scale[column * args->b_scale_stride] /
+                                                 args->out.y_scale;
                         nxe_ref_q8_store(&args->out, row * args->n + column,
-                                         (int64_t)(int32_t)v, 0, multiplier);
+                                         (int64_t)(int32_t)v[j], 0, multiplier);
                     }
                 }
             }

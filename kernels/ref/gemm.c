@@ -314,24 +314,25 @@ void nxe_q8_pack_b(const nxe_q8_gemm_kernel *kernel, nxe_q8_ref b, int64_t strid
 {
     const int32_t width = kernel->nr;
     const int64_t k_padded = nxe_round_up(k, 4);
+    const uint8_t flip = b.is_signed ? 0u : 0x80u; /* u8 - 128 as s8 */
+    const uint8_t *src = b.data;
     for (int64_t p = panel_begin; p < panel_end; p++) {
         int8_t *panel = dst + p * k_padded * width;
-        for (int32_t i = 0; i < width; i++) {
-            const int64_t j = p * width + i;
-            uint32_t sum = 0;
-            for (int64_t kk = 0; kk < k_padded; kk++) {
-                int32_t value = 0;
-                if (j < n && kk < k) {
-                    const int64_t at = kk * stride_k + j * stride_n;
-                    value = b.is_signed ? ((const int8_t *)b.data)[at]
-                                        : (int32_t)((const uint8_t *)b.data)[at] - 128;
-                }
-                panel[((kk / 4) * width + i) * 4 + kk % 4] = (int8_t)value;
-                sum += (uint32_t)value;
+        const int64_t j0 = p * width;
+        const int64_t valid = n - j0 < width ? n - j0 : width;
+        uint32_t sums[64] = {0}; /* width <= NXE_GEMM_MAX_NR */
+        for (int64_t kk = 0; kk < k_padded; kk++) {
+            int8_t *out = panel + (kk / 4) * width * 4 + kk % 4;
+            const uint8_t *row = kk < k ? src + kk * stride_k + j0 * stride_n : NULL;
+            for (int64_t i = 0; i < width; i++) {
+                const int8_t value =
+                    row && i < valid ? (int8_t)(uint8_t)(row[i * stride_n] ^ flip) : 0;
+                out[i * 4] = value;
+                sums[i] += (uint32_t)(int32_t)value;
             }
-            if (j < n)
-                col_sums[j] = (int32_t)sum;
         }
+        for (int64_t i = 0; i < valid; i++)
+            col_sums[j0 + i] = (int32_t)sums[i];
     }
 }
 
