@@ -141,6 +141,11 @@ typedef struct nxe_gemm_packed_args {
     const float *residual;  /* [m x n], rows residual_stride_m apart, or NULL */
     int64_t residual_stride_m;
     nxe_epilogue epilogue;
+    /* The panels of B (columns of y, kernel->nr each) to compute: [panel_begin, panel_end),
+     * or all of them when both are 0. Splitting by panels lets few rows use many threads
+     * without every thread reading all of B. */
+    int64_t panel_begin;
+    int64_t panel_end;
 } nxe_gemm_packed_args;
 
 /* The drivers are compiled once per ISA level (kernels/generic/vector.h) and reached through

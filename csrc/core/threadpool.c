@@ -1,10 +1,24 @@
-/* threadpool.c — fixed workers that sleep between jobs and share one parallel-for.
- * Chunks are claimed from an atomic counter; the caller works too and waits for the rest. */
+/* threadpool.c — fixed workers that share one parallel-for. Chunks are claimed from an
+ * atomic counter; the caller works too and waits for the rest. Between jobs a worker spins
+ * briefly before it sleeps, and so does a caller waiting for workers: a model runs hundreds
+ * of short parallel loops, and waking a sleeping thread costs more than most of them. */
 #include <pthread.h>
 #include <stdatomic.h>
 
 #include "core/threadpool.h"
 #include "core/core.h"
+
+/* Polls of a spin before sleeping: with a pause each, some tens of microseconds. */
+#define SPIN_POLLS 4000
+
+static inline void spin_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
 
 struct nxe_thread_pool {
     int32_t num_threads; /* including the caller */
@@ -13,9 +27,13 @@ struct nxe_thread_pool {
     pthread_mutex_t mutex;
     pthread_cond_t wake;
     pthread_cond_t done;
-    uint64_t generation;  /* bumped for every job, guarded by mutex */
-    int32_t busy_workers; /* workers still inside the current job */
-    bool stopping;
+    /* Sequentially consistent, so that a thread about to sleep and a thread about to wake
+     * it cannot both miss each other: each writes its flag, then reads the other's. */
+    atomic_uint_fast64_t generation; /* bumped for every job */
+    atomic_int busy_workers;         /* workers still inside the current job */
+    atomic_int sleeping_workers;
+    atomic_int caller_sleeping;
+    atomic_bool stopping;
     /* the current job */
     nxe_range_fn fn;
     void *ctx;
@@ -35,24 +53,38 @@ static void run_chunks(nxe_thread_pool *pool)
     }
 }
 
+/* Waits until a job after `seen` starts or the pool stops; returns its generation. */
+static uint64_t await_job(nxe_thread_pool *pool, uint64_t seen)
+{
+    for (int poll = 0; poll < SPIN_POLLS; poll++) {
+        if (atomic_load(&pool->generation) != seen || atomic_load(&pool->stopping))
+            return atomic_load(&pool->generation);
+        spin_pause();
+    }
+    pthread_mutex_lock(&pool->mutex);
+    atomic_fetch_add(&pool->sleeping_workers, 1);
+    while (atomic_load(&pool->generation) == seen && !atomic_load(&pool->stopping))
+        pthread_cond_wait(&pool->wake, &pool->mutex);
+    atomic_fetch_sub(&pool->sleeping_workers, 1);
+    pthread_mutex_unlock(&pool->mutex);
+    return atomic_load(&pool->generation);
+}
+
 static void *worker_main(void *arg)
 {
     nxe_thread_pool *pool = arg;
     uint64_t seen = 0;
-    pthread_mutex_lock(&pool->mutex);
     for (;;) {
-        while (!pool->stopping && pool->generation == seen)
-            pthread_cond_wait(&pool->wake, &pool->mutex);
-        if (pool->stopping)
+        seen = await_job(pool, seen);
+        if (atomic_load(&pool->stopping))
             break;
-        seen = pool->generation;
-        pthread_mutex_unlock(&pool->mutex);
         run_chunks(pool);
-        pthread_mutex_lock(&pool->mutex);
-        if (--pool->busy_workers == 0)
+        if (atomic_fetch_sub(&pool->busy_workers, 1) == 1 && atomic_load(&pool->caller_sleeping)) {
+            pthread_mutex_lock(&pool->mutex);
             pthread_cond_signal(&pool->done);
+            pthread_mutex_unlock(&pool->mutex);
+        }
     }
-    pthread_mutex_unlock(&pool->mutex);
     return NULL;
 }
 
@@ -96,7 +128,7 @@ void nxe_thread_pool_release(nxe_thread_pool *pool)
     if (!pool)
         return;
     pthread_mutex_lock(&pool->mutex);
-    pool->stopping = true;
+    atomic_store(&pool->stopping, true);
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->mutex);
     for (int32_t i = 0; i < pool->num_workers; i++)
@@ -137,21 +169,31 @@ void nxe_parallel_for(nxe_thread_pool *pool, int64_t n, int64_t grain, nxe_range
     if (chunk < grain)
         chunk = grain;
 
-    pthread_mutex_lock(&pool->mutex);
+    /* Every worker has finished the previous job (the caller waited), so the job fields are
+     * free to write; the generation bump publishes them. */
     pool->fn = fn;
     pool->ctx = ctx;
     pool->n = n;
     pool->chunk = chunk;
     atomic_store(&pool->next, 0);
-    pool->busy_workers = pool->num_workers;
-    pool->generation++;
-    pthread_cond_broadcast(&pool->wake);
-    pthread_mutex_unlock(&pool->mutex);
+    atomic_store(&pool->busy_workers, pool->num_workers);
+    atomic_fetch_add(&pool->generation, 1);
+    if (atomic_load(&pool->sleeping_workers) > 0) {
+        pthread_mutex_lock(&pool->mutex);
+        pthread_cond_broadcast(&pool->wake);
+        pthread_mutex_unlock(&pool->mutex);
+    }
 
     run_chunks(pool);
 
-    pthread_mutex_lock(&pool->mutex);
-    while (pool->busy_workers > 0)
-        pthread_cond_wait(&pool->done, &pool->mutex);
-    pthread_mutex_unlock(&pool->mutex);
+    for (int poll = 0; poll < SPIN_POLLS && atomic_load(&pool->busy_workers) > 0; poll++)
+        spin_pause();
+    if (atomic_load(&pool->busy_workers) > 0) {
+        pthread_mutex_lock(&pool->mutex);
+        atomic_store(&pool->caller_sleeping, 1);
+        while (atomic_load(&pool->busy_workers) > 0)
+            pthread_cond_wait(&pool->done, &pool->mutex);
+        atomic_store(&pool->caller_sleeping, 0);
+        pthread_mutex_unlock(&pool->mutex);
+    }
 }

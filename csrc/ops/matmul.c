@@ -482,12 +482,29 @@ static nxe_status matmul_prepare(const void *params_in, const nxe_value *inputs,
 typedef struct gemm_packed_job {
     const gemm_prepared *prepared;
     nxe_gemm_packed_args args;
+    int64_t panels;           /* of B */
+    int64_t panel_groups;     /* per row tile; 1: items are row tiles */
+    int64_t panels_per_group;
 } gemm_packed_job;
 
+/* Items are row tiles, or (row tile, group of panels) when rows are too few to share. */
 static void gemm_packed_tiles(void *ctx, int64_t begin, int64_t end)
 {
     const gemm_packed_job *job = ctx;
-    job->prepared->kernels->gemm_packed_run(&job->args, begin, end);
+    if (job->panel_groups <= 1) {
+        job->prepared->kernels->gemm_packed_run(&job->args, begin, end);
+        return;
+    }
+    for (int64_t item = begin; item < end; item++) {
+        nxe_gemm_packed_args args = job->args;
+        const int64_t group = item % job->panel_groups;
+        args.panel_begin = group * job->panels_per_group;
+        args.panel_end = args.panel_begin + job->panels_per_group < job->panels
+                             ? args.panel_begin + job->panels_per_group
+                             : job->panels;
+        const int64_t tile = item / job->panel_groups;
+        job->prepared->kernels->gemm_packed_run(&args, tile, tile + 1);
+    }
 }
 
 /* Few large chunks: a chunk's row tiles share each block of B while it is in cache. The
@@ -528,8 +545,19 @@ static nxe_status gemm_run_prepared(const void *params, const void *prepared_in,
     (void)num_inputs;
     (void)num_outputs;
     const gemm_prepared *p = prepared_in;
-    gemm_packed_job job = {p, packed_args(p, fused, inputs, outputs)};
+    gemm_packed_job job = {p, packed_args(p, fused, inputs, outputs), 0, 1, 0};
     const int64_t tiles = p->kernels->gemm_packed_tiles(&job.args);
+    const int64_t threads = pool ? nxe_thread_pool_size(pool) : 1;
+    job.panels = (p->n + p->kernel->nr - 1) / p->kernel->nr;
+    if (tiles < 2 * threads && threads > 1 && job.panels > 1) {
+        /* Few rows (one sentence): split B's panels instead, so that the threads share the
+         * reading of the weights rather than each reading all of them. */
+        job.panel_groups = job.panels < 2 * threads ? job.panels : 2 * threads;
+        job.panels_per_group = (job.panels + job.panel_groups - 1) / job.panel_groups;
+        job.panel_groups = (job.panels + job.panels_per_group - 1) / job.panels_per_group;
+        nxe_parallel_for(pool, tiles * job.panel_groups, 1, gemm_packed_tiles, &job);
+        return NXE_OK;
+    }
     nxe_parallel_for(pool, tiles, packed_grain(p, tiles, pool), gemm_packed_tiles, &job);
     return NXE_OK;
 }

@@ -63,66 +63,34 @@ void NXE_ISA_NAME(nxe_f32_activation)(int32_t activation, float alpha, float bet
     }
 }
 
-/* One pass per row: v = activation(scale * c + bias (+ residual)) (+ residual), with the
- * activation chosen outside the loop so that each loop vectorizes whole. */
-#define EPILOGUE_LOOP(activate)                                                              \
-    for (int32_t j = 0; j < nr; j++) {                                                       \
-        float v = scale * row[j] + (bias_per_column ? bias[j] : row_bias);                   \
-        v += before && residual ? residual[j] : 0.0f;                                        \
-        v = activate;                                                                        \
-        row[j] = v + (!before && residual ? residual[j] : 0.0f);                             \
-    }
-
-#if defined(__AVX512F__)
-/* The tanh epilogue row with AVX-512 intrinsics (nxe_vm_tanh16); masked for the tail. */
-static void tanh_row16(float *row, int32_t nr, float scale, const float *bias, float row_bias,
-                       const float *residual, int before)
-{
-    for (int32_t j = 0; j < nr; j += 16) {
-        const __mmask16 m = nr - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (nr - j)) - 1u);
-        __m512 b = bias ? _mm512_maskz_loadu_ps(m, bias + j) : _mm512_set1_ps(row_bias);
-        __m512 v = _mm512_fmadd_ps(_mm512_set1_ps(scale), _mm512_maskz_loadu_ps(m, row + j), b);
-        __m512 r = residual ? _mm512_maskz_loadu_ps(m, residual + j) : _mm512_setzero_ps();
-        if (before)
-            v = _mm512_add_ps(v, r);
-        v = nxe_vm_tanh16(v);
-        if (!before)
-            v = _mm512_add_ps(v, r);
-        _mm512_mask_storeu_ps(row + j, m, v);
-    }
-}
-#endif
-
 void NXE_ISA_NAME(nxe_epilogue)(int32_t mr, int32_t nr, float *c, int64_t ldc,
                                 const nxe_epilogue *epilogue,
                                 const nxe_epilogue_operands *operands)
 {
-    const float scale = epilogue->scale, alpha = epilogue->alpha, beta = epilogue->beta;
+    const float scale = epilogue->scale;
     const float *bias = operands->bias;
     const int before = epilogue->residual_before_activation;
-    const int bias_per_column = bias && !operands->bias_per_row;
     for (int32_t i = 0; i < mr; i++) {
         float *row = c + i * ldc;
         const float *residual = operands->residual ? operands->residual + i * operands->ldr
                                                    : NULL;
-        const float row_bias = bias && operands->bias_per_row ? bias[i] : 0.0f;
-        switch (epilogue->activation) {
-        case NXE_ACTIVATION_RELU: EPILOGUE_LOOP(v < 0.0f ? 0.0f : v) break;
-        case NXE_ACTIVATION_CLIP: EPILOGUE_LOOP(v < alpha ? alpha : v > beta ? beta : v) break;
-        case NXE_ACTIVATION_LEAKY_RELU: EPILOGUE_LOOP(v < 0.0f ? alpha * v : v) break;
-        case NXE_ACTIVATION_TANH:
-#if defined(__AVX512F__)
-            tanh_row16(row, nr, scale, bias_per_column ? bias : NULL, row_bias, residual, before);
-#else
-            EPILOGUE_LOOP(nxe_vm_tanh(v))
-#endif
-            break;
-        case NXE_ACTIVATION_SIGMOID: EPILOGUE_LOOP(nxe_vm_sigmoid(v)) break;
-        case NXE_ACTIVATION_GELU_ERF: EPILOGUE_LOOP(nxe_vm_gelu_erf(v)) break;
-        case NXE_ACTIVATION_GELU_TANH: EPILOGUE_LOOP(nxe_vm_gelu_tanh(v)) break;
-        case NXE_ACTIVATION_SILU: EPILOGUE_LOOP(v * nxe_vm_sigmoid(v)) break;
-        default: EPILOGUE_LOOP(v) break;
+        if (bias && !operands->bias_per_row) {
+            for (int32_t j = 0; j < nr; j++)
+                row[j] = scale * row[j] + bias[j];
+        } else if (bias || scale != 1.0f) {
+            const float add = bias ? bias[i] : 0.0f;
+            for (int32_t j = 0; j < nr; j++)
+                row[j] = scale * row[j] + add;
         }
+        if (residual && before)
+            for (int32_t j = 0; j < nr; j++)
+                row[j] += residual[j];
+        if (epilogue->activation != NXE_ACTIVATION_NONE)
+            NXE_ISA_NAME(nxe_f32_activation)(epilogue->activation, epilogue->alpha,
+                                             epilogue->beta, row, row, nr);
+        if (residual && !before)
+            for (int32_t j = 0; j < nr; j++)
+                row[j] += residual[j];
     }
 }
 

@@ -107,14 +107,16 @@ void NXE_ISA_NAME(nxe_gemm_packed_run)(const nxe_gemm_packed_args *args, int64_t
 {
     const nxe_gemm_kernel *kernel = args->kernel;
     const int32_t mr_max = kernel->mr, nr_max = kernel->nr;
-    const int64_t panels = (args->n + nr_max - 1) / nr_max;
+    const int64_t all_panels = (args->n + nr_max - 1) / nr_max;
+    const int64_t first_panel = args->panel_end > 0 ? args->panel_begin : 0;
+    const int64_t panels = args->panel_end > 0 ? args->panel_end : all_panels;
     int64_t nc_panels = GEMM_NC_BYTES / ((int64_t)NXE_GEMM_KC * nr_max *
                                          (int64_t)nxe_gemm_element_size(kernel->type));
     nc_panels = nc_panels < 1 ? 1 : nc_panels > GEMM_NC_MAX_PANELS ? GEMM_NC_MAX_PANELS : nc_panels;
     float gathered[NXE_GEMM_MAX_MR * NXE_GEMM_KC];
     _Alignas(64) float a_panel[NXE_GEMM_MAX_MR * NXE_GEMM_KC];
     const void *b_rows[GEMM_NC_MAX_PANELS][NXE_GEMM_KC];
-    for (int64_t pb = 0; pb < panels; pb += nc_panels) {
+    for (int64_t pb = first_panel; pb < panels; pb += nc_panels) {
         const int64_t pe = pb + nc_panels < panels ? pb + nc_panels : panels;
         for (int64_t k0 = 0; k0 < args->k || k0 == 0; k0 += NXE_GEMM_KC) {
             const int64_t kc = args->k - k0 < NXE_GEMM_KC ? args->k - k0 : NXE_GEMM_KC;

@@ -4,14 +4,16 @@
  * reference kernels over a sweep of shapes with tails, strides, dilations, padding and groups.
  * Links the library's objects directly (kernels are internal); prints one line per failure and
  * exits nonzero if any. Tolerances are stated where they are checked. */
-#define _GNU_SOURCE /* M_PI */
+#define _GNU_SOURCE /* M_PI, nanosleep */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "nxe/nxe.h"
+#include "core/threadpool.h"
 #include "dispatch.h"
 #include "gemm.h"
 #include "generic/vector.h"
@@ -581,8 +583,50 @@ static void test_q8_gemm(const nxe_kernel_table *table)
     }
 }
 
+/* The thread pool under back-to-back loops of every size, as a model runs them: every item
+ * of every loop runs exactly once, with workers spinning, sleeping and waking in between. */
+typedef struct pool_probe {
+    _Atomic int64_t *counts;
+} pool_probe;
+
+static void count_items(void *ctx, int64_t begin, int64_t end)
+{
+    pool_probe *probe = ctx;
+    for (int64_t i = begin; i < end; i++)
+        probe->counts[i]++;
+}
+
+static void test_thread_pool(void)
+{
+    for (int32_t threads = 1; threads <= 3; threads++) {
+        nxe_thread_pool *pool = NULL;
+        CHECK(nxe_thread_pool_create(threads, &pool) == NXE_OK, "pool of %d", threads);
+        enum { MAX_N = 257 };
+        _Atomic int64_t counts[MAX_N];
+        pool_probe probe = {counts};
+        for (int round = 0; round < 3000; round++) {
+            const int64_t n = 1 + round % MAX_N;
+            for (int64_t i = 0; i < n; i++)
+                counts[i] = 0;
+            nxe_parallel_for(pool, n, 1 + round % 3, count_items, &probe);
+            int64_t wrong = 0;
+            for (int64_t i = 0; i < n; i++)
+                wrong += counts[i] != 1;
+            CHECK(wrong == 0, "%d threads, round %d: %lld items not run exactly once", threads,
+                  round, (long long)wrong);
+            if (round % 500 == 499) { /* long enough idle for the workers to fall asleep */
+                struct timespec pause = {0, 2000000};
+                nanosleep(&pause, NULL);
+            }
+        }
+        nxe_thread_pool_release(pool);
+    }
+}
+
 int main(void)
 {
+    test_thread_pool();
+    printf("%-28s %s\n", "thread pool", failures ? "FAILED" : "ok");
     const nxe_gemm_kernel *kernels[16];
     const nxe_kernel_table *tables_of[16];
     int nk = kernels_to_test(kernels, tables_of);
