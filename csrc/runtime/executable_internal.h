@@ -15,9 +15,10 @@
  * hand a kernel sizes its buffers do not have. A binary carrying another version is refused
  * (or recompiled from its embedded model). */
 #define NXE_KERNEL_ABI_VERSION 2
-/* The ISA tag of plans this build compiles. Every op runs its portable reference kernel, so
- * plans need nothing but "ref"; the optimized kernels add their tags through
- * nxe_isa_runs_here. */
+/* The ISA tag of plans this build compiles. Plans are portable: they hold no packed weights
+ * and no folded steps, and every loader prepares them for its own CPU's kernels
+ * (runtime/prepare.c), so "ref" is the only tag; plans carrying ISA-specific data would add
+ * their tags through nxe_isa_runs_here. */
 #define NXE_ISA_REF "ref"
 #define NXE_ISA_TAG_CAPACITY 16
 
