@@ -77,23 +77,33 @@ int64_t NXE_ISA_NAME(nxe_gemm_packed_tiles)(const nxe_gemm_packed_args *args)
     return (args->m + args->kernel->mr - 1) / args->kernel->mr;
 }
 
-/* Packs rows [i0, i0 + mr) of A over k in [k0, k0 + kc) into an A panel mr_max wide. */
+/* Packs rows [i0, i0 + mr) of A over k in [k0, k0 + kc) into an A panel mr_max wide. Rows
+ * of A with k dense (the common case) are read pair by pair into bf16 directly. */
 static void pack_a_tile(const nxe_gemm_packed_args *args, int64_t i0, int32_t mr, int64_t k0,
                         int64_t kc, float *gathered, void *panel)
 {
     const nxe_gemm_kernel *kernel = args->kernel;
     const int32_t width = kernel->mr;
-    float *rows = kernel->type == NXE_GEMM_F32 ? panel : gathered;
-    for (int32_t i = 0; i < width; i++) {
-        if (i < mr) {
-            const float *src = args->a + (i0 + i) * args->a_stride_m + k0 * args->a_stride_k;
-            for (int64_t k = 0; k < kc; k++)
-                rows[k * width + i] = src[k * args->a_stride_k];
-        } else {
-            for (int64_t k = 0; k < kc; k++)
-                rows[k * width + i] = 0.0f;
-        }
+    const float *rows[NXE_GEMM_MAX_MR];
+    for (int32_t i = 0; i < width; i++)
+        rows[i] = i < mr ? args->a + (i0 + i) * args->a_stride_m + k0 * args->a_stride_k : NULL;
+    if (kernel->type == NXE_GEMM_BF16 && args->a_stride_k == 1) {
+        uint32_t *out = panel;
+        const int64_t pairs = kc / 2;
+        for (int64_t q = 0; q < pairs; q++)
+            for (int32_t i = 0; i < width; i++)
+                out[q * width + i] = rows[i] ? bf16_bits(rows[i][2 * q]) |
+                                                   (bf16_bits(rows[i][2 * q + 1]) << 16)
+                                             : 0u;
+        if (kc % 2)
+            for (int32_t i = 0; i < width; i++)
+                out[pairs * width + i] = rows[i] ? bf16_bits(rows[i][kc - 1]) : 0u;
+        return;
     }
+    float *dst = kernel->type == NXE_GEMM_F32 ? panel : gathered;
+    for (int64_t k = 0; k < kc; k++)
+        for (int32_t i = 0; i < width; i++)
+            dst[k * width + i] = rows[i] ? rows[i][k * args->a_stride_k] : 0.0f;
     if (kernel->type == NXE_GEMM_BF16) {
         const float *row_ptrs[NXE_GEMM_KC];
         for (int64_t k = 0; k < kc; k++)
