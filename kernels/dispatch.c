@@ -81,6 +81,7 @@ typedef struct cpu_detection {
     char reason[256];
     const nxe_kernel_table *table;
     nxe_kernel_table table_storage; /* the chosen row, less what the features lack */
+    char kernels[192];              /* nxe_cpu_kernels */
 } cpu_detection;
 
 static cpu_detection detected;
@@ -285,6 +286,11 @@ static void detect(void)
     if (!(detected.features & NXE_CPU_FEATURE_AVX512_VNNI))
         detected.table_storage.q8_gemm_kernel = NULL;
     detected.table = &detected.table_storage;
+    const nxe_kernel_table *t = detected.table;
+    snprintf(detected.kernels, sizeof detected.kernels, "f32=%s bf16=%s int8=%s",
+             t->f32_gemm_kernel ? t->f32_gemm_kernel->name : "reference",
+             t->bf16_gemm_kernel ? t->bf16_gemm_kernel->name : "reference",
+             t->q8_gemm_kernel ? t->q8_gemm_kernel->name : "reference");
 }
 
 static const cpu_detection *detection(void)
@@ -323,5 +329,13 @@ NXE_API nxe_status nxe_cpu_info_get(nxe_cpu_info *info)
     *info = (nxe_cpu_info){.struct_size = struct_size, .features = d->features};
     snprintf(info->isa, sizeof info->isa, "%s", level_names[d->level]);
     memcpy(info->reason, d->reason, sizeof info->reason);
+    return NXE_OK;
+}
+
+NXE_API nxe_status nxe_cpu_kernels(const char **names)
+{
+    if (!names)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_cpu_kernels: names is NULL");
+    *names = detection()->kernels;
     return NXE_OK;
 }

@@ -68,7 +68,7 @@ extern "C" {
 /* ---- Versions ------------------------------------------------------------------------ */
 
 #define NXE_API_VERSION_MAJOR 0
-#define NXE_API_VERSION_MINOR 2
+#define NXE_API_VERSION_MINOR 3
 #define NXE_MAX_RANK 6
 
 /* (major << 16) | minor of the library actually loaded; compare with the macros above. */
@@ -394,9 +394,10 @@ typedef struct nxe_run_stats {
 NXE_API nxe_status nxe_executable_stats(const nxe_executable *exe, nxe_run_stats *stats);
 
 /* ---- Compiled binaries (.nxb) -----------------------------------------------------------
- * A binary holds the plan, the weights as the kernels use them, the memory plan, the I/O
- * specs, the ISA and kernel-ABI tag, the source model's fingerprint, checksums and the
- * portable model it came from. Loading it needs no graph building and no passes. */
+ * A binary holds the plan, the weights, the memory plan, the I/O specs, the ISA and
+ * kernel-ABI tag, the source model's fingerprint, checksums and the portable model it came
+ * from. Loading it needs no graph building; the loader packs the weights for its CPU's kernels
+ * and folds epilogues as compiling does. */
 
 /* Compiles `graph` and serializes the result: with buffer NULL only *size is set; then call
  * again with a buffer of *size bytes (NXE_ERROR_BUFFER_TOO_SMALL reports the size needed). */
@@ -517,6 +518,12 @@ typedef struct nxe_cpu_info {
 } nxe_cpu_info;
 /* Describes this process's CPU features and the ISA level its kernels are chosen for. */
 NXE_API nxe_status nxe_cpu_info_get(nxe_cpu_info *info);
+/* The matrix kernels this process runs, one "<precision>=<kernel>" entry per precision,
+ * space-separated: "f32=f32-gemm-8x48-avx512 bf16=bf16-gemm-8x48-avx512bf16
+ * int8=u8s8-gemm-8x48-avx512vnni", with "reference" where a precision runs the portable
+ * reference kernels (bf16 work in relax mode then runs in f32). The string is NUL-terminated and
+ * lives as long as the process. Since API 0.3. */
+NXE_API nxe_status nxe_cpu_kernels(const char **names);
 
 #ifdef __cplusplus
 }

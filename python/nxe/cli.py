@@ -116,6 +116,8 @@ def _info(args: argparse.Namespace) -> int:
     print(f"CPU features: {' '.join(cpu['features']) or '(none)'}")
     print(f"ISA:          {cpu['isa']}")
     print(f"why:          {cpu['reason']}")
+    print("kernels:      " + ", ".join(f"{precision} {name}"
+                                       for precision, name in cpu["kernels"].items()))
     return 0
 
 

@@ -1016,6 +1016,10 @@ static void test_cpu_info_checks_its_argument_and_names_a_level(void)
     EXPECT_FAIL(nxe_cpu_info_get(&info), NXE_ERROR_INVALID_ARGUMENT, "struct_size");
     info.struct_size = sizeof info;
     EXPECT_OK(nxe_cpu_info_get(&info));
+    EXPECT_FAIL(nxe_cpu_kernels(NULL), NXE_ERROR_INVALID_ARGUMENT, "names");
+    const char *kernel_names = NULL;
+    EXPECT_OK(nxe_cpu_kernels(&kernel_names));
+    EXPECT_TRUE(kernel_names != NULL && strncmp(kernel_names, "f32=", 4) == 0);
     EXPECT_TRUE(info.struct_size == sizeof info);
     EXPECT_TRUE(strcmp(info.isa, "scalar") == 0 || strcmp(info.isa, "avx2") == 0 ||
                 strcmp(info.isa, "avx512") == 0 || strcmp(info.isa, "amx") == 0);
