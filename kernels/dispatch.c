@@ -37,10 +37,11 @@ static const char *const level_names[] = {"scalar", "avx2", "avx512", "amx"};
 #if defined(__x86_64__)
 static const nxe_gemm_kernel f32_gemm_6x16_avx2 = {
     "f32-gemm-6x16-avx2", NXE_GEMM_F32, 6, 16, 1, nxe_f32_gemm_6x16_avx2, nxe_epilogue_avx2,
+    nxe_f32_gemm_6x16_rows_avx2,
 };
 static const nxe_gemm_kernel f32_gemm_8x48_avx512 = {
     "f32-gemm-8x48-avx512", NXE_GEMM_F32, 8, 48, 1, nxe_f32_gemm_8x48_avx512,
-    nxe_epilogue_avx512,
+    nxe_epilogue_avx512, nxe_f32_gemm_8x48_rows_avx512,
 };
 static const nxe_q8_gemm_kernel u8s8_gemm_8x48_avx512vnni = {
     "u8s8-gemm-8x48-avx512vnni", 8, 48, nxe_u8s8_gemm_8x48_avx512vnni,

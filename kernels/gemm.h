@@ -71,6 +71,13 @@ typedef void (*nxe_gemm_ukernel_fn)(int32_t mr, int32_t nr, int64_t kc, const vo
                                     const void *const *b_rows, float *c, int64_t ldc,
                                     int32_t accumulate);
 
+/* The same product with A read straight from memory instead of a packed panel: element
+ * (k, i) at a[i * a_stride_m + k] (rows of A with k contiguous). Optional: f32 kernels only,
+ * where it saves the GEMM driver packing A. */
+typedef void (*nxe_gemm_ukernel_rows_fn)(int32_t mr, int32_t nr, int64_t kc, const float *a,
+                                         int64_t a_stride_m, const void *const *b_rows,
+                                         float *c, int64_t ldc, int32_t accumulate);
+
 /* Applies the epilogue to C[mr x nr] in place. */
 typedef void (*nxe_epilogue_fn)(int32_t mr, int32_t nr, float *c, int64_t ldc,
                                 const nxe_epilogue *epilogue,
@@ -85,6 +92,7 @@ typedef struct nxe_gemm_kernel {
     int32_t k_unit;
     nxe_gemm_ukernel_fn run;
     nxe_epilogue_fn epilogue;
+    nxe_gemm_ukernel_rows_fn run_rows; /* NULL: A is always packed */
 } nxe_gemm_kernel;
 
 /* Reduction slices longer than this are split into blocks whose partial sums wait in C. */
@@ -304,6 +312,9 @@ extern const nxe_q8_gemm_kernel nxe_ref_q8_gemm_kernel; /* u8s8-gemm-4x8-scalar 
 void nxe_ref_gemm_ukernel_f32(int32_t mr, int32_t nr, int64_t kc, const void *a,
                               const void *const *b_rows, float *c, int64_t ldc,
                               int32_t accumulate);
+void nxe_ref_gemm_ukernel_f32_rows(int32_t mr, int32_t nr, int64_t kc, const float *a,
+                                   int64_t a_stride_m, const void *const *b_rows, float *c,
+                                   int64_t ldc, int32_t accumulate);
 void nxe_ref_gemm_ukernel_bf16(int32_t mr, int32_t nr, int64_t kc, const void *a,
                                const void *const *b_rows, float *c, int64_t ldc,
                                int32_t accumulate);

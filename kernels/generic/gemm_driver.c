@@ -138,12 +138,21 @@ void NXE_ISA_NAME(nxe_gemm_packed_run)(const nxe_gemm_packed_args *args, int64_t
             for (int64_t t = tile_begin; t < tile_end; t++) {
                 const int64_t i0 = t * mr_max;
                 const int32_t mr = (int32_t)(args->m - i0 < mr_max ? args->m - i0 : mr_max);
-                pack_a_tile(args, i0, mr, k0, kc, gathered, a_panel);
+                /* Rows of A with k dense are read in place where the kernel can. */
+                const bool a_in_place = kernel->run_rows && args->a_stride_k == 1;
+                const float *a_rows = args->a + i0 * args->a_stride_m + k0;
+                if (!a_in_place)
+                    pack_a_tile(args, i0, mr, k0, kc, gathered, a_panel);
                 for (int64_t p = pb; p < pe; p++) {
                     const int64_t j0 = p * nr_max;
                     const int32_t nr = (int32_t)(args->n - j0 < nr_max ? args->n - j0 : nr_max);
                     float *c = args->y + i0 * args->y_stride_m + j0;
-                    kernel->run(mr, nr, kc, a_panel, b_rows[p - pb], c, args->y_stride_m, k0 > 0);
+                    if (a_in_place)
+                        kernel->run_rows(mr, nr, kc, a_rows, args->a_stride_m, b_rows[p - pb], c,
+                                         args->y_stride_m, k0 > 0);
+                    else
+                        kernel->run(mr, nr, kc, a_panel, b_rows[p - pb], c, args->y_stride_m,
+                                    k0 > 0);
                     if (last) {
                         nxe_epilogue_operands ops = {
                             .bias = args->bias ? args->bias + j0 : NULL,

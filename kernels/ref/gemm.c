@@ -131,6 +131,20 @@ void nxe_ref_gemm_ukernel_f32(int32_t mr, int32_t nr, int64_t kc, const void *a,
     }
 }
 
+void nxe_ref_gemm_ukernel_f32_rows(int32_t mr, int32_t nr, int64_t kc, const float *a,
+                                   int64_t a_stride_m, const void *const *b_rows, float *c,
+                                   int64_t ldc, int32_t accumulate)
+{
+    for (int32_t i = 0; i < mr; i++) {
+        for (int32_t j = 0; j < nr; j++) {
+            float acc = accumulate ? c[i * ldc + j] : 0.0f;
+            for (int64_t k = 0; k < kc; k++)
+                acc = fmaf(a[i * a_stride_m + k], ((const float *)b_rows[k])[j], acc);
+            c[i * ldc + j] = acc;
+        }
+    }
+}
+
 void nxe_ref_gemm_ukernel_bf16(int32_t mr, int32_t nr, int64_t kc, const void *a,
                                const void *const *b_rows, float *c, int64_t ldc,
                                int32_t accumulate)
@@ -201,7 +215,7 @@ void nxe_ref_epilogue(int32_t mr, int32_t nr, float *c, int64_t ldc,
 
 const nxe_gemm_kernel nxe_ref_gemm_f32_kernel = {
     "f32-gemm-4x8-scalar", NXE_GEMM_F32, REF_MR, REF_NR, 1, nxe_ref_gemm_ukernel_f32,
-    nxe_ref_epilogue,
+    nxe_ref_epilogue, nxe_ref_gemm_ukernel_f32_rows,
 };
 const nxe_gemm_kernel nxe_ref_gemm_bf16_kernel = {
     "bf16-gemm-4x8-scalar", NXE_GEMM_BF16, REF_MR, REF_NR, 2, nxe_ref_gemm_ukernel_bf16,

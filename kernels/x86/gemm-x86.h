@@ -10,6 +10,9 @@
 void nxe_f32_gemm_8x48_avx512(int32_t mr, int32_t nr, int64_t kc, const void *a,
                               const void *const *b_rows, float *c, int64_t ldc,
                             int32_t accumulate);
+void nxe_f32_gemm_8x48_rows_avx512(int32_t mr, int32_t nr, int64_t kc, const float *a,
+                                   int64_t a_stride_m, const void *const *b_rows, float *c,
+                                   int64_t ldc, int32_t accumulate);
 /* AVX512-BF16: 8 x 48 bf16 pairs, f32 accumulation. */
 void nxe_bf16_gemm_8x48_avx512bf16(int32_t mr, int32_t nr, int64_t kc, const void *a,
                                    const void *const *b_rows, float *c, int64_t ldc,
@@ -21,6 +24,9 @@ void nxe_u8s8_gemm_8x48_avx512vnni(int32_t mr, int32_t nr, int64_t kc, const uin
 void nxe_f32_gemm_6x16_avx2(int32_t mr, int32_t nr, int64_t kc, const void *a,
                             const void *const *b_rows, float *c, int64_t ldc,
                             int32_t accumulate);
+void nxe_f32_gemm_6x16_rows_avx2(int32_t mr, int32_t nr, int64_t kc, const float *a,
+                                 int64_t a_stride_m, const void *const *b_rows, float *c,
+                                 int64_t ldc, int32_t accumulate);
 #endif
 
 #endif

@@ -9,12 +9,19 @@
 
 #define MR 6
 
+/* A is a packed panel (element (k, i) at a[k * MR + i]) or rows of memory (element (k, i)
+ * at a[i * a_stride_m + k]); `packed` is a constant at every call. */
 static inline __attribute__((always_inline)) void tile(int32_t rows, int32_t vecs,
                                                        __m256i last_mask, int64_t kc,
-                                                       const float *a,
+                                                       const float *a, int packed,
+                                                       int64_t a_stride_m,
                                                        const void *const *b_rows, float *c,
                                                        int64_t ldc, int32_t accumulate)
 {
+    const float *a_rows[MR];
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; i++)
+        a_rows[i] = a + (i < rows ? i : 0) * a_stride_m;
     __m256 acc[MR][2];
     const __m256i all = _mm256_set1_epi32(-1);
     __m256i mask[2] = {vecs == 1 ? last_mask : all, last_mask};
@@ -32,13 +39,14 @@ static inline __attribute__((always_inline)) void tile(int32_t rows, int32_t vec
 #pragma GCC unroll 6
         for (int i = 0; i < MR; i++) {
             if (i < rows) {
-                __m256 av = _mm256_broadcast_ss(a + i);
+                __m256 av = _mm256_broadcast_ss(packed ? a + i : a_rows[i] + k);
                 acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);
                 if (vecs > 1)
                     acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);
             }
         }
-        a += MR;
+        if (packed)
+            a += MR;
     }
 #pragma GCC unroll 6
     for (int i = 0; i < MR; i++)
@@ -50,7 +58,10 @@ static inline __attribute__((always_inline)) void tile(int32_t rows, int32_t vec
 
 #define ROWS_CASE(rows, vecs)                                                                \
     case rows:                                                                               \
-        tile(rows, vecs, last_mask, kc, a, b_rows, c, ldc, accumulate);                           \
+        if (packed)                                                                          \
+            tile(rows, vecs, last_mask, kc, a, 1, 0, b_rows, c, ldc, accumulate);            \
+        else                                                                                 \
+            tile(rows, vecs, last_mask, kc, a, 0, a_stride_m, b_rows, c, ldc, accumulate);   \
         break;
 
 #define BY_ROWS(vecs)                                                                        \
@@ -61,11 +72,10 @@ static inline __attribute__((always_inline)) void tile(int32_t rows, int32_t vec
         break;                                                                               \
     }
 
-void nxe_f32_gemm_6x16_avx2(int32_t mr, int32_t nr, int64_t kc, const void *a_packed,
-                            const void *const *b_rows, float *c, int64_t ldc,
-                            int32_t accumulate)
+static void run(int32_t mr, int32_t nr, int64_t kc, const float *a, int packed,
+                int64_t a_stride_m, const void *const *b_rows, float *c, int64_t ldc,
+                int32_t accumulate)
 {
-    const float *a = a_packed;
     int32_t vecs = nr > 8 ? 2 : 1;
     int32_t tail = nr - (vecs - 1) * 8;
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -75,6 +85,20 @@ void nxe_f32_gemm_6x16_avx2(int32_t mr, int32_t nr, int64_t kc, const void *a_pa
     } else {
         BY_ROWS(1)
     }
+}
+
+void nxe_f32_gemm_6x16_avx2(int32_t mr, int32_t nr, int64_t kc, const void *a_packed,
+                            const void *const *b_rows, float *c, int64_t ldc,
+                            int32_t accumulate)
+{
+    run(mr, nr, kc, a_packed, 1, 0, b_rows, c, ldc, accumulate);
+}
+
+void nxe_f32_gemm_6x16_rows_avx2(int32_t mr, int32_t nr, int64_t kc, const float *a,
+                                 int64_t a_stride_m, const void *const *b_rows, float *c,
+                                 int64_t ldc, int32_t accumulate)
+{
+    run(mr, nr, kc, a, 0, a_stride_m, b_rows, c, ldc, accumulate);
 }
 
 #endif

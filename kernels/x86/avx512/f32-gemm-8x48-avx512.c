@@ -1,6 +1,6 @@
 /* f32-gemm-8x48-avx512.c — the f32 packed-GEMM microkernel for AVX-512F (kernels/gemm.h): an
  * 8-row by 48-column tile of C in 24 zmm accumulators, one broadcast of A and three vectors of
- * B per k step, masked for column tails. Built only for x86-64 with this file's -m flags. */
+ * B per k step, masked for column tails; A from a packed panel or straight from its rows. Built only for x86-64 with this file's -m flags. */
 #include "x86/gemm-x86.h"
 
 #if defined(__x86_64__)
@@ -12,12 +12,19 @@
 
 /* rows and vecs are constants at every call site, so the loops unroll and acc stays in
  * registers. */
+/* A is a packed panel (a_stride_m 0: element (k, i) at a[k * MR + i]) or rows of memory
+ * (element (k, i) at a[i * a_stride_m + k]); `packed` is a constant at every call. */
 static inline __attribute__((always_inline)) void tile(int32_t rows, int32_t vecs,
                                                        __mmask16 last_mask, int64_t kc,
-                                                       const float *a,
+                                                       const float *a, int packed,
+                                                       int64_t a_stride_m,
                                                        const void *const *b_rows, float *c,
                                                        int64_t ldc, int32_t accumulate)
 {
+    const float *a_rows[MR];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++)
+        a_rows[i] = a + (i < rows ? i : 0) * a_stride_m;
     __m512 acc[MR][3];
     __mmask16 mask[3];
 #pragma GCC unroll 3
@@ -46,14 +53,15 @@ static inline __attribute__((always_inline)) void tile(int32_t rows, int32_t vec
 #pragma GCC unroll 8
         for (int i = 0; i < MR; i++) {
             if (i < rows) {
-                __m512 av = _mm512_set1_ps(a[i]);
+                __m512 av = _mm512_set1_ps(packed ? a[i] : a_rows[i][k]);
 #pragma GCC unroll 3
                 for (int v = 0; v < 3; v++)
                     if (v < vecs)
                         acc[i][v] = _mm512_fmadd_ps(av, bv[v], acc[i][v]);
             }
         }
-        a += MR;
+        if (packed)
+            a += MR;
     }
 #pragma GCC unroll 8
     for (int i = 0; i < MR; i++)
@@ -65,7 +73,10 @@ static inline __attribute__((always_inline)) void tile(int32_t rows, int32_t vec
 
 #define ROWS_CASE(rows, vecs)                                                                \
     case rows:                                                                               \
-        tile(rows, vecs, last_mask, kc, a, b_rows, c, ldc, accumulate);                           \
+        if (packed)                                                                          \
+            tile(rows, vecs, last_mask, kc, a, 1, 0, b_rows, c, ldc, accumulate);            \
+        else                                                                                 \
+            tile(rows, vecs, last_mask, kc, a, 0, a_stride_m, b_rows, c, ldc, accumulate);   \
         break;
 
 #define BY_ROWS(vecs)                                                                        \
@@ -76,11 +87,10 @@ static inline __attribute__((always_inline)) void tile(int32_t rows, int32_t vec
         break;                                                                               \
     }
 
-void nxe_f32_gemm_8x48_avx512(int32_t mr, int32_t nr, int64_t kc, const void *a_packed,
-                              const void *const *b_rows, float *c, int64_t ldc,
-                              int32_t accumulate)
+static void run(int32_t mr, int32_t nr, int64_t kc, const float *a, int packed,
+                int64_t a_stride_m, const void *const *b_rows, float *c, int64_t ldc,
+                int32_t accumulate)
 {
-    const float *a = a_packed;
     int32_t vecs = (nr + 15) / 16;
     int32_t tail = nr - (vecs - 1) * 16;
     __mmask16 last_mask = (__mmask16)((1u << tail) - 1u);
@@ -91,6 +101,20 @@ void nxe_f32_gemm_8x48_avx512(int32_t mr, int32_t nr, int64_t kc, const void *a_
     } else {
         BY_ROWS(1)
     }
+}
+
+void nxe_f32_gemm_8x48_avx512(int32_t mr, int32_t nr, int64_t kc, const void *a_packed,
+                              const void *const *b_rows, float *c, int64_t ldc,
+                              int32_t accumulate)
+{
+    run(mr, nr, kc, a_packed, 1, 0, b_rows, c, ldc, accumulate);
+}
+
+void nxe_f32_gemm_8x48_rows_avx512(int32_t mr, int32_t nr, int64_t kc, const float *a,
+                                   int64_t a_stride_m, const void *const *b_rows, float *c,
+                                   int64_t ldc, int32_t accumulate)
+{
+    run(mr, nr, kc, a, 0, a_stride_m, b_rows, c, ldc, accumulate);
 }
 
 #endif
