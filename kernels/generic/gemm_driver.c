@@ -77,6 +77,50 @@ int64_t NXE_ISA_NAME(nxe_gemm_packed_tiles)(const nxe_gemm_packed_args *args)
     return (args->m + args->kernel->mr - 1) / args->kernel->mr;
 }
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+
+/* Eight rows of 16 floats as bf16, each row becoming 8 pairs (32-bit) in order. */
+static inline __m256i bf16_pairs16(const float *row)
+{
+    const __m512i bits = _mm512_castps_si512(_mm512_loadu_ps(row));
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+    const __m512i rounded = _mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF)));
+    return _mm512_cvtepi32_epi16(_mm512_srli_epi32(rounded, 16));
+}
+
+/* The bf16 A panel of 8 full rows, 8 pairs at a time: convert each row's 16 floats, then
+ * transpose the 8 x 8 block of pairs into k-major order. Returns the pairs done. */
+static int64_t pack_bf16_8rows(const float *const *rows, int64_t pairs, uint32_t *out)
+{
+    int64_t q = 0;
+    for (; q + 8 <= pairs; q += 8) {
+        __m256i r[8];
+        for (int i = 0; i < 8; i++)
+            r[i] = bf16_pairs16(rows[i] + 2 * q);
+        /* 8 x 8 transpose of 32-bit elements. */
+        __m256i t0 = _mm256_unpacklo_epi32(r[0], r[1]), t1 = _mm256_unpackhi_epi32(r[0], r[1]);
+        __m256i t2 = _mm256_unpacklo_epi32(r[2], r[3]), t3 = _mm256_unpackhi_epi32(r[2], r[3]);
+        __m256i t4 = _mm256_unpacklo_epi32(r[4], r[5]), t5 = _mm256_unpackhi_epi32(r[4], r[5]);
+        __m256i t6 = _mm256_unpacklo_epi32(r[6], r[7]), t7 = _mm256_unpackhi_epi32(r[6], r[7]);
+        __m256i u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
+        __m256i u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
+        __m256i u4 = _mm256_unpacklo_epi64(t4, t6), u5 = _mm256_unpackhi_epi64(t4, t6);
+        __m256i u6 = _mm256_unpacklo_epi64(t5, t7), u7 = _mm256_unpackhi_epi64(t5, t7);
+        __m256i *dst = (__m256i *)(void *)(out + q * 8);
+        _mm256_storeu_si256(dst + 0, _mm256_permute2x128_si256(u0, u4, 0x20));
+        _mm256_storeu_si256(dst + 1, _mm256_permute2x128_si256(u1, u5, 0x20));
+        _mm256_storeu_si256(dst + 2, _mm256_permute2x128_si256(u2, u6, 0x20));
+        _mm256_storeu_si256(dst + 3, _mm256_permute2x128_si256(u3, u7, 0x20));
+        _mm256_storeu_si256(dst + 4, _mm256_permute2x128_si256(u0, u4, 0x31));
+        _mm256_storeu_si256(dst + 5, _mm256_permute2x128_si256(u1, u5, 0x31));
+        _mm256_storeu_si256(dst + 6, _mm256_permute2x128_si256(u2, u6, 0x31));
+        _mm256_storeu_si256(dst + 7, _mm256_permute2x128_si256(u3, u7, 0x31));
+    }
+    return q;
+}
+#endif
+
 /* Packs rows [i0, i0 + mr) of A over k in [k0, k0 + kc) into an A panel mr_max wide. Rows
  * of A with k dense (the common case) are read pair by pair into bf16 directly. */
 static void pack_a_tile(const nxe_gemm_packed_args *args, int64_t i0, int32_t mr, int64_t k0,
@@ -90,7 +134,12 @@ static void pack_a_tile(const nxe_gemm_packed_args *args, int64_t i0, int32_t mr
     if (kernel->type == NXE_GEMM_BF16 && args->a_stride_k == 1) {
         uint32_t *out = panel;
         const int64_t pairs = kc / 2;
-        for (int64_t q = 0; q < pairs; q++)
+        int64_t q = 0;
+#if defined(__AVX512F__)
+        if (width == 8 && mr == 8)
+            q = pack_bf16_8rows(rows, pairs, out);
+#endif
+        for (; q < pairs; q++)
             for (int32_t i = 0; i < width; i++)
                 out[q * width + i] = rows[i] ? bf16_bits(rows[i][2 * q]) |
                                                    (bf16_bits(rows[i][2 * q + 1]) << 16)
