@@ -27,12 +27,13 @@ struct nxe_thread_pool {
     pthread_mutex_t mutex;
     pthread_cond_t wake;
     pthread_cond_t done;
-    /* Sequentially consistent, so that a thread about to sleep and a thread about to wake
-     * it cannot both miss each other: each writes its flag, then reads the other's. */
-    atomic_uint_fast64_t generation; /* bumped for every job */
+    /* Spinning threads read these without the mutex; every change that a sleeping thread
+     * must not miss (a new generation, the last worker finishing, stopping) is made or
+     * followed up under the mutex, so no wake-up can be lost between a check and a wait. */
+    atomic_uint_fast64_t generation; /* bumped for every job, under the mutex */
     atomic_int busy_workers;         /* workers still inside the current job */
-    atomic_int sleeping_workers;
-    atomic_int caller_sleeping;
+    int sleeping_workers;            /* guarded by mutex */
+    int caller_sleeping;             /* guarded by mutex */
     atomic_bool stopping;
     /* the current job */
     nxe_range_fn fn;
@@ -62,10 +63,10 @@ static uint64_t await_job(nxe_thread_pool *pool, uint64_t seen)
         spin_pause();
     }
     pthread_mutex_lock(&pool->mutex);
-    atomic_fetch_add(&pool->sleeping_workers, 1);
+    pool->sleeping_workers++;
     while (atomic_load(&pool->generation) == seen && !atomic_load(&pool->stopping))
         pthread_cond_wait(&pool->wake, &pool->mutex);
-    atomic_fetch_sub(&pool->sleeping_workers, 1);
+    pool->sleeping_workers--;
     pthread_mutex_unlock(&pool->mutex);
     return atomic_load(&pool->generation);
 }
@@ -79,9 +80,12 @@ static void *worker_main(void *arg)
         if (atomic_load(&pool->stopping))
             break;
         run_chunks(pool);
-        if (atomic_fetch_sub(&pool->busy_workers, 1) == 1 && atomic_load(&pool->caller_sleeping)) {
+        if (atomic_fetch_sub(&pool->busy_workers, 1) == 1) {
+            /* The last one out: a caller that checked before this and went to sleep is
+             * waiting on `done` by the time the mutex is ours. */
             pthread_mutex_lock(&pool->mutex);
-            pthread_cond_signal(&pool->done);
+            if (pool->caller_sleeping)
+                pthread_cond_signal(&pool->done);
             pthread_mutex_unlock(&pool->mutex);
         }
     }
@@ -177,12 +181,11 @@ void nxe_parallel_for(nxe_thread_pool *pool, int64_t n, int64_t grain, nxe_range
     pool->chunk = chunk;
     atomic_store(&pool->next, 0);
     atomic_store(&pool->busy_workers, pool->num_workers);
+    pthread_mutex_lock(&pool->mutex);
     atomic_fetch_add(&pool->generation, 1);
-    if (atomic_load(&pool->sleeping_workers) > 0) {
-        pthread_mutex_lock(&pool->mutex);
+    if (pool->sleeping_workers > 0)
         pthread_cond_broadcast(&pool->wake);
-        pthread_mutex_unlock(&pool->mutex);
-    }
+    pthread_mutex_unlock(&pool->mutex);
 
     run_chunks(pool);
 
@@ -190,10 +193,10 @@ void nxe_parallel_for(nxe_thread_pool *pool, int64_t n, int64_t grain, nxe_range
         spin_pause();
     if (atomic_load(&pool->busy_workers) > 0) {
         pthread_mutex_lock(&pool->mutex);
-        atomic_store(&pool->caller_sleeping, 1);
+        pool->caller_sleeping = 1;
         while (atomic_load(&pool->busy_workers) > 0)
             pthread_cond_wait(&pool->done, &pool->mutex);
-        atomic_store(&pool->caller_sleeping, 0);
+        pool->caller_sleeping = 0;
         pthread_mutex_unlock(&pool->mutex);
     }
 }
