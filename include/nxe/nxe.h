@@ -341,7 +341,9 @@ NXE_API nxe_status nxe_executable_output_desc(const nxe_executable *exe, int32_t
                                               nxe_tensor_desc *desc, const char **name);
 /* Runs once. Inputs are read from the caller's buffers; outputs are copied into the caller's
  * buffers, which must hold the output's dtype, shape and byte size. Descriptors are matched by
- * position. One run at a time per executable. */
+ * position. One run at a time per executable. The calling thread computes too: the kernels
+ * use up to about 128 KiB of its stack (the library's own worker threads have the system
+ * default). */
 NXE_API nxe_status nxe_executable_run(nxe_executable *exe, const nxe_tensor_desc *inputs,
                                       int32_t num_inputs, nxe_tensor_desc *outputs,
                                       int32_t num_outputs);
