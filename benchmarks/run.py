@@ -34,9 +34,9 @@ from typing import Any
 # nothing timed uses them.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
-import nxe  # noqa: E402
-from nxe import models  # noqa: E402
+import numpy as np
+import nxe
+from nxe import models
 
 HERE = Path(__file__).resolve().parent
 

@@ -17,13 +17,12 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import nxe
 import pytest
 import torch
 
-import nxe
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import fast_kernel_cases as cases  # noqa: E402
+import fast_kernel_cases as cases
 
 LEVELS = ["scalar", "avx2", "avx512", "amx"]
 HERE = Path(__file__).resolve().parent
@@ -64,8 +63,8 @@ def conv_reference(case: dict, data: dict[str, np.ndarray]) -> tuple[np.ndarray,
     b = torch.from_numpy(data[f"{key}/b"]).double()
     conv = {1: torch.nn.functional.conv1d, 2: torch.nn.functional.conv2d,
             3: torch.nn.functional.conv3d}[len(case["size"])]
-    args = dict(stride=case["stride"], padding=case["pad"], dilation=case["dilation"],
-                groups=case.get("groups", 1))
+    args = {"stride": case["stride"], "padding": case["pad"], "dilation": case["dilation"],
+                "groups": case.get("groups", 1)}
     y = conv(x, w, b, **args)
     magnitude = conv(x.abs(), w.abs(), None, **args) + b.abs().reshape((1, -1) + (1,) * (x.dim() - 2))
     if case.get("residual"):
