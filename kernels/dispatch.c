@@ -58,13 +58,13 @@ static const nxe_gemm_kernel bf16_gemm_8x48_avx512bf16 = {
         nxe_conv_gemm_tile_work_##suffix, nxe_conv_gemm_run_##suffix,                        \
         nxe_conv_bf16_pairs_##suffix, nxe_depthwise_rows_##suffix, nxe_depthwise_run_##suffix, \
         nxe_f32_activation_##suffix, nxe_f32_softmax_rows_##suffix,                          \
-        nxe_f32_layer_norm_rows_##suffix
+        nxe_f32_layer_norm_rows_##suffix, nxe_x32_depth_to_space_##suffix
 
 /* One row per level that has kernels of its own, in increasing level order. */
 static const nxe_kernel_table kernel_tables[] = {
     {NXE_ISA_LEVEL_SCALAR, "scalar", nxe_ref_f32_gemm, nxe_ref_f32_conv_ncdhw,
      nxe_ref_f32_conv_ndhwc, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-     NULL, NULL, NULL, NULL, NULL},
+     NULL, NULL, NULL, NULL, NULL, NULL},
 #if defined(__x86_64__)
     {NXE_ISA_LEVEL_AVX2, "avx2", nxe_f32_gemm_avx2, nxe_ref_f32_conv_ncdhw,
      nxe_ref_f32_conv_ndhwc, &f32_gemm_6x16_avx2, NULL, NULL, DRIVERS(avx2)},

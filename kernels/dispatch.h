@@ -61,6 +61,9 @@ typedef struct nxe_kernel_table {
     void (*f32_layer_norm_rows)(const float *x, const float *scale, const float *bias,
                                 float *y, int64_t row_size, float epsilon, int64_t row_begin,
                                 int64_t row_end);
+    /* Depth-to-space of 32-bit elements, channels first (rows as the reference's). */
+    void (*x32_depth_to_space)(const nxe_depth_to_space_geometry *g, const uint32_t *input,
+                               uint32_t *output, int64_t row_begin, int64_t row_end);
 } nxe_kernel_table;
 
 /* The table for this process: the richest one at or below the chosen level. Never NULL;

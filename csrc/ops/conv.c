@@ -883,8 +883,13 @@ typedef struct depth_to_space_job {
 static void depth_to_space_rows(void *ctx, int64_t begin, int64_t end)
 {
     const depth_to_space_job *job = ctx;
-    nxe_ref_xN_depth_to_space(&job->params->geometry, (size_t)job->params->element_size,
-                              job->input, job->output, begin, end);
+    const nxe_depth_to_space_geometry *g = &job->params->geometry;
+    const nxe_kernel_table *kernels = nxe_kernels();
+    if (job->params->element_size == 4 && !g->channels_last && kernels->x32_depth_to_space)
+        kernels->x32_depth_to_space(g, job->input, job->output, begin, end);
+    else
+        nxe_ref_xN_depth_to_space(g, (size_t)job->params->element_size, job->input, job->output,
+                                  begin, end);
 }
 
 static nxe_status depth_to_space_run(const void *params_in, const nxe_value *inputs,

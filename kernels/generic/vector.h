@@ -31,6 +31,9 @@
                                     int64_t row_end);                                        \
     void nxe_conv_bf16_pairs_##suffix(const nxe_conv_geometry *g, const float *input,        \
                                       uint32_t *pairs, int64_t row_begin, int64_t row_end);  \
+    void nxe_x32_depth_to_space_##suffix(const nxe_depth_to_space_geometry *g,               \
+                                         const uint32_t *input, uint32_t *output,           \
+                                         int64_t row_begin, int64_t row_end);               \
     int64_t nxe_q8_gemm_tiles_##suffix(const nxe_q8_packed_args *args);                      \
     void nxe_q8_gemm_run_##suffix(const nxe_q8_packed_args *args, int64_t tile_begin,        \
                                   int64_t tile_end);

@@ -86,6 +86,7 @@ static const nxe_kernel_table generic_table = {
     nxe_depthwise_rows_generic,
     nxe_depthwise_run_generic, nxe_f32_activation_generic,
     nxe_f32_softmax_rows_generic, nxe_f32_layer_norm_rows_generic,
+    nxe_x32_depth_to_space_generic,
 };
 
 /* The kernels to test: the references and every table's, bf16 only where the CPU has it. */
@@ -623,6 +624,28 @@ static void test_thread_pool(void)
     }
 }
 
+/* The 32-bit depth-to-space against the reference, both modes, blocks 2 and 3. */
+static void test_depth_to_space(const nxe_kernel_table *table)
+{
+    for (int crd = 0; crd < 2; crd++) {
+        for (int64_t block = 2; block <= 3; block++) {
+            nxe_depth_to_space_geometry g = {2, 3 * block * block, 5, 7, block, 0, crd};
+            const size_t count = (size_t)(g.batch * g.in_channels * g.in_height * g.in_width);
+            uint32_t *in = malloc(sizeof(uint32_t) * count);
+            uint32_t *got = malloc(sizeof(uint32_t) * count), *want = malloc(sizeof(uint32_t) * count);
+            for (size_t i = 0; i < count; i++)
+                in[i] = (uint32_t)(i * 2654435761u);
+            const int64_t rows = g.batch * g.in_height * block;
+            nxe_ref_xN_depth_to_space(&g, sizeof(uint32_t), in, want, 0, rows);
+            table->x32_depth_to_space(&g, in, got, 0, rows / 2);
+            table->x32_depth_to_space(&g, in, got, rows / 2, rows);
+            CHECK(memcmp(got, want, sizeof(uint32_t) * count) == 0,
+                  "%s depth_to_space block %lld crd %d", table->name, (long long)block, crd);
+            free(in); free(got); free(want);
+        }
+    }
+}
+
 int main(void)
 {
     test_thread_pool();
@@ -656,14 +679,15 @@ int main(void)
         test_activations(tables[t]);
         test_epilogue(tables[t]);
         test_depthwise(tables[t]);
+        test_depth_to_space(tables[t]);
         if (tables[t]->q8_gemm_kernel) {
             int q8_before = failures;
             test_q8_gemm(tables[t]);
             printf("%-28s %s\n", tables[t]->q8_gemm_kernel->name,
                    failures == q8_before ? "ok" : "FAILED");
         }
-        printf("%-28s %s\n", tables[t]->name, failures == before ? "activations, epilogue, depthwise ok"
-                                                                 : "activations, epilogue, depthwise FAILED");
+        printf("%-28s %s\n", tables[t]->name, failures == before ? "activations, epilogue, depthwise, depth-to-space ok"
+                                                                 : "activations, epilogue, depthwise, depth-to-space FAILED");
     }
     printf("%d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
