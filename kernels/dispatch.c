@@ -43,8 +43,8 @@ static const nxe_gemm_kernel f32_gemm_8x48_avx512 = {
     "f32-gemm-8x48-avx512", NXE_GEMM_F32, 8, 48, 1, nxe_f32_gemm_8x48_avx512,
     nxe_epilogue_avx512, nxe_f32_gemm_8x48_rows_avx512,
 };
-static const nxe_q8_gemm_kernel u8s8_gemm_8x48_avx512vnni = {
-    "u8s8-gemm-8x48-avx512vnni", 8, 48, nxe_u8s8_gemm_8x48_avx512vnni,
+static const nxe_q8_gemm_kernel u8s8_gemm_4x48_avx512vnni = {
+    "u8s8-gemm-4x48-avx512vnni", 4, 48, nxe_u8s8_gemm_4x48_avx512vnni,
 };
 static const nxe_gemm_kernel bf16_gemm_8x48_avx512bf16 = {
     "bf16-gemm-8x48-avx512bf16", NXE_GEMM_BF16, 8, 48, 2, nxe_bf16_gemm_8x48_avx512bf16,
@@ -70,7 +70,7 @@ static const nxe_kernel_table kernel_tables[] = {
      nxe_ref_f32_conv_ndhwc, &f32_gemm_6x16_avx2, NULL, NULL, DRIVERS(avx2)},
     {NXE_ISA_LEVEL_AVX512, "avx512", nxe_f32_gemm_avx512, nxe_ref_f32_conv_ncdhw,
      nxe_ref_f32_conv_ndhwc, &f32_gemm_8x48_avx512, &bf16_gemm_8x48_avx512bf16,
-     &u8s8_gemm_8x48_avx512vnni, DRIVERS(avx512)},
+     &u8s8_gemm_4x48_avx512vnni, DRIVERS(avx512)},
 #endif
 };
 

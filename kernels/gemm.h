@@ -248,15 +248,15 @@ typedef void (*nxe_depthwise_run_fn)(const nxe_depthwise_args *args, int64_t row
  * signed) and B to s8 (-128 when unsigned); zero points and the shifts are folded back in
  * per row and column from the row sums of A and the column sums of B, in wrapping int32
  * arithmetic, so every result equals nxe_ref_q8_gemm's exactly.
- * A panels: u8, k-groups of 4: element (k, i) at ((k / 4) * MR + i) * 4 + k % 4. B: row group
- * q of b_rows holds k in [4q, 4q + 4) for each column, 4 bytes per column.
+ * A panels: u8, k-groups of 4: element (k, i) at ((k / 4) * MR + i) * 4 + k % 4; B panels
+ * likewise s8 with NR columns (always packed: no 8-bit convolution reads its input in place).
  * C[i, j] = sum over k < kc of A[k, i] * B[k, j] (int32, wrapping) for i < mr, j < nr,
  * overwritten; rows ldc apart. */
 typedef void (*nxe_q8_ukernel_fn)(int32_t mr, int32_t nr, int64_t kc, const uint8_t *a,
-                                  const void *const *b_rows, int32_t *c, int64_t ldc);
+                                  const int8_t *b, int32_t *c, int64_t ldc);
 
 typedef struct nxe_q8_gemm_kernel {
-    const char *name; /* "u8s8-gemm-8x48-avx512vnni" */
+    const char *name; /* "u8s8-gemm-4x48-avx512vnni" */
     int32_t mr;
     int32_t nr;
     nxe_q8_ukernel_fn run;
@@ -303,8 +303,8 @@ typedef int64_t (*nxe_q8_gemm_tiles_fn)(const nxe_q8_packed_args *args);
 typedef void (*nxe_q8_gemm_run_fn)(const nxe_q8_packed_args *args, int64_t tile_begin,
                                    int64_t tile_end);
 
-void nxe_ref_q8_ukernel(int32_t mr, int32_t nr, int64_t kc, const uint8_t *a,
-                        const void *const *b_rows, int32_t *c, int64_t ldc);
+void nxe_ref_q8_ukernel(int32_t mr, int32_t nr, int64_t kc, const uint8_t *a, const int8_t *b,
+                        int32_t *c, int64_t ldc);
 extern const nxe_q8_gemm_kernel nxe_ref_q8_gemm_kernel; /* u8s8-gemm-4x8-scalar */
 
 /* ---- the reference twins (kernels/ref/gemm.c) ---- */

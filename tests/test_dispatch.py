@@ -116,7 +116,7 @@ def test_kernels_follow_the_level_and_the_features(cap, uncapped):
     wants_bf16 = level in ("avx512", "amx") and "avx512_bf16" in features
     assert kernels["bf16"] == ("bf16-gemm-8x48-avx512bf16" if wants_bf16 else "reference")
     wants_int8 = level in ("avx512", "amx") and "avx512_vnni" in features
-    assert kernels["int8"] == ("u8s8-gemm-8x48-avx512vnni" if wants_int8 else "reference")
+    assert kernels["int8"] == ("u8s8-gemm-4x48-avx512vnni" if wants_int8 else "reference")
 
 
 @pytest.mark.skipif(not (IS_X86_64 and Path("/proc/cpuinfo").is_file()),

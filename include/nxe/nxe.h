@@ -522,7 +522,7 @@ typedef struct nxe_cpu_info {
 NXE_API nxe_status nxe_cpu_info_get(nxe_cpu_info *info);
 /* The matrix kernels this process runs, one "<precision>=<kernel>" entry per precision,
  * space-separated: "f32=f32-gemm-8x48-avx512 bf16=bf16-gemm-8x48-avx512bf16
- * int8=u8s8-gemm-8x48-avx512vnni", with "reference" where a precision runs the portable
+ * int8=u8s8-gemm-4x48-avx512vnni", with "reference" where a precision runs the portable
  * reference kernels (bf16 work in relax mode then runs in f32). The string is NUL-terminated and
  * lives as long as the process. Since API 0.3. */
 NXE_API nxe_status nxe_cpu_kernels(const char **names);

@@ -584,14 +584,13 @@ void NXE_ISA_NAME(nxe_q8_gemm_run)(const nxe_q8_packed_args *args, int64_t tile_
 {
     const nxe_q8_gemm_kernel *kernel = args->kernel;
     const int32_t mr_max = kernel->mr, nr_max = kernel->nr;
-    const int64_t k = args->k, k_padded = nxe_round_up(k, 4), groups = k_padded / 4;
+    const int64_t k = args->k, k_padded = nxe_round_up(k, 4);
     const int64_t panels = (args->n + nr_max - 1) / nr_max;
     const int64_t panel_bytes = k_padded * nr_max;
     int64_t nc_panels = panel_bytes > 0 ? Q8_NC_BYTES / panel_bytes : panels;
     nc_panels = nc_panels < 1 ? 1 : nc_panels;
     _Alignas(64) uint8_t a_panel[Q8_MAX_MR * NXE_Q8_MAX_K];
     uint32_t row_sums[Q8_MAX_MR];
-    const void *b_rows[NXE_Q8_MAX_K / 4 + 1];
     int32_t acc[Q8_MAX_MR * NXE_GEMM_MAX_NR];
     /* The operands were shifted by these; zero points add to them (see kernels/gemm.h). */
     const uint32_t a_shift = args->a.is_signed ? 128u : 0u;
@@ -606,10 +605,7 @@ void NXE_ISA_NAME(nxe_q8_gemm_run)(const nxe_q8_packed_args *args, int64_t tile_
             for (int64_t p = pb; p < pe; p++) {
                 const int64_t j0 = p * nr_max;
                 const int32_t nr = (int32_t)(args->n - j0 < nr_max ? args->n - j0 : nr_max);
-                const int8_t *panel = args->b_packed + p * panel_bytes;
-                for (int64_t q = 0; q < groups; q++)
-                    b_rows[q] = panel + q * nr_max * 4;
-                kernel->run(mr, nr, k, a_panel, b_rows, acc, nr_max);
+                kernel->run(mr, nr, k, a_panel, args->b_packed + p * panel_bytes, acc, nr_max);
                 /* sum (A - alpha)(B + beta) = P + beta sum A - alpha sum B - k alpha beta, in
                  * wrapping arithmetic like the accumulators; alpha per row, beta per column. */
                 uint32_t beta[NXE_GEMM_MAX_NR];

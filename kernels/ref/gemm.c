@@ -350,17 +350,15 @@ void nxe_q8_pack_b(const nxe_q8_gemm_kernel *kernel, nxe_q8_ref b, int64_t strid
     }
 }
 
-void nxe_ref_q8_ukernel(int32_t mr, int32_t nr, int64_t kc, const uint8_t *a,
-                        const void *const *b_rows, int32_t *c, int64_t ldc)
+void nxe_ref_q8_ukernel(int32_t mr, int32_t nr, int64_t kc, const uint8_t *a, const int8_t *b,
+                        int32_t *c, int64_t ldc)
 {
     for (int32_t i = 0; i < mr; i++) {
         for (int32_t j = 0; j < nr; j++) {
             uint32_t acc = 0; /* wraps as the instructions do */
-            for (int64_t kk = 0; kk < kc; kk++) {
-                const int8_t *b = b_rows[kk / 4];
+            for (int64_t kk = 0; kk < kc; kk++)
                 acc += (uint32_t)((int32_t)a[((kk / 4) * REF_Q8_MR + i) * 4 + kk % 4] *
-                                  (int32_t)b[j * 4 + kk % 4]);
-            }
+                                  (int32_t)b[((kk / 4) * REF_Q8_NR + j) * 4 + kk % 4]);
             c[i * ldc + j] = (int32_t)acc;
         }
     }
