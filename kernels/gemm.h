@@ -34,16 +34,18 @@ typedef enum nxe_activation {
 } nxe_activation;
 
 /* What happens to each accumulated value v of C before it is final:
- *     v = scale * v + bias          (bias indexed by row or by column, or absent)
- *     v += residual                 (when residual_before_activation)
+ *     v = scale * v + bias_scale * bias   (bias indexed by row or by column, or absent)
+ *     v += residual                       (when residual_before_activation)
  *     v = activation(v)
- *     v += residual                 (otherwise) */
+ *     v += residual                       (otherwise)
+ * A neutral epilogue has scale and bias_scale 1. */
 typedef struct nxe_epilogue {
     float scale;
     int32_t activation;                   /* nxe_activation */
     float alpha;
     float beta;
     int32_t residual_before_activation;
+    float bias_scale;
 } nxe_epilogue;
 
 /* Where an epilogue reads its per-tile operands; both may be NULL. */
@@ -110,8 +112,8 @@ static inline int64_t nxe_round_up(int64_t value, int64_t unit)
 size_t nxe_gemm_element_size(int32_t type);
 
 /* Bytes of the panels holding a [k x w] operand packed `width` wide: ceil(w / width) panels of
- * round_up(k, k_unit) * width elements each, with the reduction split into NXE_GEMM_KC blocks
- * (each block is one contiguous [kc x width] run inside its panel). */
+ * round_up(k, k_unit) * width elements each. A panel is k-major, so any block of the reduction
+ * starting at a multiple of k_unit is one contiguous [kc x width] run inside it. */
 size_t nxe_gemm_packed_bytes(const nxe_gemm_kernel *kernel, int64_t k, int64_t w, int32_t width);
 
 /* Packs the operand element (k, x) = src[k * stride_k + x * stride_x], for k < k_count and

@@ -15,75 +15,79 @@ import nxe
 
 # name, kind, shapes and attributes. Conv: (N, C, spatial..., O, kernel, stride, dilation,
 # pads, groups), with the op after it ("then") and whether an Add of a residual follows.
+
+def conv_case(name: str, n: int, c: int, size: tuple[int, ...], o: int, k: int, stride: int = 1,
+              dilation: int = 1, pad: int = 0, **extra: object) -> dict:
+    """One convolution case: batch, channels, spatial size, output channels, kernel size."""
+    return {"name": name, "n": n, "c": c, "size": size, "o": o, "k": k, "stride": stride,
+            "dilation": dilation, "pad": pad, **extra}
+
+
 CONV_CASES = [
-    {"name": "first_layer_5x5", "n": 1, "c": 1, "size": (19, 101), "o": 64, "k": 5, "stride": 1, "dilation": 1, "pad": 2},
-    {"name": "tails_3x3", "n": 2, "c": 3, "size": (9, 50), "o": 5, "k": 3, "stride": 1, "dilation": 1, "pad": 1,
-         "then": "Tanh"},
-    {"name": "odd_channels", "n": 1, "c": 17, "size": (7, 97), "o": 33, "k": 3, "stride": 1, "dilation": 1, "pad": 1,
-         "then": "Relu", "residual": True},
-    {"name": "stride2", "n": 1, "c": 8, "size": (11, 41), "o": 16, "k": 3, "stride": 2, "dilation": 1, "pad": 1,
-         "then": "Sigmoid"},
-    {"name": "dilation2", "n": 1, "c": 6, "size": (12, 30), "o": 7, "k": 3, "stride": 1, "dilation": 2, "pad": 2,
-         "then": "LeakyRelu"},
-    {"name": "groups", "n": 1, "c": 8, "size": (10, 26), "o": 12, "k": 3, "stride": 1, "dilation": 1, "pad": 1,
-         "groups": 4, "then": "Gelu"},
-    {"name": "depthwise", "n": 1, "c": 6, "size": (8, 53), "o": 6, "k": 3, "stride": 1, "dilation": 1, "pad": 1,
-         "groups": 6, "then": "Clip", "residual": True},
-    {"name": "depthwise_multiplier_nhwc", "n": 2, "c": 4, "size": (9, 17), "o": 8, "k": 3, "stride": 2,
-         "dilation": 1, "pad": 1, "groups": 4, "layout": "NHWC", "then": "Relu"},
-    {"name": "pointwise", "n": 1, "c": 40, "size": (6, 49), "o": 9, "k": 1, "stride": 1, "dilation": 1, "pad": 0,
-         "residual": True},
-    {"name": "edsr_like", "n": 1, "c": 64, "size": (5, 70), "o": 64, "k": 3, "stride": 1, "dilation": 1, "pad": 1,
-         "residual": True, "then": "Relu"},
-    {"name": "no_padding", "n": 1, "c": 4, "size": (9, 60), "o": 4, "k": 3, "stride": 1, "dilation": 1, "pad": 0,
-         "then": "Clip"},
-    {"name": "nhwc", "n": 2, "c": 5, "size": (7, 21), "o": 19, "k": 3, "stride": 1, "dilation": 1, "pad": 1,
-         "layout": "NHWC", "then": "Relu", "residual": True},
-    {"name": "nhwc_stride2", "n": 1, "c": 16, "size": (9, 33), "o": 50, "k": 3, "stride": 2, "dilation": 1, "pad": 1,
-         "layout": "NHWC"},
-    {"name": "conv1d", "n": 2, "c": 5, "size": (40,), "o": 7, "k": 4, "stride": 3, "dilation": 2, "pad": 3},
-    {"name": "conv3d", "n": 1, "c": 4, "size": (4, 5, 6), "o": 6, "k": 3, "stride": 1, "dilation": 1, "pad": 1,
-         "groups": 2, "then": "Tanh"},
+    conv_case("first_layer_5x5", n=1, c=1, size=(19, 101), o=64, k=5, pad=2),
+    conv_case("tails_3x3", n=2, c=3, size=(9, 50), o=5, k=3, pad=1, then="Tanh"),
+    conv_case("odd_channels", n=1, c=17, size=(7, 97), o=33, k=3, pad=1, then="Relu",
+              residual=True),
+    conv_case("stride2", n=1, c=8, size=(11, 41), o=16, k=3, stride=2, pad=1, then="Sigmoid"),
+    conv_case("dilation2", n=1, c=6, size=(12, 30), o=7, k=3, dilation=2, pad=2,
+              then="LeakyRelu"),
+    conv_case("groups", n=1, c=8, size=(10, 26), o=12, k=3, pad=1, groups=4, then="Gelu"),
+    conv_case("depthwise", n=1, c=6, size=(8, 53), o=6, k=3, pad=1, groups=6, then="Clip",
+              residual=True),
+    conv_case("depthwise_multiplier_nhwc", n=2, c=4, size=(9, 17), o=8, k=3, stride=2, pad=1,
+              groups=4, layout="NHWC", then="Relu"),
+    conv_case("pointwise", n=1, c=40, size=(6, 49), o=9, k=1, residual=True),
+    conv_case("edsr_like", n=1, c=64, size=(5, 70), o=64, k=3, pad=1, residual=True,
+              then="Relu"),
+    conv_case("no_padding", n=1, c=4, size=(9, 60), o=4, k=3, then="Clip"),
+    conv_case("nhwc", n=2, c=5, size=(7, 21), o=19, k=3, pad=1, layout="NHWC", then="Relu",
+              residual=True),
+    conv_case("nhwc_stride2", n=1, c=16, size=(9, 33), o=50, k=3, stride=2, pad=1,
+              layout="NHWC"),
+    conv_case("conv1d", n=2, c=5, size=(40,), o=7, k=4, stride=3, dilation=2, pad=3),
+    conv_case("conv3d", n=1, c=4, size=(4, 5, 6), o=6, k=3, pad=1, groups=2, then="Tanh"),
 ]
 
 # Dense layers with constant weights: FullyConnected [N, K]; Gemm with its attributes;
 # MatMul with a 2-D B under a batched A.
 DENSE_CASES = [
-    {"name": "fc_tails", "op": "FullyConnected", "m": (3, 7), "k": 33, "n": 50, "bias": True, "then": "Gelu"},
+    {"name": "fc_tails", "op": "FullyConnected", "m": (3, 7), "k": 33, "n": 50, "bias": True,
+     "then": "Gelu"},
     {"name": "fc_square", "op": "FullyConnected", "m": (64,), "k": 384, "n": 384, "bias": True,
-         "residual": True},
+     "scale": 0.125, "residual": True},
     {"name": "fc_long_k", "op": "FullyConnected", "m": (5,), "k": 700, "n": 20, "bias": False,
-         "then": "Swish"},
-    {"name": "gemm_trans", "op": "Gemm", "m": (9,), "k": 30, "n": 61, "transA": 1, "transB": 1, "alpha": 0.5,
-         "beta": 2.0, "c": "row"},
-    {"name": "gemm_scalar_c", "op": "Gemm", "m": (17,), "k": 300, "n": 100, "transA": 0, "transB": 0,
-         "alpha": 1.0, "beta": 0.5, "c": "scalar", "then": "Relu"},
-    {"name": "gemm_full_c", "op": "Gemm", "m": (6,), "k": 12, "n": 10, "transA": 0, "transB": 0, "alpha": 1.0,
-         "beta": 1.0, "c": "full"},
+     "then": "Swish"},
+    {"name": "gemm_trans", "op": "Gemm", "m": (9,), "k": 30, "n": 61, "transA": 1, "transB": 1,
+     "alpha": 0.5, "beta": 2.0, "c": "row", "scale": 3.0},
+    {"name": "gemm_scalar_c", "op": "Gemm", "m": (17,), "k": 300, "n": 100, "transA": 0,
+     "transB": 0, "alpha": 1.0, "beta": 0.5, "c": "scalar", "then": "Relu"},
+    {"name": "gemm_full_c", "op": "Gemm", "m": (6,), "k": 12, "n": 10, "transA": 0, "transB": 0,
+     "alpha": 1.0, "beta": 1.0, "c": "full"},
     {"name": "matmul_batched", "op": "MatMul", "m": (2, 3, 11), "k": 45, "n": 70},
-    # B computed at run time (attention's operands), its batch broadcast over A's.
-    {"name": "matmul_runtime_b", "op": "MatMul", "m": (2, 3, 11), "k": 45, "n": 70, "b_input": (3,),
-         "then": "Tanh"},
-    {"name": "matmul_runtime_b_square", "op": "MatMul", "m": (4, 64), "k": 64, "n": 64, "b_input": (4,),
-         "residual": True},
+    # B computed at run time (attention's operands), its batch broadcast over A's, and the
+    # product scaled as attention scales its scores.
+    {"name": "matmul_runtime_b", "op": "MatMul", "m": (2, 3, 11), "k": 45, "n": 70,
+     "b_input": (3,), "scale": -0.5, "then": "Tanh"},
+    {"name": "matmul_runtime_b_square", "op": "MatMul", "m": (4, 64), "k": 64, "n": 64,
+     "b_input": (4,), "residual": True},
 ]
 
 # 8-bit products: A [m..., k] and B [(batch...), k, n] of the given dtypes, zero points per
 # tensor ("tensor"), per row of A / column of B ("axis") or absent; QLinearMatMul requantizes to
 # y_dtype. An Add after an integer product stays its own step (nothing folds into it).
 QUANT_CASES = [
-    {"name": "u8_i8_tensor_zero", "op": "MatMulInteger", "m": (7,), "k": 33, "n": 50, "a": "u8", "b": "i8",
-         "zero": "tensor", "b_input": False, "add": True},
-    {"name": "i8_i8_axis_zero", "op": "MatMulInteger", "m": (2, 9), "k": 70, "n": 49, "a": "i8", "b": "i8",
-         "zero": "axis", "b_input": False},
-    {"name": "u8_u8_runtime_b", "op": "MatMulInteger", "m": (3, 5), "k": 129, "n": 20, "a": "u8", "b": "u8",
-         "zero": "tensor", "b_input": True},
-    {"name": "i8_u8_no_zero", "op": "MatMulInteger", "m": (17,), "k": 300, "n": 96, "a": "i8", "b": "u8",
-         "zero": None, "b_input": False},
-    {"name": "qlinear_u8", "op": "QLinearMatMul", "m": (9,), "k": 64, "n": 60, "a": "u8", "b": "i8",
-         "zero": "tensor", "b_input": False, "y": "u8"},
-    {"name": "qlinear_i8_axis", "op": "QLinearMatMul", "m": (2, 6), "k": 45, "n": 33, "a": "i8", "b": "i8",
-         "zero": "axis", "b_input": True, "y": "i8"},
+    {"name": "u8_i8_tensor_zero", "op": "MatMulInteger", "m": (7,), "k": 33, "n": 50,
+     "a": "u8", "b": "i8", "zero": "tensor", "b_input": False, "add": True},
+    {"name": "i8_i8_axis_zero", "op": "MatMulInteger", "m": (2, 9), "k": 70, "n": 49,
+     "a": "i8", "b": "i8", "zero": "axis", "b_input": False},
+    {"name": "u8_u8_runtime_b", "op": "MatMulInteger", "m": (3, 5), "k": 129, "n": 20,
+     "a": "u8", "b": "u8", "zero": "tensor", "b_input": True},
+    {"name": "i8_u8_no_zero", "op": "MatMulInteger", "m": (17,), "k": 300, "n": 96,
+     "a": "i8", "b": "u8", "zero": None, "b_input": False},
+    {"name": "qlinear_u8", "op": "QLinearMatMul", "m": (9,), "k": 64, "n": 60,
+     "a": "u8", "b": "i8", "zero": "tensor", "b_input": False, "y": "u8"},
+    {"name": "qlinear_i8_axis", "op": "QLinearMatMul", "m": (2, 6), "k": 45, "n": 33,
+     "a": "i8", "b": "i8", "zero": "axis", "b_input": True, "y": "i8"},
 ]
 
 NUMPY_8BIT = {"u8": np.uint8, "i8": np.int8}
@@ -166,6 +170,8 @@ def build_dense(case: dict, arrays: dict[str, np.ndarray]):
     else:
         y = g.MatMul(a, b)
     inputs = [arrays["a"]] + ([arrays["b"]] if "b_input" in case else [])
+    if "scale" in case:  # a product by a constant scalar, as attention scales its scores
+        y = g.Mul(y, g.constant(np.float32(case["scale"])))
     if case.get("residual"):
         y = g.Add(y, g.input("residual", arrays["residual"].shape, "f32"))
         inputs.append(arrays["residual"])

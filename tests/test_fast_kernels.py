@@ -66,7 +66,8 @@ def conv_reference(case: dict, data: dict[str, np.ndarray]) -> tuple[np.ndarray,
     args = {"stride": case["stride"], "padding": case["pad"], "dilation": case["dilation"],
                 "groups": case.get("groups", 1)}
     y = conv(x, w, b, **args)
-    magnitude = conv(x.abs(), w.abs(), None, **args) + b.abs().reshape((1, -1) + (1,) * (x.dim() - 2))
+    bias_shape = (1, -1) + (1,) * (x.dim() - 2)
+    magnitude = conv(x.abs(), w.abs(), None, **args) + b.abs().reshape(bias_shape)
     if case.get("residual"):
         residual = torch.from_numpy(data[f"{key}/residual"]).double()
         y = y + residual
@@ -91,6 +92,9 @@ def dense_reference(case: dict, data: dict[str, np.ndarray]) -> tuple[np.ndarray
     if c is not None:
         y = y + beta * c
         magnitude = magnitude + abs(beta) * c.abs()
+    if "scale" in case:
+        y = case["scale"] * y
+        magnitude = abs(case["scale"]) * magnitude
     if case.get("residual"):
         residual = torch.from_numpy(data[f"{key}/residual"]).double()
         y = y + residual
@@ -167,7 +171,7 @@ def test_epilogues_are_folded_where_packed_kernels_run(level_results):
     level, data = level_results
     folded = json.loads(str(data["folded"]))
     # Each case folds in four executables: fp32 and relax, each compiled and loaded.
-    expected = 4 * sum(bool(c.get("then")) + bool(c.get("residual"))
+    expected = 4 * sum(bool(c.get("then")) + bool(c.get("residual")) + ("scale" in c)
                        for c in cases.CONV_CASES + cases.DENSE_CASES)
     if level == "scalar":
         assert folded == []

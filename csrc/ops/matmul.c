@@ -530,7 +530,7 @@ static nxe_gemm_packed_args packed_args(const gemm_prepared *p, const nxe_fused_
         .residual_stride_m = p->n,
         .epilogue = fused->epilogue,
     };
-    args.epilogue.scale = p->alpha;
+    args.epilogue.scale *= p->alpha;
     return args;
 }
 

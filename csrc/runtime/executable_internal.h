@@ -121,9 +121,9 @@ uint64_t nxe_executable_staging_default(const nxe_executable *exe);
 nxe_status nxe_executable_init_staging(nxe_executable *exe, uint64_t capacity,
                                        const char *where);
 
-/* Prepares every step for this process's kernels (packing constant weights), folds
- * activations and residual additions into the steps that can apply them as epilogues, then
- * plans the arena for the steps that remain (allocating it unless `plan_only`). Run by the
+/* Prepares every step for this process's kernels (packing constant weights, sizing the
+ * shared workspace), folds activations and residual additions into the steps that can apply
+ * them as epilogues, then plans and allocates the arena for the steps that remain. Run by the
  * compiler and by the binary loader, so a loaded plan runs the same steps as a compiled one. */
 nxe_status nxe_executable_prepare(nxe_executable *exe);
 /* Gives every arena tensor an offset (largest first, lowest free offset among overlapping

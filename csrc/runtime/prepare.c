@@ -1,8 +1,8 @@
 /* prepare.c — the passes between a plan's steps and running them, shared by the compiler and
  * the binary loader: each op prepares for this process's kernels (constant weights packed
- * once), activations and residual additions fold into the GEMM or convolution step before
- * them as its epilogue, and the arena is planned for the steps that remain. A folded step is
- * removed, so its intermediate tensor never reaches memory. */
+ * once), activations, products by a constant scalar and residual additions fold into the GEMM
+ * or convolution step before them as its epilogue, and the arena is planned for the steps
+ * that remain. A folded step is removed, so its intermediate tensor never reaches memory. */
 #include <string.h>
 
 #include "runtime/executable_internal.h"
@@ -96,6 +96,20 @@ static nxe_status try_fold(nxe_executable *exe, const tensor_uses *uses, int32_t
         next->def->as_activation(next->params, next->input_values, next->num_inputs,
                                  &activation)) {
         fused->epilogue = activation;
+    } else if (strcmp(next->def->info.name, "Mul") == 0 && next->num_inputs == 2 &&
+               fused->epilogue.activation == NXE_ACTIVATION_NONE && fused->residual_input < 0) {
+        /* A product by a constant scalar scales the whole result so far. */
+        int32_t other = next->input_ids[0] == produced ? next->input_ids[1] : next->input_ids[0];
+        if (other < 0 || other == produced)
+            return NXE_OK;
+        const nxe_exe_tensor *factor = &exe->tensors[other];
+        int64_t count;
+        if (factor->kind != NXE_TENSOR_CONSTANT || factor->dtype != NXE_DTYPE_F32 ||
+            !nxe_shape_numel(factor->ndim, factor->shape, &count) || count != 1)
+            return NXE_OK;
+        const float value = *(const float *)factor->storage;
+        fused->epilogue.scale *= value;
+        fused->epilogue.bias_scale *= value;
     } else if (strcmp(next->def->info.name, "Add") == 0 && fused->residual_input < 0 &&
                next->num_inputs == 2) {
         int32_t other = next->input_ids[0] == produced ? next->input_ids[1] : next->input_ids[0];
@@ -178,7 +192,7 @@ static nxe_status prepare_steps(nxe_executable *exe)
     for (int32_t s = 0; s < exe->num_steps; s++) {
         nxe_exe_step *step = &exe->steps[s];
         step->fused = (nxe_fused_epilogue){
-            .epilogue = {.scale = 1.0f, .activation = NXE_ACTIVATION_NONE},
+            .epilogue = {.scale = 1.0f, .activation = NXE_ACTIVATION_NONE, .bias_scale = 1.0f},
             .residual_input = -1,
         };
         if (!step->def->prepare)

@@ -67,7 +67,7 @@ void NXE_ISA_NAME(nxe_epilogue)(int32_t mr, int32_t nr, float *c, int64_t ldc,
                                 const nxe_epilogue *epilogue,
                                 const nxe_epilogue_operands *operands)
 {
-    const float scale = epilogue->scale;
+    const float scale = epilogue->scale, bias_scale = epilogue->bias_scale;
     const float *bias = operands->bias;
     const int before = epilogue->residual_before_activation;
     for (int32_t i = 0; i < mr; i++) {
@@ -76,9 +76,9 @@ void NXE_ISA_NAME(nxe_epilogue)(int32_t mr, int32_t nr, float *c, int64_t ldc,
                                                    : NULL;
         if (bias && !operands->bias_per_row) {
             for (int32_t j = 0; j < nr; j++)
-                row[j] = scale * row[j] + bias[j];
+                row[j] = scale * row[j] + bias_scale * bias[j];
         } else if (bias || scale != 1.0f) {
-            const float add = bias ? bias[i] : 0.0f;
+            const float add = bias ? bias_scale * bias[i] : 0.0f;
             for (int32_t j = 0; j < nr; j++)
                 row[j] = scale * row[j] + add;
         }

@@ -201,7 +201,7 @@ void nxe_ref_epilogue(int32_t mr, int32_t nr, float *c, int64_t ldc,
         for (int32_t j = 0; j < nr; j++) {
             float v = epilogue->scale * c[i * ldc + j];
             if (operands->bias)
-                v += operands->bias[operands->bias_per_row ? i : j];
+                v += epilogue->bias_scale * operands->bias[operands->bias_per_row ? i : j];
             float residual = operands->residual ? operands->residual[i * operands->ldr + j] : 0.0f;
             if (epilogue->residual_before_activation)
                 v += residual;

@@ -266,7 +266,8 @@ static void test_epilogue(const nxe_kernel_table *table)
     float *got = malloc(sizeof(float) * (size_t)(mr * ldc));
     for (int32_t act = NXE_ACTIVATION_NONE; act < NXE_ACTIVATION_COUNT; act++) {
         for (int variant = 0; variant < 8; variant++) {
-            nxe_epilogue e = {variant & 1 ? 0.75f : 1.0f, act, -0.3f, 0.6f, (variant >> 2) & 1};
+            nxe_epilogue e = {variant & 1 ? 0.75f : 1.0f, act, -0.3f, 0.6f, (variant >> 2) & 1,
+                              variant & 1 ? -1.25f : 1.0f};
             if (act == NXE_ACTIVATION_LEAKY_RELU)
                 e.alpha = 0.2f;
             nxe_epilogue_operands ops = {variant & 2 ? bias : NULL, variant & 1, variant & 4 ? residual : NULL, ldr};
@@ -306,7 +307,7 @@ static void test_gemm_driver(const nxe_kernel_table *table, const nxe_gemm_kerne
                 .a_stride_m = trans ? 1 : k, .a_stride_k = trans ? m : 1,
                 .b_packed = packed, .y = y, .y_stride_m = n, .bias = bias,
                 .residual = trans ? residual : NULL, .residual_stride_m = n,
-                .epilogue = {1.5f, trans ? NXE_ACTIVATION_RELU : NXE_ACTIVATION_NONE, 0, 0, 1},
+                .epilogue = {1.5f, trans ? NXE_ACTIVATION_RELU : NXE_ACTIVATION_NONE, 0, 0, 1, 0.5f},
             };
             /* Split the tiles unevenly, as threads might. */
             int64_t tiles = table->gemm_packed_tiles(&args), mid = tiles / 3;
@@ -323,7 +324,7 @@ static void test_gemm_driver(const nxe_kernel_table *table, const nxe_gemm_kerne
                     double mag = 0.0;
                     for (int64_t kk = 0; kk < k; kk++)
                         mag += fabs(a[trans ? kk * m + i : i * k + kk] * b[kk * n + j]);
-                    double v = 1.5 * ref[i * n + j] + bias[j] + (trans ? residual[i * n + j] : 0.0);
+                    double v = 1.5 * ref[i * n + j] + 0.5 * bias[j] + (trans ? residual[i * n + j] : 0.0);
                     if (trans && v < 0)
                         v = 0.0;
                     double tol = (bf16 ? 1.6e-2 : 1e-5) * 1.5 * mag + 1e-5 * (fabs(v) + 1.0);
@@ -415,7 +416,7 @@ static void test_conv_driver(const nxe_kernel_table *table, const nxe_gemm_kerne
             }
             nxe_conv_gemm_args args = {kernel, &g, last, input, packed, bias,
                                        last ? rl : res, y,
-                                       {1.0f, NXE_ACTIVATION_TANH, 0, 0, 1}};
+                                       {1.0f, NXE_ACTIVATION_TANH, 0, 0, 1, 1.0f}};
             int64_t tiles = table->conv_gemm_tiles(&args), mid = tiles / 2 + 1;
             if (mid > tiles)
                 mid = tiles;
@@ -490,7 +491,7 @@ static void test_depthwise(const nxe_kernel_table *table)
         for (int last = 0; last < 2; last++) {
             nxe_depthwise_pack_weight(&g, last, w, packed);
             nxe_depthwise_args args = {&g, last, last ? xl : x, packed, bias, last ? rl : res, y,
-                                       {1.0f, NXE_ACTIVATION_RELU, 0, 0, 0}};
+                                       {1.0f, NXE_ACTIVATION_RELU, 0, 0, 0, 1.0f}};
             int64_t total = table->depthwise_rows(&args);
             table->depthwise_run(&args, 0, total / 3);
             table->depthwise_run(&args, total / 3, total);
