@@ -156,6 +156,13 @@ int64_t nxe_parallel_grain(double work_per_item, double target_work)
     return (int64_t)(target_work / (work_per_item + 1.0)) + 1;
 }
 
+int64_t nxe_parallel_grain_few_chunks(const nxe_thread_pool *pool, int64_t n, int64_t grain)
+{
+    const int64_t threads = nxe_thread_pool_size(pool);
+    const int64_t share = (n + 2 * threads - 1) / (2 * threads);
+    return grain < share ? share : grain;
+}
+
 void nxe_parallel_for(nxe_thread_pool *pool, int64_t n, int64_t grain, nxe_range_fn fn,
                       void *ctx)
 {

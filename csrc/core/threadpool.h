@@ -22,6 +22,10 @@ int32_t nxe_thread_pool_size(const nxe_thread_pool *pool);
  * each item costs `work_per_item` (at least 1). */
 int64_t nxe_parallel_grain(double work_per_item, double target_work);
 
+/* `grain`, raised so that [0, n) splits into at most about two chunks per thread: for loops
+ * whose items share data in cache (rows of a GEMM reading one block of B). */
+int64_t nxe_parallel_grain_few_chunks(const nxe_thread_pool *pool, int64_t n, int64_t grain);
+
 /* Runs fn over [0, n) in chunks of at least `grain` items, on the caller and the workers,
  * and returns when all chunks are done. pool may be NULL (runs inline). Not reentrant. */
 void nxe_parallel_for(nxe_thread_pool *pool, int64_t n, int64_t grain, nxe_range_fn fn,

@@ -65,3 +65,18 @@ void *nxe_prepared_alloc(size_t header_size, size_t data_bytes, void **data)
         *data = block + offset;
     return block;
 }
+
+void nxe_batch_offsets(int32_t batch_ndim, const int64_t *batch_shape, const int64_t *a_strides,
+                       const int64_t *b_strides, int64_t batch, int64_t *a_offset,
+                       int64_t *b_offset)
+{
+    int64_t a = 0, b = 0, rest = batch;
+    for (int32_t d = batch_ndim - 1; d >= 0; d--) {
+        const int64_t index = rest % batch_shape[d];
+        rest /= batch_shape[d];
+        a += index * a_strides[d];
+        b += index * b_strides[d];
+    }
+    *a_offset = a;
+    *b_offset = b;
+}

@@ -144,6 +144,13 @@ typedef struct matmul_job {
     float *y;
 } matmul_job;
 
+static void batch_offsets(const matmul_params *p, int64_t batch, int64_t *a_offset,
+                          int64_t *b_offset)
+{
+    nxe_batch_offsets(p->batch_ndim, p->batch_shape, p->a_batch_strides, p->b_batch_strides,
+                      batch, a_offset, b_offset);
+}
+
 /* Rows of the flattened (batch, m) range; each batch's slice is one GEMM call. */
 static void matmul_rows(void *ctx, int64_t begin, int64_t end)
 {
@@ -154,13 +161,8 @@ static void matmul_rows(void *ctx, int64_t begin, int64_t end)
         const int64_t batch = row / p->m;
         const int64_t first = row % p->m;
         const int64_t last = end - row < p->m - first ? first + (end - row) : p->m;
-        int64_t a_offset = 0, b_offset = 0, rest = batch;
-        for (int32_t d = p->batch_ndim - 1; d >= 0; d--) {
-            const int64_t index = rest % p->batch_shape[d];
-            rest /= p->batch_shape[d];
-            a_offset += index * p->a_batch_strides[d];
-            b_offset += index * p->b_batch_strides[d];
-        }
+        int64_t a_offset, b_offset;
+        batch_offsets(p, batch, &a_offset, &b_offset);
         const nxe_f32_gemm_args args = {
             .m = p->m, .n = p->n, .k = p->k, .alpha = 1.0f, .beta = 0.0f,
             .a = job->a + a_offset, .a_stride_m = p->k, .a_stride_k = 1,
@@ -420,21 +422,6 @@ static nxe_status gemm_prepare(const void *params_in, const nxe_value *inputs,
                      p->c_stride_n, p->beta, prepared);
 }
 
-/* Where batch `batch` of a MatMul's A and B start (elements). */
-static void batch_offsets(const matmul_params *p, int64_t batch, int64_t *a_offset,
-                          int64_t *b_offset)
-{
-    int64_t a = 0, b = 0, rest = batch;
-    for (int32_t d = p->batch_ndim - 1; d >= 0; d--) {
-        const int64_t index = rest % p->batch_shape[d];
-        rest /= p->batch_shape[d];
-        a += index * p->a_batch_strides[d];
-        b += index * p->b_batch_strides[d];
-    }
-    *a_offset = a;
-    *b_offset = b;
-}
-
 /* MatMul. A constant B shared by every batch, over an A whose batches follow each other, is
  * packed once: one GEMM of batch * M rows. Any other B (computed at run time, as in
  * attention, or different per batch) is packed into the workspace at every run, one slot per
@@ -512,10 +499,8 @@ static void gemm_packed_tiles(void *ctx, int64_t begin, int64_t end)
 static int64_t packed_grain(const gemm_prepared *p, int64_t tiles, nxe_thread_pool *pool)
 {
     const double tile_work = (double)p->kernel->mr * (double)p->n * (double)p->k;
-    int64_t grain = nxe_parallel_grain(tile_work, MATMUL_TASK_WORK);
-    const int64_t threads = pool ? nxe_thread_pool_size(pool) : 1;
-    const int64_t even_share = (tiles + 2 * threads - 1) / (2 * threads);
-    return grain < even_share ? even_share : grain;
+    return nxe_parallel_grain_few_chunks(pool, tiles,
+                                         nxe_parallel_grain(tile_work, MATMUL_TASK_WORK));
 }
 
 static nxe_gemm_packed_args packed_args(const gemm_prepared *p, const nxe_fused_epilogue *fused,

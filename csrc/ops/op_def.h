@@ -147,6 +147,12 @@ const nxe_op_def *nxe_op_def_find(const char *op_type);
  * starting 64-byte aligned at *data. NULL when out of memory. */
 void *nxe_prepared_alloc(size_t header_size, size_t data_bytes, void **data);
 
+/* Where batch `batch` of two broadcast operands starts (elements): batch is an index into the
+ * row-major batch shape, each operand's strides are 0 along dimensions it repeats. */
+void nxe_batch_offsets(int32_t batch_ndim, const int64_t *batch_shape, const int64_t *a_strides,
+                       const int64_t *b_strides, int64_t batch, int64_t *a_offset,
+                       int64_t *b_offset);
+
 /* Shared shape helpers for op rules. */
 /* numpy broadcasting of two shapes; fails with a node error naming both shapes. */
 nxe_status nxe_broadcast_shapes(const nxe_node *node, int32_t ndim_a, const int64_t *a,

@@ -253,6 +253,27 @@ static int32_t zero_scalar(const nxe_value *inputs, int32_t num_inputs, int32_t 
                                     : ((const uint8_t *)v->data)[0];
 }
 
+/* Where a product's results go from element y_offset on: int32, or requantized with the
+ * scales and zero point the op's inputs give. */
+static void output_of(const qmatmul_params *p, const nxe_value *in, int32_t num_inputs,
+                      nxe_value *y, int64_t y_offset, const float **a_scale,
+                      int64_t *a_scale_stride, const float **b_scale, int64_t *b_scale_stride,
+                      nxe_q8_output *out)
+{
+    if (!p->requant) {
+        out->y_i32 = (int32_t *)y->data + y_offset;
+        return;
+    }
+    *a_scale = in[p->slots.a_scale].data;
+    *a_scale_stride = p->a_scale_stride;
+    *b_scale = in[p->slots.b_scale].data;
+    *b_scale_stride = p->b_scale_stride;
+    out->y_q8 = (uint8_t *)y->data + y_offset;
+    out->y_signed = p->y_signed;
+    out->y_scale = scalar_f32(&in[p->slots.y_scale]);
+    out->y_zero_point = zero_scalar(in, num_inputs, p->slots.y_zero);
+}
+
 static void qmatmul_rows(void *ctx, int64_t begin, int64_t end)
 {
     const qmatmul_job *job = ctx;
@@ -263,13 +284,9 @@ static void qmatmul_rows(void *ctx, int64_t begin, int64_t end)
         const int64_t batch = row / p->m;
         const int64_t first = row % p->m;
         const int64_t last = end - row < p->m - first ? first + (end - row) : p->m;
-        int64_t a_offset = 0, b_offset = 0, rest = batch;
-        for (int32_t d = p->batch_ndim - 1; d >= 0; d--) {
-            const int64_t index = rest % p->batch_shape[d];
-            rest /= p->batch_shape[d];
-            a_offset += index * p->a_batch_strides[d];
-            b_offset += index * p->b_batch_strides[d];
-        }
+        int64_t a_offset, b_offset;
+        nxe_batch_offsets(p->batch_ndim, p->batch_shape, p->a_batch_strides, p->b_batch_strides,
+                          batch, &a_offset, &b_offset);
         const int64_t y_offset = batch * p->m * p->n;
         nxe_q8_gemm_args args;
         memset(&args, 0, sizeof args);
@@ -283,18 +300,8 @@ static void qmatmul_rows(void *ctx, int64_t begin, int64_t end)
         args.a_zero_stride = p->a_zero_stride;
         args.b_zero = optional_ref(in, job->num_inputs, p->slots.b_zero);
         args.b_zero_stride = p->b_zero_stride;
-        if (p->requant) {
-            args.a_scale = in[p->slots.a_scale].data;
-            args.a_scale_stride = p->a_scale_stride;
-            args.b_scale = in[p->slots.b_scale].data;
-            args.b_scale_stride = p->b_scale_stride;
-            args.out.y_q8 = (uint8_t *)job->y->data + y_offset;
-            args.out.y_signed = p->y_signed;
-            args.out.y_scale = scalar_f32(&in[p->slots.y_scale]);
-            args.out.y_zero_point = zero_scalar(in, job->num_inputs, p->slots.y_zero);
-        } else {
-            args.out.y_i32 = (int32_t *)job->y->data + y_offset;
-        }
+        output_of(p, in, job->num_inputs, job->y, y_offset, &args.a_scale, &args.a_scale_stride,
+                  &args.b_scale, &args.b_scale_stride, &args.out);
         nxe_ref_q8_gemm(&args, first, last);
         row += last - first;
     }
@@ -387,20 +394,6 @@ static void slot_of(const qpacked_job *job, int64_t batch, int8_t **values, int3
     *sums = (int32_t *)(void *)(slot + (q->slot_bytes - ((size_t)job->p->n * sizeof(int32_t) + 63) / 64 * 64));
 }
 
-static void batch_offsets(const qmatmul_params *p, int64_t batch, int64_t *a_offset,
-                          int64_t *b_offset)
-{
-    int64_t a = 0, b = 0, rest = batch;
-    for (int32_t d = p->batch_ndim - 1; d >= 0; d--) {
-        const int64_t index = rest % p->batch_shape[d];
-        rest /= p->batch_shape[d];
-        a += index * p->a_batch_strides[d];
-        b += index * p->b_batch_strides[d];
-    }
-    *a_offset = a;
-    *b_offset = b;
-}
-
 /* Items are (batch, panel of B). */
 static void qpack_batches(void *ctx, int64_t begin, int64_t end)
 {
@@ -411,7 +404,8 @@ static void qpack_batches(void *ctx, int64_t begin, int64_t end)
     for (int64_t item = begin; item < end; item++) {
         const int64_t batch = item / panels, panel = item % panels;
         int64_t a_offset, b_offset;
-        batch_offsets(p, batch, &a_offset, &b_offset);
+        nxe_batch_offsets(p->batch_ndim, p->batch_shape, p->a_batch_strides, p->b_batch_strides,
+                          batch, &a_offset, &b_offset);
         int8_t *values;
         int32_t *sums;
         slot_of(job, batch, &values, &sums);
@@ -431,7 +425,8 @@ static void qpacked_tiles(void *ctx, int64_t begin, int64_t end)
         const int64_t last = end - begin < job->tiles_per_batch - first ? first + (end - begin)
                                                                           : job->tiles_per_batch;
         int64_t a_offset, b_offset;
-        batch_offsets(p, batch, &a_offset, &b_offset);
+        nxe_batch_offsets(p->batch_ndim, p->batch_shape, p->a_batch_strides, p->b_batch_strides,
+                          batch, &a_offset, &b_offset);
         int8_t *values;
         int32_t *sums;
         slot_of(job, batch, &values, &sums);
@@ -445,18 +440,8 @@ static void qpacked_tiles(void *ctx, int64_t begin, int64_t end)
             .b_zero = optional_ref(in, job->num_inputs, p->slots.b_zero),
             .b_zero_stride = p->b_zero_stride,
         };
-        if (p->requant) {
-            args.a_scale = in[p->slots.a_scale].data;
-            args.a_scale_stride = p->a_scale_stride;
-            args.b_scale = in[p->slots.b_scale].data;
-            args.b_scale_stride = p->b_scale_stride;
-            args.out.y_q8 = (uint8_t *)job->y->data + y_offset;
-            args.out.y_signed = p->y_signed;
-            args.out.y_scale = scalar_f32(&in[p->slots.y_scale]);
-            args.out.y_zero_point = zero_scalar(in, job->num_inputs, p->slots.y_zero);
-        } else {
-            args.out.y_i32 = (int32_t *)job->y->data + y_offset;
-        }
+        output_of(p, in, job->num_inputs, job->y, y_offset, &args.a_scale, &args.a_scale_stride,
+                  &args.b_scale, &args.b_scale_stride, &args.out);
         job->prepared->kernels->q8_gemm_run(&args, first, last);
         begin += last - first;
     }
@@ -480,11 +465,10 @@ static nxe_status qmatmul_run_prepared(const void *params, const void *prepared,
                          nxe_parallel_grain((double)p->k * (double)q->kernel->nr, QUANT_TASK_WORK),
                          qpack_batches, &job);
     const int64_t items = p->batch_count * job.tiles_per_batch;
-    int64_t grain = nxe_parallel_grain((double)q->kernel->mr * (double)p->n * (double)p->k,
-                                       QUANT_TASK_WORK);
-    const int64_t threads = pool ? nxe_thread_pool_size(pool) : 1;
-    const int64_t even_share = (items + 2 * threads - 1) / (2 * threads);
-    nxe_parallel_for(pool, items, grain > even_share ? grain : even_share, qpacked_tiles, &job);
+    const int64_t grain = nxe_parallel_grain((double)q->kernel->mr * (double)p->n * (double)p->k,
+                                             QUANT_TASK_WORK);
+    nxe_parallel_for(pool, items, nxe_parallel_grain_few_chunks(pool, items, grain),
+                     qpacked_tiles, &job);
     return NXE_OK;
 }
 
