@@ -8,9 +8,11 @@
 #include "runtime/executable_internal.h"
 #include "transform/memory_plan.h"
 
-/* Per tensor: how many step inputs read it and which step writes it (-1: none). */
+/* Per tensor: how many step inputs read it, the step of the last of them and the step that
+ * writes it (-1: none). Counted once, then kept up to date as steps fold. */
 typedef struct tensor_uses {
     int32_t *consumers;
+    int32_t *consumer;
     int32_t *producer;
 } tensor_uses;
 
@@ -18,35 +20,19 @@ static void count_uses(const nxe_executable *exe, tensor_uses *uses)
 {
     for (int32_t i = 0; i < exe->num_tensors; i++) {
         uses->consumers[i] = 0;
-        uses->producer[i] = -1;
+        uses->consumer[i] = uses->producer[i] = -1;
     }
     for (int32_t s = 0; s < exe->num_steps; s++) {
         const nxe_exe_step *step = &exe->steps[s];
-        if (!step->def)
-            continue; /* folded away */
-        for (int32_t j = 0; j < step->num_inputs; j++)
-            if (step->input_ids[j] >= 0)
+        for (int32_t j = 0; j < step->num_inputs; j++) {
+            if (step->input_ids[j] >= 0) {
                 uses->consumers[step->input_ids[j]]++;
+                uses->consumer[step->input_ids[j]] = s;
+            }
+        }
         for (int32_t j = 0; j < step->num_outputs; j++)
             uses->producer[step->output_ids[j]] = s;
     }
-}
-
-/* The step after `s` that reads tensor `id`, when it is the tensor's only reader. */
-static int32_t sole_consumer(const nxe_executable *exe, const tensor_uses *uses, int32_t s,
-                             int32_t id)
-{
-    if (uses->consumers[id] != 1)
-        return -1;
-    for (int32_t u = s + 1; u < exe->num_steps; u++) {
-        const nxe_exe_step *step = &exe->steps[u];
-        if (!step->def)
-            continue;
-        for (int32_t j = 0; j < step->num_inputs; j++)
-            if (step->input_ids[j] == id)
-                return u;
-    }
-    return -1;
 }
 
 static bool same_shape(const nxe_exe_tensor *a, const nxe_exe_tensor *b)
@@ -81,7 +67,7 @@ static nxe_status append_input(nxe_exe_step *step, int32_t residual, const nxe_e
 }
 
 /* Tries to fold step u, the only reader of step s's output, into s. */
-static nxe_status try_fold(nxe_executable *exe, const tensor_uses *uses, int32_t s, int32_t u,
+static nxe_status try_fold(nxe_executable *exe, tensor_uses *uses, int32_t s, int32_t u,
                            bool *folded)
 {
     nxe_exe_step *step = &exe->steps[s], *next = &exe->steps[u];
@@ -110,6 +96,7 @@ static nxe_status try_fold(nxe_executable *exe, const tensor_uses *uses, int32_t
         const float value = *(const float *)factor->storage;
         fused->epilogue.scale *= value;
         fused->epilogue.bias_scale *= value;
+        uses->consumers[other]--; /* the factor is read no more */
     } else if (strcmp(next->def->info.name, "Add") == 0 && fused->residual_input < 0 &&
                next->num_inputs == 2) {
         int32_t other = next->input_ids[0] == produced ? next->input_ids[1] : next->input_ids[0];
@@ -122,6 +109,7 @@ static nxe_status try_fold(nxe_executable *exe, const tensor_uses *uses, int32_t
         nxe_status status = append_input(step, other, r);
         if (status != NXE_OK)
             return status;
+        uses->consumer[other] = s; /* read by step s now, instead of step u */
         fused->epilogue.residual_before_activation =
             fused->epilogue.activation == NXE_ACTIVATION_NONE;
     } else {
@@ -130,6 +118,8 @@ static nxe_status try_fold(nxe_executable *exe, const tensor_uses *uses, int32_t
     /* Step s now writes step u's output; u goes. */
     step->output_ids[0] = next->output_ids[0];
     step->output_values[0] = next->output_values[0];
+    uses->producer[next->output_ids[0]] = s;
+    uses->consumers[produced] = 0;
     exe->tensors[produced].in_arena = false;
     exe->data[produced] = NULL;
     nxe_log(NXE_LOG_DEBUG, "prepare: op '%s' ('%s') runs in the epilogue of '%s' ('%s')",
@@ -148,13 +138,13 @@ static nxe_status try_fold(nxe_executable *exe, const tensor_uses *uses, int32_t
 
 static nxe_status fold_epilogues(nxe_executable *exe)
 {
-    tensor_uses uses = {
-        nxe_alloc(sizeof(int32_t) * (size_t)(exe->num_tensors + 1)),
-        nxe_alloc(sizeof(int32_t) * (size_t)(exe->num_tensors + 1)),
-    };
+    const size_t bytes = sizeof(int32_t) * (size_t)(exe->num_tensors + 1);
+    tensor_uses uses = {nxe_alloc(bytes), nxe_alloc(bytes), nxe_alloc(bytes)};
     nxe_status status = NXE_OK;
-    if (!uses.consumers || !uses.producer)
+    if (!uses.consumers || !uses.consumer || !uses.producer)
         status = nxe_error(NXE_ERROR_OUT_OF_MEMORY, "prepare: out of memory");
+    else
+        count_uses(exe, &uses);
     for (int32_t s = 0; status == NXE_OK && s < exe->num_steps; s++) {
         bool folded = true;
         while (status == NXE_OK && folded) {
@@ -167,10 +157,9 @@ static nxe_status fold_epilogues(nxe_executable *exe)
             if (exe->tensors[produced].kind != NXE_TENSOR_TRANSIENT ||
                 exe->tensors[produced].dtype != NXE_DTYPE_F32)
                 break;
-            count_uses(exe, &uses);
-            int32_t u = sole_consumer(exe, &uses, s, produced);
-            if (u >= 0)
-                status = try_fold(exe, &uses, s, u, &folded);
+            /* The only reader, which comes later in the order. */
+            if (uses.consumers[produced] == 1 && uses.consumer[produced] > s)
+                status = try_fold(exe, &uses, s, uses.consumer[produced], &folded);
         }
     }
     /* Close the gaps folded steps left. */
@@ -182,6 +171,7 @@ static nxe_status fold_epilogues(nxe_executable *exe)
         memset(&exe->steps[s], 0, sizeof exe->steps[s]);
     exe->num_steps = kept;
     nxe_free(uses.consumers);
+    nxe_free(uses.consumer);
     nxe_free(uses.producer);
     return status;
 }
