@@ -174,6 +174,8 @@ void NXE_ISA_NAME(nxe_gemm_packed_run)(const nxe_gemm_packed_args *args, int64_t
     float gathered[NXE_GEMM_MAX_MR * NXE_GEMM_KC];
     _Alignas(64) float a_panel[NXE_GEMM_MAX_MR * NXE_GEMM_KC];
     const void *b_rows[GEMM_NC_MAX_PANELS][NXE_GEMM_KC];
+    /* Rows of A with k dense are read in place where the kernel can. */
+    const bool a_in_place = kernel->run_rows && args->a_stride_k == 1;
     for (int64_t pb = first_panel; pb < panels; pb += nc_panels) {
         const int64_t pe = pb + nc_panels < panels ? pb + nc_panels : panels;
         for (int64_t k0 = 0; k0 < args->k || k0 == 0; k0 += NXE_GEMM_KC) {
@@ -186,8 +188,6 @@ void NXE_ISA_NAME(nxe_gemm_packed_run)(const nxe_gemm_packed_args *args, int64_t
             for (int64_t t = tile_begin; t < tile_end; t++) {
                 const int64_t i0 = t * mr_max;
                 const int32_t mr = (int32_t)(args->m - i0 < mr_max ? args->m - i0 : mr_max);
-                /* Rows of A with k dense are read in place where the kernel can. */
-                const bool a_in_place = kernel->run_rows && args->a_stride_k == 1;
                 const float *a_rows = args->a + i0 * args->a_stride_m + k0;
                 if (!a_in_place)
                     pack_a_tile(args, i0, mr, k0, kc, gathered, a_panel);
@@ -289,6 +289,34 @@ static void valid_columns(int64_t ox0, int32_t count, int64_t stride, int64_t of
  * the im2col matrix for output pixels ox0 .. ox0 + count - 1 of output row (oz, oy). A row
  * wholly inside the input (stride 1) is used in place; a row at a padding tap is the zero
  * row; any other is gathered into `scratch` (a `width`-float row per k). */
+/* Where one tap's B rows come from for a tile: all padding, wholly inside the input (used in
+ * place at `offset` from a channel's plane) or to be gathered (columns [lo, hi) inside). */
+enum { TAP_ZERO, TAP_DIRECT, TAP_GATHER };
+typedef struct tap_rows {
+    int8_t kind;
+    int32_t lo, hi;
+    int64_t offset;
+} tap_rows;
+
+static tap_rows tap_rows_of(const nxe_conv_geometry *g, int64_t tap, int64_t oz, int64_t oy,
+                            int64_t ox0, int32_t count)
+{
+    const int64_t kz = tap / (g->kernel[1] * g->kernel[2]);
+    const int64_t ky = tap / g->kernel[2] % g->kernel[1];
+    const int64_t kx = tap % g->kernel[2];
+    const int64_t iz = oz * g->stride[0] - g->pad_begin[0] + kz * g->dilation[0];
+    const int64_t iy = oy * g->stride[1] - g->pad_begin[1] + ky * g->dilation[1];
+    const int64_t column = kx * g->dilation[2] - g->pad_begin[2];
+    tap_rows t = {TAP_ZERO, 0, 0,
+                  (iz * g->in_size[1] + iy) * g->in_size[2] + ox0 * g->stride[2] + column};
+    if (iz >= 0 && iz < g->in_size[0] && iy >= 0 && iy < g->in_size[1])
+        valid_columns(ox0, count, g->stride[2], column, g->in_size[2], &t.lo, &t.hi);
+    t.kind = t.hi <= t.lo ? TAP_ZERO
+             : t.lo == 0 && t.hi == count && g->stride[2] == 1 ? TAP_DIRECT
+                                                               : TAP_GATHER;
+    return t;
+}
+
 static void rows_channels_first(const nxe_conv_gemm_args *args, const conv_shape *s,
                                 const float *input_group, int64_t oz, int64_t oy, int64_t ox0,
                                 int32_t count, int64_t k0, int64_t kc, float *scratch,
@@ -296,66 +324,26 @@ static void rows_channels_first(const nxe_conv_gemm_args *args, const conv_shape
 {
     const nxe_conv_geometry *g = args->geometry;
     const int32_t width = args->kernel->nr;
-    /* Each tap once: whether its rows are all padding, lie wholly inside the input (used in
-     * place at `offset` from the channel's plane) or need a gather. */
-    enum { TAP_ZERO, TAP_DIRECT, TAP_GATHER };
-    int8_t kind[NXE_GEMM_KC];
-    int64_t offset[NXE_GEMM_KC];
-    int32_t lo[NXE_GEMM_KC], hi[NXE_GEMM_KC];
-    const int64_t taps = s->taps < NXE_GEMM_KC ? s->taps : NXE_GEMM_KC;
+    /* Each tap worked out once per tile, unless there are more taps than one block holds. */
+    tap_rows taps[NXE_GEMM_KC];
     const bool few_taps = s->taps <= NXE_GEMM_KC;
-    for (int64_t tap = 0; few_taps && tap < taps; tap++) {
-        const int64_t kz = tap / (g->kernel[1] * g->kernel[2]);
-        const int64_t ky = tap / g->kernel[2] % g->kernel[1];
-        const int64_t kx = tap % g->kernel[2];
-        const int64_t iz = oz * g->stride[0] - g->pad_begin[0] + kz * g->dilation[0];
-        const int64_t iy = oy * g->stride[1] - g->pad_begin[1] + ky * g->dilation[1];
-        const int64_t column = kx * g->dilation[2] - g->pad_begin[2];
-        lo[tap] = hi[tap] = 0;
-        if (iz >= 0 && iz < g->in_size[0] && iy >= 0 && iy < g->in_size[1])
-            valid_columns(ox0, count, g->stride[2], column, g->in_size[2], &lo[tap], &hi[tap]);
-        offset[tap] = (iz * g->in_size[1] + iy) * g->in_size[2] + ox0 * g->stride[2] + column;
-        kind[tap] = hi[tap] <= lo[tap] ? TAP_ZERO
-                    : lo[tap] == 0 && hi[tap] == count && g->stride[2] == 1 ? TAP_DIRECT
-                                                                          : TAP_GATHER;
-    }
+    for (int64_t tap = 0; few_taps && tap < s->taps; tap++)
+        taps[tap] = tap_rows_of(g, tap, oz, oy, ox0, count);
     int64_t channel = k0 / s->taps, tap = k0 % s->taps;
     for (int64_t k = 0; k < kc; k++) {
-        int32_t row_lo, row_hi;
-        int8_t row_kind;
-        int64_t row_offset;
-        if (few_taps) {
-            row_kind = kind[tap];
-            row_offset = offset[tap];
-            row_lo = lo[tap];
-            row_hi = hi[tap];
-        } else { /* more taps than one block holds: work each row out */
-            const int64_t kz = tap / (g->kernel[1] * g->kernel[2]);
-            const int64_t ky = tap / g->kernel[2] % g->kernel[1];
-            const int64_t kx = tap % g->kernel[2];
-            const int64_t iz = oz * g->stride[0] - g->pad_begin[0] + kz * g->dilation[0];
-            const int64_t iy = oy * g->stride[1] - g->pad_begin[1] + ky * g->dilation[1];
-            const int64_t column = kx * g->dilation[2] - g->pad_begin[2];
-            row_lo = row_hi = 0;
-            if (iz >= 0 && iz < g->in_size[0] && iy >= 0 && iy < g->in_size[1])
-                valid_columns(ox0, count, g->stride[2], column, g->in_size[2], &row_lo, &row_hi);
-            row_offset = (iz * g->in_size[1] + iy) * g->in_size[2] + ox0 * g->stride[2] + column;
-            row_kind = row_hi <= row_lo ? TAP_ZERO
-                       : row_lo == 0 && row_hi == count && g->stride[2] == 1 ? TAP_DIRECT
-                                                                             : TAP_GATHER;
-        }
+        const tap_rows t = few_taps ? taps[tap] : tap_rows_of(g, tap, oz, oy, ox0, count);
         const float *plane = input_group + channel * s->in_pixels;
-        if (row_kind == TAP_ZERO) {
+        if (t.kind == TAP_ZERO) {
             rows[k] = zero_row;
-        } else if (row_kind == TAP_DIRECT) {
-            rows[k] = plane + row_offset;
+        } else if (t.kind == TAP_DIRECT) {
+            rows[k] = plane + t.offset;
         } else {
             float *row = scratch + k * width;
-            for (int32_t j = 0; j < row_lo; j++)
+            for (int32_t j = 0; j < t.lo; j++)
                 row[j] = 0.0f;
-            for (int32_t j = row_lo; j < row_hi; j++)
-                row[j] = plane[row_offset + j * g->stride[2]];
-            for (int32_t j = row_hi; j < width; j++)
+            for (int32_t j = t.lo; j < t.hi; j++)
+                row[j] = plane[t.offset + j * g->stride[2]];
+            for (int32_t j = t.hi; j < width; j++)
                 row[j] = 0.0f;
             rows[k] = row;
         }
