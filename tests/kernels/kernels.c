@@ -344,6 +344,22 @@ typedef struct conv_case {
     int64_t in[3], kernel[3], stride[3], dilation[3], pad[3];
 } conv_case;
 
+/* The geometry of a case, padded by the same amount at both ends of each axis. */
+static nxe_conv_geometry geometry_of(const conv_case *cc)
+{
+    nxe_conv_geometry g = {cc->n, cc->c, cc->o, cc->groups, {0}, {0}, {0}, {0}, {0}, {0}};
+    for (int d = 0; d < 3; d++) {
+        g.in_size[d] = cc->in[d];
+        g.kernel[d] = cc->kernel[d];
+        g.stride[d] = cc->stride[d];
+        g.dilation[d] = cc->dilation[d];
+        g.pad_begin[d] = cc->pad[d];
+        g.out_size[d] =
+            (cc->in[d] + 2 * cc->pad[d] - cc->dilation[d] * (cc->kernel[d] - 1) - 1) / cc->stride[d] + 1;
+    }
+    return g;
+}
+
 static void test_conv_driver(const nxe_kernel_table *table, const nxe_gemm_kernel *kernel)
 {
     const conv_case cases[] = {
@@ -360,16 +376,7 @@ static void test_conv_driver(const nxe_kernel_table *table, const nxe_gemm_kerne
     const double bf16 = kernel->type == NXE_GEMM_BF16;
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         const conv_case *cc = &cases[ci];
-        nxe_conv_geometry g = {cc->n, cc->c, cc->o, cc->groups, {0}, {0}, {0}, {0}, {0}, {0}};
-        for (int d = 0; d < 3; d++) {
-            g.in_size[d] = cc->in[d];
-            g.kernel[d] = cc->kernel[d];
-            g.stride[d] = cc->stride[d];
-            g.dilation[d] = cc->dilation[d];
-            g.pad_begin[d] = cc->pad[d];
-            g.out_size[d] = (cc->in[d] + 2 * cc->pad[d] - cc->dilation[d] * (cc->kernel[d] - 1) - 1) /
-                                cc->stride[d] + 1;
-        }
+        const nxe_conv_geometry g = geometry_of(cc);
         const int64_t in_px = g.in_size[0] * g.in_size[1] * g.in_size[2];
         const int64_t out_px = g.out_size[0] * g.out_size[1] * g.out_size[2];
         const int64_t taps = g.kernel[0] * g.kernel[1] * g.kernel[2];
@@ -457,16 +464,7 @@ static void test_depthwise(const nxe_kernel_table *table)
     };
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         const conv_case *cc = &cases[ci];
-        nxe_conv_geometry g = {cc->n, cc->c, cc->o, cc->groups, {0}, {0}, {0}, {0}, {0}, {0}};
-        for (int d = 0; d < 3; d++) {
-            g.in_size[d] = cc->in[d];
-            g.kernel[d] = cc->kernel[d];
-            g.stride[d] = cc->stride[d];
-            g.dilation[d] = cc->dilation[d];
-            g.pad_begin[d] = cc->pad[d];
-            g.out_size[d] = (cc->in[d] + 2 * cc->pad[d] - cc->dilation[d] * (cc->kernel[d] - 1) - 1) /
-                                cc->stride[d] + 1;
-        }
+        const nxe_conv_geometry g = geometry_of(cc);
         CHECK(nxe_conv_is_depthwise(&g), "case %zu is not depthwise", ci);
         const int64_t in_px = g.in_size[0] * g.in_size[1] * g.in_size[2];
         const int64_t out_px = g.out_size[0] * g.out_size[1] * g.out_size[2];
