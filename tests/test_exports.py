@@ -1,9 +1,11 @@
-"""The installed libnxe.so exports exactly the NXE_API functions of the public headers and
-nothing else, so the ABI is what the headers say."""
+"""The installed libnxe.so and libnxe_sr.so each export exactly the NXE_API functions of their
+public header (nxe.h, nxe_sr.h) and nothing else, so the ABI is what the headers say."""
 
 import re
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from nxe import _binding
 
@@ -11,9 +13,12 @@ REPO = Path(__file__).resolve().parents[1]
 PUBLIC_HEADERS = sorted((_binding.INCLUDE_DIR / "nxe").glob("*.h"))
 
 
-def exported_symbols():
-    """name -> nm symbol type for every defined dynamic symbol of the installed library."""
-    result = subprocess.run(["nm", "-D", "--defined-only", str(_binding.LIBRARY_PATH)],
+LIBRARIES = {"nxe.h": _binding.LIBRARY_PATH, "nxe_sr.h": _binding.SR_LIBRARY_PATH}
+
+
+def exported_symbols(library=_binding.LIBRARY_PATH):
+    """name -> nm symbol type for every defined dynamic symbol of an installed library."""
+    result = subprocess.run(["nm", "-D", "--defined-only", str(library)],
                             capture_output=True, text=True, check=True)
     symbols = {}
     for line in result.stdout.splitlines():
@@ -48,19 +53,27 @@ def test_installed_headers_are_the_source_headers():
 def test_header_declares_functions():
     # Guards the parser below: an empty set would make the other tests pass vacuously.
     assert "nxe_graph_compile" in all_declared()
+    assert "nxe_sr_process" in declared_functions(_binding.INCLUDE_DIR / "nxe" / "nxe_sr.h")
+    assert sorted(LIBRARIES) == sorted(h.name for h in PUBLIC_HEADERS)
 
 
-def test_library_exports_only_nxe_symbols():
-    foreign = sorted(name for name in exported_symbols() if not name.startswith("nxe_"))
+@pytest.mark.parametrize("header", sorted(LIBRARIES))
+def test_library_exports_only_nxe_symbols(header):
+    foreign = sorted(name for name in exported_symbols(LIBRARIES[header])
+                     if not name.startswith("nxe_"))
     assert foreign == []
 
 
-def test_every_declared_function_is_exported_as_code():
-    symbols = exported_symbols()
-    missing = sorted(name for name in all_declared() if symbols.get(name) != "T")
+@pytest.mark.parametrize("header", sorted(LIBRARIES))
+def test_every_declared_function_is_exported_as_code(header):
+    symbols = exported_symbols(LIBRARIES[header])
+    declared = declared_functions(_binding.INCLUDE_DIR / "nxe" / header)
+    missing = sorted(name for name in declared if symbols.get(name) != "T")
     assert missing == []
 
 
-def test_nothing_is_exported_beyond_the_headers():
-    extra = sorted(set(exported_symbols()) - all_declared())
+@pytest.mark.parametrize("header", sorted(LIBRARIES))
+def test_nothing_is_exported_beyond_the_header(header):
+    declared = declared_functions(_binding.INCLUDE_DIR / "nxe" / header)
+    extra = sorted(set(exported_symbols(LIBRARIES[header])) - declared)
     assert extra == []

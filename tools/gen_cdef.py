@@ -38,7 +38,8 @@ INTEGER_DEFINE = re.compile(
 def preprocess(cc: list[str], include_dir: Path, headers: list[Path]) -> str:
     prelude = "".join(f"typedef {c} {name};\n" for name, c in PRELUDE_TYPEDEFS.items())
     includes = "".join(f'#include "{h.resolve()}"\n' for h in headers)
-    command = [*cc, "-E", "-P", "-x", "c", "-DNXE_NO_SYSTEM_HEADERS", "-DNXE_API=",
+    # Line markers stay in: they tell which header declared each function.
+    command = [*cc, "-E", "-x", "c", "-DNXE_NO_SYSTEM_HEADERS", "-DNXE_API=",
                f"-I{include_dir}", "-"]
     result = subprocess.run(command, input=prelude + includes, capture_output=True, text=True)
     if result.returncode != 0:
@@ -46,15 +47,19 @@ def preprocess(cc: list[str], include_dir: Path, headers: list[Path]) -> str:
     return result.stdout
 
 
-def declarations(preprocessed: str) -> str:
+def declarations(preprocessed: str) -> tuple[str, dict[str, list[str]]]:
+    """The declarations as C text, and the functions each header declares (by file name)."""
     ast = c_parser.CParser().parse(preprocessed, filename="<nxe headers>")
     generator = c_generator.CGenerator()
     lines = []
+    functions: dict[str, list[str]] = {}
     for node in ast.ext:
         if isinstance(node, c_ast.Typedef) and node.name in PRELUDE_TYPEDEFS:
             continue
         lines.append(generator.visit(node) + ";")
-    return "\n".join(lines)
+        if isinstance(node, c_ast.Decl) and isinstance(node.type, c_ast.FuncDecl):
+            functions.setdefault(Path(node.coord.file).name, []).append(node.name)
+    return "\n".join(lines), functions
 
 
 def integer_defines(headers: list[Path]) -> str:
@@ -81,12 +86,15 @@ def main() -> None:
     args = parser.parse_args(argv[:split])
     cc = argv[split + 1:] or ["cc"]
 
-    cdef = declarations(preprocess(cc, args.include_dir, args.headers))
+    cdef, functions = declarations(preprocess(cc, args.include_dir, args.headers))
     cdef += "\n" + integer_defines(args.headers) + "\n"
     names = tuple(h.name for h in args.headers)
+    functions_by_header = {name: tuple(functions.get(name, ())) for name in names}
     args.output.write_text(
         f'"""cffi declarations generated at build time from {", ".join(names)}; do not edit."""\n\n'
         f"HEADERS = {names!r}\n"
+        f"# The functions each header declares: each library resolves only its own.\n"
+        f"FUNCTIONS = {functions_by_header!r}\n"
         f"CDEF = {cdef!r}\n"
     )
 

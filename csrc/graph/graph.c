@@ -134,9 +134,8 @@ static bool kind_may_be_inferred(int32_t kind)
     return kind == NXE_TENSOR_OUTPUT || kind == NXE_TENSOR_TRANSIENT;
 }
 
-static nxe_status check_spec(const nxe_tensor_spec *spec, const char *name)
+static nxe_status check_spec(const nxe_tensor_spec *spec, const char *name, const char *where)
 {
-    const char *where = "nxe_graph_add_tensor";
     if (spec->kind < NXE_TENSOR_INPUT || spec->kind > NXE_TENSOR_VARIABLE)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: tensor '%s' has unknown kind %d",
                          where, name, spec->kind);
@@ -204,7 +203,7 @@ NXE_API nxe_status nxe_graph_add_tensor(nxe_graph *graph, const nxe_tensor_spec 
     if (strlen(name) > MAX_NAME_LENGTH)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
                          "nxe_graph_add_tensor: tensor name longer than %d bytes", MAX_NAME_LENGTH);
-    nxe_status status = check_spec(spec, name);
+    nxe_status status = check_spec(spec, name, "nxe_graph_add_tensor");
     if (status != NXE_OK)
         return status;
     if (find_tensor(graph, name))
@@ -287,6 +286,32 @@ NXE_API nxe_status nxe_tensor_set_kind(nxe_tensor *tensor, int32_t kind)
                          tensor->name, kind_name(tensor->kind), kind);
     nxe_graph_edited(tensor->graph);
     tensor->kind = kind;
+    return NXE_OK;
+}
+
+NXE_API nxe_status nxe_tensor_set_shape(nxe_tensor *tensor, int32_t ndim, const int64_t *shape)
+{
+    const char *where = "nxe_tensor_set_shape";
+    if (!tensor)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: tensor is NULL", where);
+    if (tensor->kind == NXE_TENSOR_CONSTANT || tensor->kind == NXE_TENSOR_VARIABLE)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                         "%s: tensor '%s' is %s; its shape is fixed by its data", where,
+                         tensor->name, kind_name(tensor->kind));
+    nxe_tensor_spec spec = NXE_TENSOR_SPEC_INIT;
+    spec.name = tensor->name;
+    spec.dtype = tensor->dtype;
+    spec.kind = tensor->kind;
+    spec.ndim = ndim;
+    spec.shape = shape;
+    nxe_status status = check_spec(&spec, tensor->name, where);
+    if (status != NXE_OK)
+        return status;
+    nxe_graph_edited(tensor->graph);
+    tensor->ndim = ndim;
+    memset(tensor->shape, 0, sizeof tensor->shape);
+    for (int32_t i = 0; i < ndim; i++)
+        tensor->shape[i] = shape[i];
     return NXE_OK;
 }
 

@@ -68,7 +68,7 @@ extern "C" {
 /* ---- Versions ------------------------------------------------------------------------ */
 
 #define NXE_API_VERSION_MAJOR 0
-#define NXE_API_VERSION_MINOR 3
+#define NXE_API_VERSION_MINOR 4
 #define NXE_MAX_RANK 6
 
 /* (major << 16) | minor of the library actually loaded; compare with the macros above. */
@@ -100,6 +100,10 @@ enum nxe_status_code {
 /* Message of the last failed call on this thread ("" if none). Valid until the next failing
  * call on the same thread. */
 NXE_API const char *nxe_last_error(void);
+/* Records `message` (copied, truncated to 1023 bytes; NULL = "") as this thread's last error
+ * and returns `status`: how libraries layered on nxe (libnxe_sr) report through
+ * nxe_last_error. */
+NXE_API nxe_status nxe_set_last_error(nxe_status status, const char *message);
 /* Short name of a status code, e.g. "NXE_ERROR_SHAPE_MISMATCH"; static storage. */
 NXE_API const char *nxe_status_name(nxe_status status);
 
@@ -213,6 +217,11 @@ NXE_API nxe_status nxe_graph_find_tensor(nxe_graph *graph, const char *name, nxe
 NXE_API nxe_status nxe_tensor_set_name(nxe_tensor *tensor, const char *name);
 /* Switches a tensor between TRANSIENT and OUTPUT before compiling (other kinds are fixed). */
 NXE_API nxe_status nxe_tensor_set_kind(nxe_tensor *tensor, int32_t kind);
+/* Changes the declared shape of an INPUT, OUTPUT or TRANSIENT tensor before compiling (the
+ * rules of nxe_graph_add_tensor apply): a graph built for one input size is compiled for
+ * another, shapes downstream being inferred again. CONSTANT and VARIABLE tensors keep theirs
+ * (NXE_ERROR_INVALID_ARGUMENT). */
+NXE_API nxe_status nxe_tensor_set_shape(nxe_tensor *tensor, int32_t ndim, const int64_t *shape);
 /* Copies `size` bytes (exactly the tensor's byte size) into a CONSTANT or VARIABLE tensor. */
 NXE_API nxe_status nxe_tensor_set_data(nxe_tensor *tensor, const void *data, size_t size);
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from cffi import FFI
 
-from ._cdef import CDEF
+from ._cdef import CDEF, FUNCTIONS
 from .errors import error_for_status
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -19,10 +19,9 @@ LIB_DIR = PACKAGE_DIR / "lib"
 INCLUDE_DIR = PACKAGE_DIR / "include"
 PKGCONFIG_DIR = LIB_DIR / "pkgconfig"
 
-if sys.platform == "darwin":
-    LIBRARY_PATH = LIB_DIR / "libnxe.dylib"
-else:
-    LIBRARY_PATH = LIB_DIR / "libnxe.so"
+_SUFFIX = ".dylib" if sys.platform == "darwin" else ".so"
+LIBRARY_PATH = LIB_DIR / f"libnxe{_SUFFIX}"
+SR_LIBRARY_PATH = LIB_DIR / f"libnxe_sr{_SUFFIX}"
 # NXE_LIBRARY points the package at another build of the same version (the sanitizer build
 # the test run uses); the version and layout checks below still apply to it.
 LIBRARY_PATH = Path(os.environ.get("NXE_LIBRARY") or LIBRARY_PATH)
@@ -38,7 +37,7 @@ if not LIBRARY_PATH.is_file():
 lib = ffi.dlopen(str(LIBRARY_PATH))
 # cffi resolves a symbol on first use under the lock it also holds while parsing a type; a
 # finaliser resolving one while a parse runs the garbage collector would deadlock.
-for _name in dir(lib):
+for _name in FUNCTIONS["nxe.h"]:
     getattr(lib, _name)
 
 if ffi.sizeof("nxe_tensor_desc") != TENSOR_DESC_SIZE:
@@ -70,3 +69,23 @@ def text(pointer) -> str | None:
     if pointer == ffi.NULL:
         return None
     return ffi.string(pointer).decode("utf-8", "replace")
+
+
+_sr_lib = None
+
+
+def sr_library():
+    """libnxe_sr, opened on first use (NXE_SR_LIBRARY overrides its path as NXE_LIBRARY does
+    libnxe's); it links the libnxe already open here."""
+    global _sr_lib
+    if _sr_lib is None:
+        path = Path(os.environ.get("NXE_SR_LIBRARY") or SR_LIBRARY_PATH)
+        if not path.is_file():
+            raise ImportError(f"nxe: the bundled library {path} is missing; reinstall the package")
+        library = ffi.dlopen(str(path))
+        for name in FUNCTIONS["nxe_sr.h"]:
+            getattr(library, name)
+        if library.nxe_sr_api_version() >> 16 != lib.NXE_SR_API_VERSION_MAJOR:
+            raise ImportError(f"nxe: {path} has another SR API major version than this package")
+        _sr_lib = library
+    return _sr_lib

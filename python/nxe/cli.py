@@ -1,5 +1,6 @@
 """The `nxe` command: what a C program needs to build against this installation, the op
-reference, the README's example, what a model file holds, and what the CPU offers."""
+reference, the README's example, what a model file holds, what the CPU offers, and upscaling
+images and video (nxe/upscale.py)."""
 
 from __future__ import annotations
 
@@ -156,6 +157,10 @@ def main(argv: list[str] | None = None) -> int:
     info.add_argument("--lazy", action="store_true",
                       help="skip the tensor-data checksum and the fingerprint recomputation")
     info.set_defaults(handler=_model_info)
+
+    from .upscale import add_parser as add_upscale_parser
+
+    add_upscale_parser(commands)
 
     args = parser.parse_args(argv)
     return args.handler(args)

@@ -106,6 +106,14 @@ class Tensor:
             result.update(fractional_length=int(info.fractional_length))
         return result
 
+    def set_shape(self, shape: Shape) -> None:
+        """Declares a new shape for an input, output or transient tensor before compiling; a
+        graph built for one input size compiles for another (shapes downstream are inferred
+        again). ``None`` entries (unknown) are allowed for outputs and transients only."""
+        self._graph._require_open()
+        ndim, dims = _shape_array(shape)
+        check(lib.nxe_tensor_set_shape(self._handle, ndim, dims))
+
     def set_quant_asymmetric(self, scale: float, zero_point: int) -> None:
         """real = scale * (q - zero_point), one scale for the whole tensor."""
         self._graph._require_open()

@@ -1,0 +1,716 @@
+/* sr.c — the super-resolution session behind nxe_sr.h: finds and opens the model, compiles it
+ * for the tile shape a frame needs, and takes a frame through colour conversion, tiled model
+ * runs and chroma/alpha resampling. The arithmetic lives in kernels/ref/image.c; the network
+ * runs in libnxe. Nothing here touches a frame before the frame has been checked. */
+#define _GNU_SOURCE /* dladdr */
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "image.h"
+#include "sr/metadata.h"
+#include "sr/sr_internal.h"
+
+#define MAX_TILE 16384
+#define MIN_TILE 8
+#define MAX_SCALE 8
+#define PLANES 6 /* float planes at each resolution: the widest path needs six */
+
+static const char *const builtin_models[] = {"espcn-x2", "espcn-x3", "espcn-x4", "edsr-x2",
+                                             "edsr-x4"};
+#define NUM_BUILTINS ((int32_t)(sizeof builtin_models / sizeof builtin_models[0]))
+
+struct nxe_sr {
+    nxe_model *model;
+    sr_metadata meta;
+    int32_t num_threads;
+    int32_t tile_size; /* largest tile side, or NXE_SR_TILE_NONE */
+    int32_t overlap;
+    int32_t precision;
+
+    nxe_executable *exe; /* compiled for tile_width x tile_height */
+    int32_t tile_width, tile_height;
+    nxe_tensor_desc tile_input; /* in the executable's staging buffer */
+
+    int32_t frame_width, frame_height; /* what the buffers below are sized for */
+    float *buffer;                     /* one allocation: the planes and the scratch */
+    float *lr[PLANES];                 /* frame_width x frame_height */
+    float *hr[PLANES];                 /* scale x that */
+    float *scratch;                    /* for nxe_image_upscale_cubic */
+
+    uint64_t frames, tiles, reconfigurations;
+};
+
+NXE_API uint32_t nxe_sr_api_version(void)
+{
+    return (uint32_t)NXE_SR_API_VERSION_MAJOR << 16 | NXE_SR_API_VERSION_MINOR;
+}
+
+NXE_API nxe_status nxe_sr_builtin_count(int32_t *count)
+{
+    if (!count)
+        return sr_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_sr_builtin_count: count is NULL");
+    *count = NUM_BUILTINS;
+    return NXE_OK;
+}
+
+NXE_API nxe_status nxe_sr_builtin_name(int32_t index, const char **name)
+{
+    if (!name)
+        return sr_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_sr_builtin_name: name is NULL");
+    *name = NULL;
+    if (index < 0 || index >= NUM_BUILTINS)
+        return sr_error(NXE_ERROR_NOT_FOUND,
+                        "nxe_sr_builtin_name: index %d is outside 0 .. %d", index,
+                        NUM_BUILTINS - 1);
+    *name = builtin_models[index];
+    return NXE_OK;
+}
+
+/* ---- finding the model ---- */
+
+static bool is_builtin(const char *name)
+{
+    for (int32_t i = 0; i < NUM_BUILTINS; i++)
+        if (strcmp(name, builtin_models[i]) == 0)
+            return true;
+    return false;
+}
+
+/* The folder holding the built-in models: NXE_SR_MODEL_DIR, else the one installed beside
+ * this library (a path relative to the library's own folder when the build says so). */
+static nxe_status builtin_folder(char *out, size_t cap)
+{
+    const char *env = getenv("NXE_SR_MODEL_DIR");
+    if (env && env[0]) {
+        snprintf(out, cap, "%s", env);
+        return NXE_OK;
+    }
+#ifdef NXE_SR_MODELS_BESIDE_LIBRARY
+    Dl_info info;
+    if (!dladdr((void *)nxe_sr_open, &info) || !info.dli_fname)
+        return sr_error(NXE_ERROR_IO, "nxe_sr_open: cannot tell where libnxe_sr is installed");
+    snprintf(out, cap, "%s", info.dli_fname);
+    char *slash = strrchr(out, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        snprintf(out, cap, ".");
+    size_t used = strlen(out);
+    snprintf(out + used, cap - used, "/%s", NXE_SR_MODELS_BESIDE_LIBRARY);
+#else
+    snprintf(out, cap, "%s", NXE_SR_MODEL_FOLDER);
+#endif
+    return NXE_OK;
+}
+
+static nxe_status resolve_model(const char *model, char *path, size_t cap)
+{
+    size_t length = strlen(model);
+    bool is_path = strchr(model, '/') || (length >= 4 && strcmp(model + length - 4, ".nxm") == 0);
+    if (is_path) {
+        if (length >= cap)
+            return sr_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_sr_open: model path is too long");
+        memcpy(path, model, length + 1);
+        return NXE_OK;
+    }
+    if (!is_builtin(model)) {
+        char names[256] = "";
+        for (int32_t i = 0; i < NUM_BUILTINS; i++) {
+            size_t used = strlen(names);
+            snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", builtin_models[i]);
+        }
+        return sr_error(NXE_ERROR_NOT_FOUND,
+                        "nxe_sr_open: no built-in SR model named '%s' (built in: %s; a .nxm path "
+                        "also works)",
+                        model, names);
+    }
+    char folder[4096];
+    nxe_status status = builtin_folder(folder, sizeof folder);
+    if (status != NXE_OK)
+        return status;
+    if ((size_t)snprintf(path, cap, "%s/%s.nxm", folder, model) >= cap)
+        return sr_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_sr_open: model folder path too long");
+    return NXE_OK;
+}
+
+/* ---- opening ---- */
+
+static nxe_status check_metadata(const sr_metadata *m, const char *path)
+{
+    if (strcmp(m->task, "super_resolution") != 0)
+        return sr_error(NXE_ERROR_FORMAT,
+                        "nxe_sr_open: '%s' is not an SR model (metadata \"task\" is '%s', "
+                        "expected 'super_resolution')",
+                        path, m->task);
+    if (m->scale < 1 || m->scale > MAX_SCALE)
+        return sr_error(NXE_ERROR_FORMAT,
+                        "nxe_sr_open: '%s' has metadata \"scale\" %d; expected 1 to %d", path,
+                        m->scale, MAX_SCALE);
+    if (m->channels != 1 && m->channels != 3)
+        return sr_error(NXE_ERROR_FORMAT,
+                        "nxe_sr_open: '%s' has metadata \"channels\" %d; expected 1 (luma) or 3 "
+                        "(RGB)",
+                        path, m->channels);
+    if (m->receptive_radius < 0 || m->receptive_radius > MAX_TILE / 4)
+        return sr_error(NXE_ERROR_FORMAT,
+                        "nxe_sr_open: '%s' has metadata \"receptive_radius\" %d; expected 0 to %d",
+                        path, m->receptive_radius, MAX_TILE / 4);
+    if (!m->input[0] || !m->output[0])
+        return sr_error(NXE_ERROR_FORMAT,
+                        "nxe_sr_open: '%s' lacks the metadata \"input\" and \"output\" tensor "
+                        "names",
+                        path);
+    return NXE_OK;
+}
+
+static nxe_status apply_options(nxe_sr *sr, const nxe_sr_options *options)
+{
+    nxe_sr_options defaults = NXE_SR_OPTIONS_INIT;
+    if (!options)
+        options = &defaults;
+    if (options->struct_size < sizeof(nxe_sr_options))
+        return sr_error(NXE_ERROR_INVALID_ARGUMENT,
+                        "nxe_sr_open: options.struct_size is %u, expected at least %zu "
+                        "(initialize with NXE_SR_OPTIONS_INIT)",
+                        options->struct_size, sizeof(nxe_sr_options));
+    if (options->num_threads < 0)
+        return sr_error(NXE_ERROR_INVALID_ARGUMENT,
+                        "nxe_sr_open: num_threads is %d; use 0 for one per CPU",
+                        options->num_threads);
+    if (options->precision != NXE_SR_PRECISION_FP32 &&
+        options->precision != NXE_SR_PRECISION_RELAX)
+        return sr_error(NXE_ERROR_INVALID_ARGUMENT,
+                        "nxe_sr_open: precision %d is neither NXE_SR_PRECISION_FP32 (0) nor "
+                        "NXE_SR_PRECISION_RELAX (1)",
+                        options->precision);
+    int32_t tile = options->tile_size;
+    if (tile == NXE_SR_TILE_DEFAULT)
+        tile = sr->meta.channels == 1 ? 512 : 1024 / sr->meta.scale;
+    if (tile != NXE_SR_TILE_NONE && (tile < MIN_TILE || tile > MAX_TILE))
+        return sr_error(NXE_ERROR_INVALID_ARGUMENT,
+                        "nxe_sr_open: tile_size %d; expected %d to %d, NXE_SR_TILE_DEFAULT (0) "
+                        "or NXE_SR_TILE_NONE (-1)",
+                        options->tile_size, MIN_TILE, MAX_TILE);
+    int32_t overlap = options->tile_overlap;
+    if (overlap == NXE_SR_OVERLAP_DEFAULT)
+        overlap = sr->meta.receptive_radius;
+    if (overlap < 0)
+        return sr_error(NXE_ERROR_INVALID_ARGUMENT,
+                        "nxe_sr_open: tile_overlap %d; expected >= 0 or NXE_SR_OVERLAP_DEFAULT",
+                        overlap);
+    if (tile != NXE_SR_TILE_NONE && tile - 2 * overlap < 1)
+        return sr_error(NXE_ERROR_INVALID_ARGUMENT,
+                        "nxe_sr_open: tile_size %d leaves nothing between overlaps of %d on each "
+                        "side (the model '%s' needs %d); use a larger tile",
+                        tile, overlap, sr->meta.name, sr->meta.receptive_radius);
+    sr->num_threads = options->num_threads;
+    sr->tile_size = tile;
+    sr->overlap = overlap;
+    sr->precision = options->precision;
+    return NXE_OK;
+}
+
+NXE_API nxe_status nxe_sr_open(const char *model, const nxe_sr_options *options, nxe_sr **out)
+{
+    if (!out)
+        return sr_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_sr_open: out is NULL");
+    *out = NULL;
+    if (!model || !model[0])
+        return sr_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_sr_open: model name is %s",
+                        model ? "empty" : "NULL");
+    char path[4352];
+    nxe_status status = resolve_model(model, path, sizeof path);
+    if (status != NXE_OK)
+        return status;
+    nxe_sr *sr = calloc(1, sizeof *sr);
+    if (!sr)
+        return sr_error(NXE_ERROR_OUT_OF_MEMORY, "nxe_sr_open: out of memory");
+    nxe_model_options model_options = NXE_MODEL_OPTIONS_INIT;
+    status = nxe_model_open_file(path, &model_options, &sr->model);
+    if (status != NXE_OK) {
+        sr_error_with_cause(status, "nxe_sr_open: cannot open model '%s' (%s)", model, path);
+        free(sr);
+        return status;
+    }
+    const char *json;
+    size_t json_size;
+    status = nxe_model_metadata(sr->model, &json, &json_size);
+    if (status == NXE_OK)
+        status = sr_read_metadata(json, json_size, &sr->meta);
+    if (status == NXE_OK)
+        status = check_metadata(&sr->meta, path);
+    if (status == NXE_OK && !sr->meta.name[0])
+        snprintf(sr->meta.name, sizeof sr->meta.name, "%s", model);
+    if (status == NXE_OK)
+        status = apply_options(sr, options);
+    if (status != NXE_OK) {
+        nxe_sr_release(sr);
+        return status;
+    }
+    *out = sr;
+    return NXE_OK;
+}
+
+NXE_API void nxe_sr_release(nxe_sr *sr)
+{
+    if (!sr)
+        return;
+    nxe_executable_release(sr->exe);
+    nxe_model_release(sr->model);
+    free(sr->buffer);
+    free(sr);
+}
+
+NXE_API nxe_status nxe_sr_get_info(const nxe_sr *sr, nxe_sr_info *info)
+{
+    if (!sr || !info)
+        return sr_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_sr_get_info: %s is NULL",
+                        sr ? "info" : "sr");
+    if (info->struct_size < sizeof(nxe_sr_info))
+        return sr_error(NXE_ERROR_INVALID_ARGUMENT,
+                        "nxe_sr_get_info: info.struct_size is %u, expected at least %zu",
+                        info->struct_size, sizeof(nxe_sr_info));
+    uint32_t size = info->struct_size;
+    memset(info, 0, sizeof *info);
+    info->struct_size = size;
+    info->scale = sr->meta.scale;
+    info->channels = sr->meta.channels;
+    info->receptive_radius = sr->meta.receptive_radius;
+    info->tile_size = sr->tile_size;
+    info->tile_overlap = sr->overlap;
+    info->precision = sr->precision;
+    info->num_threads = sr->num_threads;
+    info->frames = sr->frames;
+    info->tiles = sr->tiles;
+    info->reconfigurations = sr->reconfigurations;
+    snprintf(info->name, sizeof info->name, "%s", sr->meta.name);
+    if (sr->exe) {
+        nxe_memory_info memory = {sizeof memory};
+        if (nxe_executable_memory_info(sr->exe, &memory) == NXE_OK)
+            info->num_threads = memory.num_threads;
+    }
+    return NXE_OK;
+}
+
+NXE_API nxe_status nxe_sr_format_supported(const nxe_sr *sr, int32_t format)
+{
+    if (!sr)
+        return sr_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_sr_format_supported: sr is NULL");
+    if (!sr_format_of(format))
+        return sr_error(NXE_ERROR_INVALID_ARGUMENT,
+                        "nxe_sr_format_supported: %d is not an NXE_SR_FORMAT_* code", format);
+    /* Every format goes through both kinds of model: luma models take Y (computed from RGB
+     * where needed), RGB models take RGB (converted from YUV or repeated from gray). */
+    return NXE_OK;
+}
+
+NXE_API nxe_status nxe_sr_output_size(const nxe_sr *sr, int32_t width, int32_t height,
+                                      int32_t *out_width, int32_t *out_height)
+{
+    if (out_width)
+        *out_width = 0;
+    if (out_height)
+        *out_height = 0;
+    if (!sr || !out_width || !out_height)
+        return sr_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_sr_output_size: %s is NULL",
+                        !sr ? "sr" : !out_width ? "out_width" : "out_height");
+    if (width < 1 || height < 1 || width > 32768 || height > 32768)
+        return sr_error(NXE_ERROR_INVALID_ARGUMENT,
+                        "nxe_sr_output_size: %dx%d; sides must be 1 to 32768", width, height);
+    *out_width = width * sr->meta.scale;
+    *out_height = height * sr->meta.scale;
+    return NXE_OK;
+}
+
+/* ---- configuring for a frame size ---- */
+
+/* The tile side along one axis of n pixels: n itself when it fits, else the smallest side of
+ * equal tiles, no larger than the limit, whose insides (less the overlap) cover n. */
+static int32_t tile_side(int32_t n, int32_t limit, int32_t overlap)
+{
+    if (limit == NXE_SR_TILE_NONE || n <= limit)
+        return n;
+    int32_t inner = limit - 2 * overlap;
+    int32_t count = (n - 2 * overlap + inner - 1) / inner;
+    return (n - 2 * overlap + count - 1) / count + 2 * overlap;
+}
+
+static nxe_status compile_tile(nxe_sr *sr, int32_t width, int32_t height)
+{
+    nxe_executable_release(sr->exe);
+    sr->exe = NULL;
+    sr->tile_width = sr->tile_height = 0;
+    nxe_context *ctx = NULL;
+    nxe_graph *graph = NULL;
+    nxe_tensor *input = NULL;
+    int64_t shape[4] = {1, sr->meta.channels, height, width};
+    nxe_compile_options options = NXE_COMPILE_OPTIONS_INIT;
+    options.num_threads = sr->num_threads;
+    options.relax_precision = sr->precision == NXE_SR_PRECISION_RELAX;
+    nxe_status status = nxe_context_create(&ctx);
+    if (status == NXE_OK)
+        status = nxe_model_build_graph(sr->model, ctx, &graph);
+    if (status == NXE_OK)
+        status = nxe_graph_find_tensor(graph, sr->meta.input, &input);
+    if (status == NXE_OK)
+        status = nxe_tensor_set_shape(input, 4, shape);
+    if (status == NXE_OK)
+        status = nxe_graph_compile(graph, &options, &sr->exe);
+    nxe_graph_release(graph);
+    nxe_context_release(ctx);
+    if (status != NXE_OK)
+        return sr_error_with_cause(status, "nxe_sr_process: compiling '%s' for %dx%d tiles",
+                                   sr->meta.name, width, height);
+    int32_t inputs = 0, outputs = 0;
+    nxe_tensor_desc out = {0};
+    status = nxe_executable_io_count(sr->exe, &inputs, &outputs);
+    if (status == NXE_OK && (inputs != 1 || outputs != 1))
+        status = sr_error(NXE_ERROR_FORMAT,
+                          "nxe_sr_process: SR model '%s' has %d inputs and %d outputs; expected "
+                          "one of each",
+                          sr->meta.name, inputs, outputs);
+    if (status == NXE_OK)
+        status = nxe_executable_output_desc(sr->exe, 0, &out, NULL);
+    int32_t s = sr->meta.scale;
+    if (status == NXE_OK &&
+        (out.ndim != 4 || out.dtype_code != 2 || out.dtype_bits != 32 || out.shape[0] != 1 ||
+         out.shape[1] != sr->meta.channels || out.shape[2] != (int64_t)height * s ||
+         out.shape[3] != (int64_t)width * s))
+        status = sr_error(NXE_ERROR_FORMAT,
+                          "nxe_sr_process: SR model '%s' turns a [1, %d, %d, %d] input into an "
+                          "output that is not f32 [1, %d, %d, %d]",
+                          sr->meta.name, sr->meta.channels, height, width, sr->meta.channels,
+                          height * s, width * s);
+    if (status == NXE_OK)
+        status = nxe_executable_create_input(sr->exe, 0, &sr->tile_input);
+    if (status != NXE_OK) {
+        nxe_executable_release(sr->exe);
+        sr->exe = NULL;
+        return status;
+    }
+    sr->tile_width = width;
+    sr->tile_height = height;
+    sr->reconfigurations++;
+    return NXE_OK;
+}
+
+static nxe_status size_buffers(nxe_sr *sr, int32_t width, int32_t height)
+{
+    if (sr->buffer && sr->frame_width == width && sr->frame_height == height)
+        return NXE_OK;
+    free(sr->buffer);
+    sr->buffer = NULL;
+    sr->frame_width = sr->frame_height = 0;
+    int64_t s = sr->meta.scale;
+    int64_t lr = (int64_t)width * height, hr = lr * s * s;
+    int64_t scratch = nxe_image_upscale_scratch(height, (int32_t)(width * s));
+    /* Cubic upscaling also runs from chroma or LR planes to the LR size (s = 1 .. 2). */
+    int64_t lr_scratch = nxe_image_upscale_scratch(height, width);
+    if (lr_scratch > scratch)
+        scratch = lr_scratch;
+    int64_t total = PLANES * lr + PLANES * hr + scratch;
+    if ((uint64_t)total > SIZE_MAX / sizeof(float))
+        return sr_error(NXE_ERROR_OUT_OF_MEMORY, "nxe_sr_process: a %dx%d frame is too large",
+                        width, height);
+    sr->buffer = malloc((size_t)total * sizeof(float));
+    if (!sr->buffer)
+        return sr_error(NXE_ERROR_OUT_OF_MEMORY,
+                        "nxe_sr_process: out of memory for the %dx%d frame's %lld MiB of planes",
+                        width, height, (long long)(total * (int64_t)sizeof(float) >> 20));
+    for (int p = 0; p < PLANES; p++) {
+        sr->lr[p] = sr->buffer + p * lr;
+        sr->hr[p] = sr->buffer + PLANES * lr + p * hr;
+    }
+    sr->scratch = sr->buffer + PLANES * lr + PLANES * hr;
+    sr->frame_width = width;
+    sr->frame_height = height;
+    return NXE_OK;
+}
+
+static nxe_status configure(nxe_sr *sr, int32_t width, int32_t height)
+{
+    int32_t tw = tile_side(width, sr->tile_size, sr->overlap);
+    int32_t th = tile_side(height, sr->tile_size, sr->overlap);
+    nxe_status status = NXE_OK;
+    if (!sr->exe || tw != sr->tile_width || th != sr->tile_height)
+        status = compile_tile(sr, tw, th);
+    if (status == NXE_OK)
+        status = size_buffers(sr, width, height);
+    return status;
+}
+
+/* ---- the model over tiles ---- */
+
+/* Runs the model over `channels` LR planes (frame size, contiguous) into HR planes. Each tile
+ * writes only the part of its output whose context lies wholly inside the tile (or reaches the
+ * frame's edge), so with an overlap of the receptive radius tiles equal one whole run. */
+static nxe_status run_tiles(nxe_sr *sr, float *const *lr, float *const *hr)
+{
+    int32_t w = sr->frame_width, h = sr->frame_height;
+    int32_t tw = sr->tile_width, th = sr->tile_height, o = sr->overlap;
+    int32_t c = sr->meta.channels, s = sr->meta.scale;
+    float *input = sr->tile_input.data;
+    int64_t out_w = (int64_t)tw * s, out_h = (int64_t)th * s;
+    int32_t y0 = 0, valid_y0 = 0;
+    for (;;) {
+        int32_t valid_y1 = y0 + th >= h ? h : y0 + th - o;
+        int32_t x0 = 0, valid_x0 = 0;
+        for (;;) {
+            int32_t valid_x1 = x0 + tw >= w ? w : x0 + tw - o;
+            for (int32_t ch = 0; ch < c; ch++)
+                for (int32_t row = 0; row < th; row++)
+                    memcpy(input + ((int64_t)ch * th + row) * tw,
+                           lr[ch] + (int64_t)(y0 + row) * w + x0, sizeof(float) * (size_t)tw);
+            nxe_tensor_desc out = {0};
+            nxe_status status = nxe_executable_run_nocopy(sr->exe, &sr->tile_input, 1, &out, 1);
+            if (status != NXE_OK)
+                return sr_error_with_cause(status, "nxe_sr_process: running '%s'",
+                                           sr->meta.name);
+            sr->tiles++;
+            const float *result = out.data;
+            int64_t cols = (int64_t)(valid_x1 - valid_x0) * s;
+            for (int32_t ch = 0; ch < c; ch++)
+                for (int64_t y = (int64_t)valid_y0 * s; y < (int64_t)valid_y1 * s; y++)
+                    memcpy(hr[ch] + y * w * s + (int64_t)valid_x0 * s,
+                           result + ((int64_t)ch * out_h + y - (int64_t)y0 * s) * out_w +
+                               ((int64_t)valid_x0 - x0) * s,
+                           sizeof(float) * (size_t)cols);
+            if (valid_x1 == w)
+                break;
+            x0 = x0 + tw - 2 * o < w - tw ? x0 + tw - 2 * o : w - tw;
+            valid_x0 = valid_x1;
+        }
+        if (valid_y1 == h)
+            break;
+        y0 = y0 + th - 2 * o < h - th ? y0 + th - 2 * o : h - th;
+        valid_y0 = valid_y1;
+    }
+    return NXE_OK;
+}
+
+/* ---- frames ---- */
+
+typedef struct plane_view {
+    uint8_t *data;
+    int64_t stride;
+    int32_t step; /* samples between neighbours in a row */
+    int32_t width, height;
+} plane_view;
+
+/* Plane `plane` of a frame, offset to channel `offset` of an interleaved row. */
+static plane_view view_of(const nxe_sr_frame *frame, const sr_format *f, int32_t plane,
+                          int32_t offset)
+{
+    plane_view v;
+    int64_t row_bytes;
+    sr_plane_geometry(f, plane, frame->width, frame->height, &v.width, &v.height, &row_bytes);
+    v.data = (uint8_t *)frame->data[plane] + offset * (f->bits > 8 ? 2 : 1);
+    v.stride = frame->strides[plane];
+    v.step = f->layout == SR_LAYOUT_PACKED ? f->pixel_bytes
+             : f->layout == SR_LAYOUT_NV12 && plane == 1 ? 2
+                                                         : 1;
+    return v;
+}
+
+static float max_code(const sr_format *f)
+{
+    return (float)((1 << f->bits) - 1);
+}
+
+/* Samples to floats in [0, 1] of the largest code. */
+static void load(const sr_format *f, plane_view v, float *dst)
+{
+    if (f->bits > 8)
+        nxe_image_load_u16(v.data, v.stride, v.step, v.width, v.height, 1.0f / max_code(f), dst,
+                           v.width);
+    else
+        nxe_image_load_u8(v.data, v.stride, v.step, v.width, v.height, 1.0f / max_code(f), dst,
+                          v.width);
+}
+
+static void store(const sr_format *f, const float *src, plane_view v)
+{
+    int32_t max = (1 << f->bits) - 1;
+    if (f->bits > 8)
+        nxe_image_store_u16(src, v.width, v.width, v.height, (float)max, max, v.data, v.stride,
+                            v.step);
+    else
+        nxe_image_store_u8(src, v.width, v.width, v.height, (float)max, max, v.data, v.stride,
+                           v.step);
+}
+
+/* A chroma or alpha plane of the input, cubically upscaled into the output's plane. */
+static void upscale_plane(nxe_sr *sr, const sr_format *f, plane_view in, plane_view out,
+                          float *lr, float *hr)
+{
+    int32_t s = sr->meta.scale;
+    load(f, in, lr);
+    nxe_image_upscale_cubic(lr, in.width, in.width, in.height, hr, out.width, out.width,
+                            out.height, s, s, sr->scratch);
+    store(f, hr, out);
+}
+
+static nxe_yuv_coefficients coefficients(const nxe_sr_frame *frame, int32_t bits)
+{
+    return nxe_yuv_coefficients_for(frame->color_matrix == NXE_SR_MATRIX_BT709,
+                                     frame->color_range == NXE_SR_RANGE_FULL, bits);
+}
+
+static void clamp_unit(float *plane, int64_t count)
+{
+    for (int64_t i = 0; i < count; i++)
+        plane[i] = plane[i] < 0.0f ? 0.0f : plane[i] > 1.0f ? 1.0f : plane[i];
+}
+
+/* Luma model: Y through the network; chroma, or the Cb/Cr of RGB, and alpha cubically. */
+static nxe_status process_luma(nxe_sr *sr, const sr_format *f, const nxe_sr_frame *in,
+                               const nxe_sr_frame *out)
+{
+    int32_t w = in->width, h = in->height, s = sr->meta.scale;
+    int64_t wo = (int64_t)w * s, ho = (int64_t)h * s;
+    float **lr = sr->lr, **hr = sr->hr;
+    nxe_yuv_coefficients c = coefficients(in, 8);
+    if (f->layout == SR_LAYOUT_PACKED) {
+        load(f, view_of(in, f, 0, f->r), lr[1]);
+        load(f, view_of(in, f, 0, f->g), lr[2]);
+        load(f, view_of(in, f, 0, f->b), lr[3]);
+        nxe_image_rgb_to_yuv(&c, lr[1], lr[2], lr[3], lr[0], lr[4], lr[5], w, h, w);
+    } else {
+        load(f, view_of(in, f, 0, 0), lr[0]);
+    }
+    nxe_status status = run_tiles(sr, &lr[0], &hr[0]);
+    if (status != NXE_OK)
+        return status;
+    if (f->layout == SR_LAYOUT_PACKED) {
+        for (int p = 4; p <= 5; p++)
+            nxe_image_upscale_cubic(lr[p], w, w, h, hr[p], wo, (int32_t)wo, (int32_t)ho, s, s,
+                                    sr->scratch);
+        nxe_image_yuv_to_rgb(&c, hr[0], hr[4], hr[5], hr[1], hr[2], hr[3], (int32_t)wo,
+                             (int32_t)ho, wo);
+        store(f, hr[1], view_of(out, f, 0, f->r));
+        store(f, hr[2], view_of(out, f, 0, f->g));
+        store(f, hr[3], view_of(out, f, 0, f->b));
+        if (f->a >= 0)
+            upscale_plane(sr, f, view_of(in, f, 0, f->a), view_of(out, f, 0, f->a), lr[1],
+                          hr[1]);
+        return NXE_OK;
+    }
+    store(f, hr[0], view_of(out, f, 0, 0));
+    if (f->layout == SR_LAYOUT_PLANAR)
+        for (int32_t p = 1; p <= 2; p++)
+            upscale_plane(sr, f, view_of(in, f, p, 0), view_of(out, f, p, 0), lr[1], hr[1]);
+    else if (f->layout == SR_LAYOUT_NV12)
+        for (int32_t k = 0; k <= 1; k++)
+            upscale_plane(sr, f, view_of(in, f, 1, k), view_of(out, f, 1, k), lr[1], hr[1]);
+    return NXE_OK;
+}
+
+/* RGB model: RGB through the network, from and back to the frame's own layout. */
+static nxe_status process_rgb(nxe_sr *sr, const sr_format *f, const nxe_sr_frame *in,
+                              const nxe_sr_frame *out)
+{
+    int32_t w = in->width, h = in->height, s = sr->meta.scale;
+    int64_t wo = (int64_t)w * s, ho = (int64_t)h * s;
+    float **lr = sr->lr, **hr = sr->hr;
+    nxe_yuv_coefficients c = coefficients(in, f->bits);
+    nxe_yuv_coefficients gray = nxe_yuv_coefficients_for(0, 1, 8);
+    switch (f->layout) {
+    case SR_LAYOUT_PACKED:
+        load(f, view_of(in, f, 0, f->r), lr[0]);
+        load(f, view_of(in, f, 0, f->g), lr[1]);
+        load(f, view_of(in, f, 0, f->b), lr[2]);
+        break;
+    case SR_LAYOUT_GRAY:
+        load(f, view_of(in, f, 0, 0), lr[0]);
+        memcpy(lr[1], lr[0], sizeof(float) * (size_t)w * (size_t)h);
+        memcpy(lr[2], lr[0], sizeof(float) * (size_t)w * (size_t)h);
+        break;
+    default: {
+        /* Chroma to the luma grid (cubic on the same half-pixel centres), then to RGB. */
+        load(f, view_of(in, f, 0, 0), lr[3]);
+        for (int32_t k = 0; k <= 1; k++) {
+            plane_view v = f->layout == SR_LAYOUT_NV12 ? view_of(in, f, 1, k)
+                                                       : view_of(in, f, 1 + k, 0);
+            load(f, v, lr[0]);
+            nxe_image_upscale_cubic(lr[0], v.width, v.width, v.height, lr[4 + k], w, w, h,
+                                    f->chroma_fx, f->chroma_fy, sr->scratch);
+        }
+        nxe_image_yuv_to_rgb(&c, lr[3], lr[4], lr[5], lr[0], lr[1], lr[2], w, h, w);
+        for (int p = 0; p < 3; p++)
+            clamp_unit(lr[p], (int64_t)w * h);
+        break;
+    }
+    }
+    nxe_status status = run_tiles(sr, &lr[0], &hr[0]);
+    if (status != NXE_OK)
+        return status;
+    switch (f->layout) {
+    case SR_LAYOUT_PACKED:
+        store(f, hr[0], view_of(out, f, 0, f->r));
+        store(f, hr[1], view_of(out, f, 0, f->g));
+        store(f, hr[2], view_of(out, f, 0, f->b));
+        if (f->a >= 0)
+            upscale_plane(sr, f, view_of(in, f, 0, f->a), view_of(out, f, 0, f->a), lr[0],
+                          hr[3]);
+        break;
+    case SR_LAYOUT_GRAY:
+        for (int p = 0; p < 3; p++)
+            clamp_unit(hr[p], wo * ho);
+        nxe_image_rgb_to_yuv(&gray, hr[0], hr[1], hr[2], hr[3], hr[4], hr[5], (int32_t)wo,
+                             (int32_t)ho, wo);
+        store(f, hr[3], view_of(out, f, 0, 0));
+        break;
+    default:
+        for (int p = 0; p < 3; p++)
+            clamp_unit(hr[p], wo * ho);
+        nxe_image_rgb_to_yuv(&c, hr[0], hr[1], hr[2], hr[3], hr[4], hr[5], (int32_t)wo,
+                             (int32_t)ho, wo);
+        store(f, hr[3], view_of(out, f, 0, 0));
+        for (int32_t k = 0; k <= 1; k++) {
+            plane_view v = f->layout == SR_LAYOUT_NV12 ? view_of(out, f, 1, k)
+                                                       : view_of(out, f, 1 + k, 0);
+            nxe_image_downsample_box(hr[4 + k], wo, (int32_t)wo, (int32_t)ho, hr[0], v.width,
+                                     v.width, v.height, f->chroma_fx, f->chroma_fy);
+            store(f, hr[0], v);
+        }
+        break;
+    }
+    return NXE_OK;
+}
+
+NXE_API nxe_status nxe_sr_process(nxe_sr *sr, const nxe_sr_frame *input,
+                                  const nxe_sr_frame *output)
+{
+    if (!sr)
+        return sr_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_sr_process: sr is NULL");
+    const sr_format *f, *out_format;
+    nxe_status status = sr_check_frame(input, "input", &f);
+    if (status == NXE_OK)
+        status = sr_check_frame(output, "output", &out_format);
+    if (status != NXE_OK)
+        return status;
+    int32_t s = sr->meta.scale;
+    if (out_format != f)
+        return sr_error(NXE_ERROR_INVALID_ARGUMENT,
+                        "nxe_sr_process: the output frame is %s but the input is %s; they must "
+                        "match",
+                        out_format->name, f->name);
+    if ((int64_t)output->width != (int64_t)input->width * s ||
+        (int64_t)output->height != (int64_t)input->height * s)
+        return sr_error(NXE_ERROR_SHAPE_MISMATCH,
+                        "nxe_sr_process: the output frame is %dx%d; a %dx%d input at scale %d "
+                        "needs %lldx%lld",
+                        output->width, output->height, input->width, input->height, s,
+                        (long long)input->width * s, (long long)input->height * s);
+    status = configure(sr, input->width, input->height);
+    if (status != NXE_OK)
+        return status;
+    status = sr->meta.channels == 1 ? process_luma(sr, f, input, output)
+                                    : process_rgb(sr, f, input, output);
+    if (status == NXE_OK)
+        sr->frames++;
+    return status;
+}

@@ -1,0 +1,261 @@
+"""Super-resolution through libnxe_sr (include/nxe/nxe_sr.h): upscale images and video frames
+held in numpy arrays with a trained model shipped in the package, or any SR model file.
+
+    import nxe.sr
+    up = nxe.sr.Upscaler("espcn-x2")
+    big = up.upscale(rgb)                         # (H, W, 3) uint8 -> (2H, 2W, 3)
+    y, u, v = up.upscale_planes([y, u, v], "yuv420p", matrix="bt709")
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ._binding import PACKAGE_DIR, check, ffi, lib, sr_library
+
+_NXE_SR_PTR_PTR = ffi.typeof("nxe_sr **")
+_NXE_SR_OPTIONS_PTR = ffi.typeof("nxe_sr_options *")
+_NXE_SR_FRAME_PTR = ffi.typeof("nxe_sr_frame *")
+_NXE_SR_INFO_PTR = ffi.typeof("nxe_sr_info *")
+_INT32_T_PTR = ffi.typeof("int32_t *")
+_CONST_CHAR_PTR_PTR = ffi.typeof("const char **")
+_VOID_PTR = ffi.typeof("void *")
+
+FORMATS = {
+    "gray8": lib.NXE_SR_FORMAT_GRAY8,
+    "yuv420p": lib.NXE_SR_FORMAT_YUV420P,
+    "yuv422p": lib.NXE_SR_FORMAT_YUV422P,
+    "yuv444p": lib.NXE_SR_FORMAT_YUV444P,
+    "yuv420p10": lib.NXE_SR_FORMAT_YUV420P10,
+    "yuv422p10": lib.NXE_SR_FORMAT_YUV422P10,
+    "yuv444p10": lib.NXE_SR_FORMAT_YUV444P10,
+    "nv12": lib.NXE_SR_FORMAT_NV12,
+    "rgb24": lib.NXE_SR_FORMAT_RGB24,
+    "bgr24": lib.NXE_SR_FORMAT_BGR24,
+    "rgba": lib.NXE_SR_FORMAT_RGBA,
+    "bgra": lib.NXE_SR_FORMAT_BGRA,
+}
+MATRICES = {"bt601": lib.NXE_SR_MATRIX_BT601, "bt709": lib.NXE_SR_MATRIX_BT709}
+RANGES = {"limited": lib.NXE_SR_RANGE_LIMITED, "full": lib.NXE_SR_RANGE_FULL}
+PRECISIONS = {"fp32": lib.NXE_SR_PRECISION_FP32, "relax": lib.NXE_SR_PRECISION_RELAX}
+
+# name -> (planes, chroma subsampling x, y, samples per pixel of plane 0, dtype)
+_LAYOUT = {
+    "gray8": (1, 1, 1, 1, np.uint8),
+    "yuv420p": (3, 2, 2, 1, np.uint8),
+    "yuv422p": (3, 2, 1, 1, np.uint8),
+    "yuv444p": (3, 1, 1, 1, np.uint8),
+    "yuv420p10": (3, 2, 2, 1, np.uint16),
+    "yuv422p10": (3, 2, 1, 1, np.uint16),
+    "yuv444p10": (3, 1, 1, 1, np.uint16),
+    "nv12": (2, 2, 2, 1, np.uint8),
+    "rgb24": (1, 1, 1, 3, np.uint8),
+    "bgr24": (1, 1, 1, 3, np.uint8),
+    "rgba": (1, 1, 1, 4, np.uint8),
+    "bgra": (1, 1, 1, 4, np.uint8),
+}
+
+
+def builtin_models() -> list[str]:
+    """Names of the models shipped with the package ("espcn-x2", ...)."""
+    sr = sr_library()
+    count = ffi.new(_INT32_T_PTR)
+    check(sr.nxe_sr_builtin_count(count))
+    names = []
+    for index in range(count[0]):
+        name = ffi.new(_CONST_CHAR_PTR_PTR)
+        check(sr.nxe_sr_builtin_name(index, name))
+        names.append(ffi.string(name[0]).decode())
+    return names
+
+
+def model_path(model: str | os.PathLike[str]) -> Path:
+    """The file a model name opens: a built-in name's file in the package's model folder (or
+    NXE_SR_MODEL_DIR), a path as it is."""
+    text = os.fspath(model)
+    if "/" in text or text.endswith(".nxm"):
+        return Path(text)
+    if text not in builtin_models():
+        raise ValueError(f"no built-in SR model named {text!r}; built in: "
+                         f"{', '.join(builtin_models())}")
+    folder = os.environ.get("NXE_SR_MODEL_DIR") or PACKAGE_DIR / "sr_models"
+    return Path(folder) / f"{text}.nxm"
+
+
+def sample_image() -> Path:
+    """The small photograph shipped for trying a model out (PNG)."""
+    return PACKAGE_DIR / "sr_models" / "sample.png"
+
+
+def plane_shapes(format: str, width: int, height: int) -> list[tuple[int, ...]]:
+    """numpy shapes of each plane of a ``format`` frame of width x height: (rows, samples)
+    for planar data, (rows, pixels, channels) for packed RGB and NV12's interleaved UV."""
+    planes, fx, fy, channels, _ = _LAYOUT[_format_name(format)]
+    if planes == 1:
+        return [(height, width, channels) if channels > 1 else (height, width)]
+    chroma = (-(-height // fy), -(-width // fx))
+    if planes == 2:
+        return [(height, width), (*chroma, 2)]
+    return [(height, width), chroma, chroma]
+
+
+def _format_name(format: str) -> str:
+    name = str(format).lower()
+    if name.endswith("le") and name[:-2] in FORMATS:
+        name = name[:-2]
+    if name not in FORMATS:
+        raise ValueError(f"unknown pixel format {format!r}; known: {', '.join(FORMATS)}")
+    return name
+
+
+def _choice(table: dict[str, int], value: str, what: str) -> int:
+    if value not in table:
+        raise ValueError(f"unknown {what} {value!r}; expected one of {', '.join(table)}")
+    return table[value]
+
+
+class Upscaler:
+    """An SR session: a model (built-in name or .nxm path) with its options. ``tile`` is the
+    largest input tile side (0: the library's default, -1: never tile), ``overlap`` the
+    context tiles share (None: the model's receptive radius, which makes tiles exact),
+    ``precision`` "fp32" or "relax" (bf16 where the CPU has it), ``threads`` 0 for one per
+    CPU. A new frame size reconfigures the session; no reopening is needed."""
+
+    def __init__(self, model: str | os.PathLike[str] = "espcn-x2", *, threads: int = 0,
+                 tile: int = 0, overlap: int | None = None, precision: str = "fp32") -> None:
+        self._sr = sr_library()
+        options = ffi.new(_NXE_SR_OPTIONS_PTR)
+        options.struct_size = ffi.sizeof("nxe_sr_options")
+        options.num_threads = operator.index(threads)
+        options.tile_size = operator.index(tile)
+        options.tile_overlap = (lib.NXE_SR_OVERLAP_DEFAULT if overlap is None
+                                else operator.index(overlap))
+        options.precision = _choice(PRECISIONS, precision, "precision")
+        out = ffi.new(_NXE_SR_PTR_PTR)
+        check(self._sr.nxe_sr_open(os.fsencode(model), options, out))
+        self._handle = ffi.gc(out[0], self._sr.nxe_sr_release)
+
+    def close(self) -> None:
+        """Releases the session now rather than at garbage collection."""
+        if self._handle is not None:
+            ffi.release(self._handle)
+            self._handle = None
+
+    def __enter__(self) -> Upscaler:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _pointer(self) -> Any:
+        if self._handle is None:
+            raise ValueError("the Upscaler is closed")
+        return self._handle
+
+    def info(self) -> dict[str, Any]:
+        """Scale, channels (1 luma, 3 RGB), receptive radius, the tiling and precision in
+        effect, and the counts of frames, tiles and reconfigurations so far."""
+        info = ffi.new(_NXE_SR_INFO_PTR)
+        info.struct_size = ffi.sizeof("nxe_sr_info")
+        check(self._sr.nxe_sr_get_info(self._pointer(), info))
+        precision = {code: name for name, code in PRECISIONS.items()}
+        return {
+            "name": ffi.string(info.name).decode(),
+            "scale": info.scale,
+            "channels": info.channels,
+            "receptive_radius": info.receptive_radius,
+            "tile_size": info.tile_size,
+            "tile_overlap": info.tile_overlap,
+            "precision": precision.get(info.precision, str(info.precision)),
+            "num_threads": info.num_threads,
+            "frames": info.frames,
+            "tiles": info.tiles,
+            "reconfigurations": info.reconfigurations,
+        }
+
+    @property
+    def scale(self) -> int:
+        return self.info()["scale"]
+
+    @property
+    def channels(self) -> int:
+        return self.info()["channels"]
+
+    @property
+    def name(self) -> str:
+        return self.info()["name"]
+
+    def upscale_planes(self, planes: Sequence[np.ndarray], format: str, *,
+                       matrix: str = "bt601", range: str = "limited") -> list[np.ndarray]:
+        """Upscales one frame given as its planes (see ``plane_shapes``; packed RGB may also be
+        (rows, pixels * channels)) and returns new planes of the same layout, ``scale`` times
+        larger. ``matrix`` and ``range`` state the frame's colour (bt601/bt709,
+        limited/full)."""
+        name = _format_name(format)
+        count, _, _, channels, dtype = _LAYOUT[name]
+        if len(planes) != count:
+            raise ValueError(f"{name} has {count} planes, got {len(planes)}")
+        arrays = [np.asarray(p) for p in planes]
+        first = arrays[0]
+        if first.ndim < 2:
+            raise ValueError(f"plane 0 must be 2-D or 3-D, got shape {first.shape}")
+        height = first.shape[0]
+        width = first.shape[1] if first.ndim == 3 or channels == 1 else first.shape[1] // channels
+        expected = plane_shapes(name, width, height)
+        frame_in = ffi.new(_NXE_SR_FRAME_PTR)
+        keep = []
+        for index, (array, shape) in enumerate(zip(arrays, expected)):
+            flat_shape = (shape[0], int(np.prod(shape[1:])))
+            if array.dtype != dtype:
+                raise TypeError(f"{name} plane {index} must be {np.dtype(dtype).name}, "
+                                f"got {array.dtype}")
+            if array.shape not in (shape, flat_shape):
+                raise ValueError(f"{name} plane {index} of a {width}x{height} frame must have "
+                                 f"shape {shape}, got {array.shape}")
+            rows = array.reshape(flat_shape) if array.flags.c_contiguous else array
+            if rows.ndim == 3 or rows.strides[-1] != rows.itemsize:
+                rows = np.ascontiguousarray(rows).reshape(flat_shape)
+            keep.append(rows)
+            frame_in.data[index] = ffi.cast(_VOID_PTR, rows.ctypes.data)
+            frame_in.strides[index] = rows.strides[0]
+        scale = self.scale
+        outputs = [np.empty(shape, dtype)
+                   for shape in plane_shapes(name, width * scale, height * scale)]
+        frame_out = ffi.new(_NXE_SR_FRAME_PTR)
+        for index, array in enumerate(outputs):
+            frame_out.data[index] = ffi.cast(_VOID_PTR, array.ctypes.data)
+            frame_out.strides[index] = array.strides[0]
+        for frame, (w, h) in ((frame_in, (width, height)),
+                              (frame_out, (width * scale, height * scale))):
+            frame.struct_size = ffi.sizeof("nxe_sr_frame")
+            frame.format = FORMATS[name]
+            frame.width = w
+            frame.height = h
+            frame.color_matrix = _choice(MATRICES, matrix, "matrix")
+            frame.color_range = _choice(RANGES, range, "range")
+        check(self._sr.nxe_sr_process(self._pointer(), frame_in, frame_out))
+        del keep
+        return [o.reshape(o.shape[0], -1) if a.ndim == 2 and o.ndim == 3 else o
+                for a, o in zip(arrays, outputs)]
+
+    def upscale(self, image: np.ndarray, *, format: str | None = None, matrix: str = "bt601",
+                range: str = "limited") -> np.ndarray:
+        """Upscales an 8-bit image: (H, W) gray, (H, W, 3) RGB or (H, W, 4) RGBA, unless
+        ``format`` names another packed layout (bgr24, bgra). For RGB through a luma model,
+        ``matrix`` and ``range`` choose the YCbCr it works in; BT.601 limited is what the
+        shipped luma models were trained on."""
+        array = np.asarray(image)
+        if format is None:
+            by_shape = {2: "gray8"} if array.ndim == 2 else {3: "rgb24", 4: "rgba"}
+            key = 2 if array.ndim == 2 else (array.shape[2] if array.ndim == 3 else -1)
+            if key not in by_shape:
+                raise ValueError(f"expected an (H, W), (H, W, 3) or (H, W, 4) image, got shape "
+                                 f"{array.shape}")
+            format = by_shape[key]
+        return self.upscale_planes([array], format, matrix=matrix, range=range)[0]
