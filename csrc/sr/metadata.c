@@ -3,6 +3,7 @@
  * against the end, nesting is capped, and nothing is allocated. */
 #include "sr/metadata.h"
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,7 +119,8 @@ static bool skip_value(cursor *c, int depth)
 static nxe_status read_int_value(cursor *c, const char *key, int32_t *out)
 {
     double value;
-    if (!read_number(c, &value) || value != (double)(int32_t)value)
+    if (!read_number(c, &value) || !(value >= -2147483648.0 && value <= 2147483647.0) ||
+        value != floor(value))
         return sr_error(NXE_ERROR_FORMAT, "SR model metadata: \"%s\" must be an integer", key);
     *out = (int32_t)value;
     return NXE_OK;

@@ -1,12 +1,15 @@
-"""Writes small valid model files and compiled binaries as seed corpora for the fuzzers:
-python tests/fuzz/make_seeds.py OUT_DIR  ->  OUT_DIR/model/*.nxm, OUT_DIR/binary/*.nxb"""
+"""Writes small valid model files, compiled binaries and SR model metadata as seed corpora for
+the fuzzers: python tests/fuzz/make_seeds.py OUT_DIR  ->  OUT_DIR/model/*.nxm,
+OUT_DIR/binary/*.nxb, OUT_DIR/sr_metadata/*.json (the shipped SR models' metadata)"""
 
+import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
 import nxe
+import nxe.sr
 
 
 def seed_graphs():
@@ -44,6 +47,12 @@ def main(out_dir: str) -> None:
     for name, graph in seed_graphs():
         nxe.save_model(graph, model_dir / f"{name}.nxm", metadata={"seed": name})
         graph.compile_to_binary(binary_dir / f"{name}.nxb", threads=1)
+    metadata_dir = Path(out_dir, "sr_metadata")
+    metadata_dir.mkdir(parents=True, exist_ok=True)
+    for name in nxe.sr.builtin_models():
+        with nxe.Model(nxe.sr.model_path(name)) as model:
+            text = json.dumps(model.metadata, sort_keys=True, separators=(",", ":"))
+        (metadata_dir / f"{name}.json").write_text(text)
 
 
 if __name__ == "__main__":

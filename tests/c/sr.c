@@ -1,0 +1,143 @@
+/* sr.c — libnxe_sr as a C user links it: open a built-in model, upscale YUV420P frames of two
+ * sizes in one session, check that tiles give the untiled result byte for byte, and that bad
+ * frames and options get their status and a message. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nxe/nxe_sr.h>
+
+static int failures;
+
+#define EXPECT(cond)                                                                      \
+    do {                                                                                  \
+        if (!(cond)) {                                                                    \
+            fprintf(stderr, "sr.c:%d: %s failed (last error: %s)\n", __LINE__, #cond,    \
+                    nxe_last_error());                                                    \
+            failures++;                                                                   \
+        }                                                                                 \
+    } while (0)
+
+typedef struct frame_buffer {
+    nxe_sr_frame frame;
+    unsigned char *planes[3];
+} frame_buffer;
+
+static void frame_alloc(frame_buffer *b, int32_t w, int32_t h)
+{
+    nxe_sr_frame init = NXE_SR_FRAME_INIT;
+    b->frame = init;
+    b->frame.format = NXE_SR_FORMAT_YUV420P;
+    b->frame.width = w;
+    b->frame.height = h;
+    for (int p = 0; p < 3; p++) {
+        int32_t pw = p ? (w + 1) / 2 : w, ph = p ? (h + 1) / 2 : h;
+        b->planes[p] = calloc((size_t)pw * (size_t)ph, 1);
+        b->frame.data[p] = b->planes[p];
+        b->frame.strides[p] = pw;
+    }
+}
+
+static void frame_fill(frame_buffer *b, unsigned seed)
+{
+    for (int p = 0; p < 3; p++) {
+        int32_t pw = p ? (b->frame.width + 1) / 2 : b->frame.width;
+        int32_t ph = p ? (b->frame.height + 1) / 2 : b->frame.height;
+        for (int32_t i = 0; i < pw * ph; i++) {
+            seed = seed * 1103515245u + 12345u;
+            b->planes[p][i] = (unsigned char)(64 + (seed >> 16) % 128);
+        }
+    }
+}
+
+static size_t frame_bytes(const frame_buffer *b, int p)
+{
+    int32_t pw = p ? (b->frame.width + 1) / 2 : b->frame.width;
+    int32_t ph = p ? (b->frame.height + 1) / 2 : b->frame.height;
+    return (size_t)pw * (size_t)ph;
+}
+
+static void frame_free(frame_buffer *b)
+{
+    for (int p = 0; p < 3; p++)
+        free(b->planes[p]);
+}
+
+static nxe_sr *open_model(const char *name, int32_t tile)
+{
+    nxe_sr_options options = NXE_SR_OPTIONS_INIT;
+    options.num_threads = 2;
+    options.tile_size = tile;
+    nxe_sr *sr = NULL;
+    EXPECT(nxe_sr_open(name, &options, &sr) == NXE_OK);
+    return sr;
+}
+
+int main(void)
+{
+    EXPECT(nxe_sr_api_version() >> 16 == NXE_SR_API_VERSION_MAJOR);
+    int32_t count = 0;
+    EXPECT(nxe_sr_builtin_count(&count) == NXE_OK && count >= 1);
+    const char *name = NULL;
+    EXPECT(nxe_sr_builtin_name(0, &name) == NXE_OK && strcmp(name, "espcn-x2") == 0);
+
+    nxe_sr *whole = open_model("espcn-x2", NXE_SR_TILE_NONE);
+    nxe_sr *tiled = open_model("espcn-x2", 24);
+    if (!whole || !tiled)
+        return 1;
+    nxe_sr_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    EXPECT(nxe_sr_get_info(tiled, &info) == NXE_OK && info.scale == 2 && info.channels == 1);
+
+    const int32_t sizes[2][2] = {{53, 37}, {30, 22}};
+    for (int s = 0; s < 2; s++) {
+        int32_t w = sizes[s][0], h = sizes[s][1];
+        frame_buffer in, out_whole, out_tiled;
+        frame_alloc(&in, w, h);
+        frame_fill(&in, (unsigned)s + 1);
+        frame_alloc(&out_whole, 2 * w, 2 * h);
+        frame_alloc(&out_tiled, 2 * w, 2 * h);
+        EXPECT(nxe_sr_process(whole, &in.frame, &out_whole.frame) == NXE_OK);
+        EXPECT(nxe_sr_process(tiled, &in.frame, &out_tiled.frame) == NXE_OK);
+        for (int p = 0; p < 3; p++)
+            EXPECT(memcmp(out_whole.planes[p], out_tiled.planes[p], frame_bytes(&out_whole, p)) ==
+                   0);
+        /* Bad frames: the output must stay as it was. */
+        memset(out_tiled.planes[0], 7, frame_bytes(&out_tiled, 0));
+        nxe_sr_frame bad = in.frame;
+        bad.data[1] = NULL;
+        EXPECT(nxe_sr_process(tiled, &bad, &out_tiled.frame) == NXE_ERROR_INVALID_ARGUMENT);
+        EXPECT(strstr(nxe_last_error(), "plane 1") != NULL);
+        bad = in.frame;
+        bad.strides[0] = w - 1;
+        EXPECT(nxe_sr_process(tiled, &bad, &out_tiled.frame) == NXE_ERROR_INVALID_ARGUMENT);
+        bad = out_tiled.frame;
+        bad.height += 1;
+        EXPECT(nxe_sr_process(tiled, &in.frame, &bad) == NXE_ERROR_SHAPE_MISMATCH);
+        bad = in.frame;
+        bad.format = 99;
+        EXPECT(nxe_sr_process(tiled, &bad, &out_tiled.frame) == NXE_ERROR_UNSUPPORTED);
+        EXPECT(out_tiled.planes[0][0] == 7 && out_tiled.planes[0][frame_bytes(&out_tiled, 0) - 1] == 7);
+        frame_free(&in);
+        frame_free(&out_whole);
+        frame_free(&out_tiled);
+    }
+    EXPECT(nxe_sr_get_info(tiled, &info) == NXE_OK && info.frames == 2 &&
+           info.reconfigurations == 2 && info.tiles > 2);
+
+    nxe_sr *sr = (nxe_sr *)&info; /* must be overwritten with NULL on failure */
+    EXPECT(nxe_sr_open("no-such-model", NULL, &sr) == NXE_ERROR_NOT_FOUND && sr == NULL);
+    nxe_sr_options options = NXE_SR_OPTIONS_INIT;
+    options.tile_size = 3;
+    EXPECT(nxe_sr_open("espcn-x2", &options, &sr) == NXE_ERROR_INVALID_ARGUMENT);
+    EXPECT(strstr(nxe_last_error(), "tile_size 3") != NULL);
+    EXPECT(nxe_sr_process(NULL, NULL, NULL) == NXE_ERROR_INVALID_ARGUMENT);
+
+    nxe_sr_release(whole);
+    nxe_sr_release(tiled);
+    nxe_sr_release(NULL);
+    if (failures)
+        fprintf(stderr, "sr.c: %d failures\n", failures);
+    return failures ? 1 : 0;
+}

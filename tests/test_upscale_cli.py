@@ -1,0 +1,199 @@
+"""`nxe upscale` and what it stands on: nxe's own PNG reader and writer against Pillow, Y4M
+streams, PSNR/SSIM against scikit-image, and the command on images and video (its output is
+libnxe_sr's, byte for byte)."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from PIL import Image
+from skimage.metrics import peak_signal_noise_ratio, structural_similarity
+
+import nxe.sr
+from nxe import images, metrics
+
+
+def photo(h=45, w=67, channels=3, seed=0):
+    rng = np.random.default_rng(seed)
+    yy, xx = np.meshgrid(np.linspace(0, 1, h), np.linspace(0, 1, w), indexing="ij")
+    base = 120 + 90 * np.sin(9 * xx) * np.cos(6 * yy)
+    shape = (h, w) if channels == 1 else (h, w, channels)
+    if channels > 1:
+        base = base[..., None] + 20 * np.arange(channels)
+    return np.clip(base + 15 * rng.standard_normal(shape), 0, 255).astype(np.uint8)
+
+
+@pytest.mark.parametrize("mode,channels", [("L", 1), ("RGB", 3), ("RGBA", 4)])
+@pytest.mark.parametrize("optimize", [False, True])
+def test_png_reader_reads_what_pillow_writes(tmp_path, mode, channels, optimize):
+    image = photo(channels=channels)
+    path = tmp_path / "p.png"
+    Image.fromarray(image, mode).save(path, optimize=optimize)  # optimize tries every filter
+    np.testing.assert_array_equal(images.read_png(path), image)
+
+
+def test_png_reader_expands_palettes_gray_alpha_and_16_bits(tmp_path):
+    image = photo()
+    palette_image = Image.fromarray(image).quantize(colors=13)
+    palette_image.save(tmp_path / "pal.png")
+    np.testing.assert_array_equal(images.read_png(tmp_path / "pal.png"),
+                                  np.asarray(palette_image.convert("RGB")))
+    two_bit = Image.fromarray(image).quantize(colors=4)
+    two_bit.save(tmp_path / "pal2.png", bits=2)
+    np.testing.assert_array_equal(images.read_png(tmp_path / "pal2.png"),
+                                  np.asarray(two_bit.convert("RGB")))
+    gray_alpha = Image.fromarray(photo(channels=4)).convert("LA")
+    gray_alpha.save(tmp_path / "la.png")
+    np.testing.assert_array_equal(images.read_png(tmp_path / "la.png"),
+                                  np.asarray(gray_alpha.convert("RGBA")))
+    deep = (photo(channels=1).astype(np.uint16) * 257 + 3)
+    Image.fromarray(deep).save(tmp_path / "deep.png")
+    np.testing.assert_array_equal(images.read_png(tmp_path / "deep.png"), (deep >> 8).astype(
+        np.uint8))
+
+
+@pytest.mark.parametrize("channels", [1, 3, 4])
+def test_png_writer_is_read_back_by_pillow(tmp_path, channels):
+    image = photo(channels=channels)
+    images.write_png(tmp_path / "w.png", image)
+    np.testing.assert_array_equal(np.asarray(Image.open(tmp_path / "w.png")), image)
+
+
+def test_bad_png_files_raise_value_errors(tmp_path):
+    good = tmp_path / "good.png"
+    images.write_png(good, photo())
+    data = good.read_bytes()
+    cases = {
+        "not a PNG": b"GIF89a" + data[6:],
+        "fails its CRC": data[:40] + bytes([data[40] ^ 1]) + data[41:],
+        "truncated": data[:60],
+        "image data is": data[:33] + b"",
+    }
+    for words, body in cases.items():
+        path = tmp_path / "bad.png"
+        path.write_bytes(body)
+        with pytest.raises(ValueError):
+            images.read_png(path)
+
+
+def test_y4m_round_trip():
+    header = images.Y4mHeader(37, 23, "yuv420p10", "30000:1001", True, ("Ip",))
+    frames = [[np.random.default_rng(i).integers(0, 1024, s).astype(np.uint16)
+               for s in nxe.sr.plane_shapes("yuv420p10", 37, 23)] for i in range(3)]
+    stream = io.BytesIO()
+    images.write_y4m_header(stream, header)
+    for planes in frames:
+        images.write_y4m_frame(stream, planes)
+    stream.seek(0)
+    back = images.read_y4m_header(stream)
+    assert (back.width, back.height, back.format, back.rate, back.full_range) == \
+        (37, 23, "yuv420p10", "30000:1001", True)
+    for want, got in zip(frames, images.y4m_frames(stream, back), strict=True):
+        for a, b in zip(want, got):
+            np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("text,words", [
+    (b"P6\n", "not a Y4M"), (b"YUV4MPEG2 W10 H0\n", "bad frame size"),
+    (b"YUV4MPEG2 W10 H10 C411\n", "C411 is not supported"),
+    (b"YUV4MPEG2 W4 H4 C420jpeg\nFRAME\n" + bytes(5), "truncated frame"),
+    (b"YUV4MPEG2 W4 H4 C420jpeg\nFRAMX\n", "expected a FRAME"),
+])
+def test_bad_y4m_streams_raise_value_errors(text, words):
+    stream = io.BytesIO(text)
+    with pytest.raises(ValueError, match=words):
+        header = images.read_y4m_header(stream)
+        list(images.y4m_frames(stream, header))
+
+
+def test_metrics_agree_with_scikit_image():
+    a = photo(60, 70, 1, seed=1).astype(np.float64)
+    b = np.clip(a + np.random.default_rng(2).normal(0, 6, a.shape), 0, 255)
+    assert metrics.psnr(a, b, border=2) == pytest.approx(
+        peak_signal_noise_ratio(a[2:-2, 2:-2], b[2:-2, 2:-2], data_range=255), abs=1e-9)
+    want = structural_similarity(a, b, data_range=255, gaussian_weights=True, sigma=1.5,
+                                 use_sample_covariance=False)
+    # scikit-image averages over the whole (reflect-padded) plane minus a 5-pixel margin, nxe
+    # over the 'valid' window positions: the same positions.
+    assert metrics.ssim(a, b) == pytest.approx(want, abs=1e-6)
+    assert metrics.ssim(a, a) == pytest.approx(1.0)
+
+
+def nxe_cli(*args):
+    return subprocess.run([sys.executable, "-m", "nxe", *map(str, args)], capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_upscale_image_writes_what_the_library_computes(tmp_path):
+    image = photo(channels=3)
+    images.write_png(tmp_path / "in.png", image)
+    result = nxe_cli("upscale", tmp_path / "in.png", "-o", tmp_path / "out.png",
+                     "--model", "espcn-x2", "--reference", tmp_path / "ref.png")
+    assert result.returncode == 1 and "ref.png" in result.stderr  # the reference is missing
+    big = np.asarray(Image.fromarray(image).resize((134, 90), Image.BICUBIC))
+    images.write_png(tmp_path / "ref.png", big)
+    result = nxe_cli("upscale", tmp_path / "in.png", "-o", tmp_path / "out.png",
+                     "--model", "espcn-x2", "--reference", tmp_path / "ref.png")
+    assert result.returncode == 0, result.stderr
+    out = images.read_png(tmp_path / "out.png")
+    np.testing.assert_array_equal(out, nxe.sr.Upscaler("espcn-x2").upscale(image))
+    psnr = metrics.psnr(metrics.luma(out), metrics.luma(big), border=2)
+    ssim = metrics.ssim(metrics.luma(out), metrics.luma(big), border=2)
+    assert f"PSNR {psnr:.2f} dB, SSIM {ssim:.4f}" in result.stdout
+
+
+def test_upscale_jpeg_and_the_shipped_sample(tmp_path):
+    Image.fromarray(photo()).save(tmp_path / "in.jpg", quality=95)
+    result = nxe_cli("upscale", tmp_path / "in.jpg", "-o", tmp_path / "out.jpg")
+    assert result.returncode == 0, result.stderr
+    assert Image.open(tmp_path / "out.jpg").size == (134, 90)
+    result = nxe_cli("upscale", "sample", "-o", tmp_path / "sample-x2.png")
+    assert result.returncode == 0, result.stderr
+    sample = images.read_image(nxe.sr.sample_image())
+    assert images.read_png(tmp_path / "sample-x2.png").shape[:2] == \
+        (2 * sample.shape[0], 2 * sample.shape[1])
+
+
+def test_upscale_y4m_video_with_progress_and_reference(tmp_path):
+    header = images.Y4mHeader(41, 27, "yuv420p")
+    frames = [[photo(*s[:2], 1, seed=i) for s in nxe.sr.plane_shapes("yuv420p", 41, 27)]
+              for i in range(4)]
+    with open(tmp_path / "in.y4m", "wb") as f:
+        images.write_y4m_header(f, header)
+        for planes in frames:
+            images.write_y4m_frame(f, planes)
+    up = nxe.sr.Upscaler("espcn-x2")
+    expected = [up.upscale_planes(planes, "yuv420p") for planes in frames]
+    result = nxe_cli("upscale", tmp_path / "in.y4m", "-o", tmp_path / "out.y4m",
+                     "--reference", tmp_path / "out.y4m.ref")
+    assert result.returncode == 1  # no reference file yet
+    with open(tmp_path / "out.y4m.ref", "wb") as f:
+        images.write_y4m_header(f, images.Y4mHeader(82, 54, "yuv420p"))
+        for planes in expected:
+            images.write_y4m_frame(f, planes)
+    result = nxe_cli("upscale", tmp_path / "in.y4m", "-o", tmp_path / "out.y4m",
+                     "--reference", tmp_path / "out.y4m.ref")
+    assert result.returncode == 0, result.stderr
+    assert "4/4" in result.stderr and "fps" in result.stderr
+    assert "4 frames" in result.stdout and "PSNR inf dB, SSIM 1.0000" in result.stdout
+    with open(tmp_path / "out.y4m", "rb") as f:
+        out_header = images.read_y4m_header(f)
+        assert (out_header.width, out_header.height) == (82, 54)
+        for want, got in zip(expected, images.y4m_frames(f, out_header), strict=True):
+            for a, b in zip(want, got):
+                np.testing.assert_array_equal(a, b)
+
+
+def test_upscale_errors_are_messages(tmp_path):
+    result = nxe_cli("upscale", tmp_path / "absent.png", "-o", tmp_path / "o.png")
+    assert result.returncode == 1 and "absent.png" in result.stderr
+    images.write_png(tmp_path / "in.png", photo())
+    result = nxe_cli("upscale", tmp_path / "in.png", "-o", tmp_path / "o.png", "--model", "x9")
+    assert result.returncode == 1 and "no built-in SR model named 'x9'" in result.stderr
+    result = nxe_cli("upscale", tmp_path / "clip.mkv", "-o", tmp_path / "o.mkv")
+    assert result.returncode == 1 and ("nxe_sr filter" in result.stderr or
+                                       "clip.mkv" in result.stderr)
