@@ -159,14 +159,16 @@ def make_cases(quick: bool) -> list[Case]:
 # -- the same models in PyTorch -----------------------------------------------------------
 
 
-def torch_module(case: Case) -> tuple[Any, tuple[Any, ...]]:
-    """The PyTorch module with nxe's random weights, and its fp32 example inputs."""
+def torch_module(case: Case, weights: dict[str, np.ndarray] | None = None,
+                 ) -> tuple[Any, tuple[Any, ...]]:
+    """The PyTorch module with ``weights`` (by default nxe's random weights), and its fp32
+    example inputs."""
     import torch
     from torch import nn
 
     rng = np.random.default_rng(1)
     if case.kind == "espcn":
-        weights = models.espcn_random_weights(scale=2, seed=0)
+        weights = weights or models.espcn_random_weights(scale=2, seed=0)
 
         class Espcn(nn.Module):
             def __init__(self) -> None:
@@ -184,7 +186,7 @@ def torch_module(case: Case) -> tuple[Any, tuple[Any, ...]]:
         x = rng.standard_normal((1, 1, case.params["h"], case.params["w"]), np.float32)
         inputs: tuple[Any, ...] = (torch.from_numpy(x),)
     elif case.kind == "edsr":
-        weights = models.edsr_random_weights(scale=2, seed=0)
+        weights = weights or models.edsr_random_weights(scale=2, seed=0)
 
         class Edsr(nn.Module):
             def __init__(self) -> None:
@@ -213,7 +215,7 @@ def torch_module(case: Case) -> tuple[Any, tuple[Any, ...]]:
         inputs = (torch.from_numpy(x),)
     else:
         config = models.BertConfig()
-        weights = models.bert_random_weights(config, seed=0)
+        weights = weights or models.bert_random_weights(config, seed=0)
         module = _torch_bert(config)
         b, s = case.params["batch"], case.params["seq"]
         x = rng.standard_normal((b, s, config.hidden), np.float32)
