@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "image.h"
 #include "sr/metadata.h"
@@ -264,6 +265,13 @@ NXE_API void nxe_sr_release(nxe_sr *sr)
     free(sr);
 }
 
+/* What num_threads 0 means before an executable says: one per online CPU, as libnxe does. */
+static int32_t online_cpus(void)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return cpus < 1 ? 1 : cpus > 1024 ? 1024 : (int32_t)cpus;
+}
+
 NXE_API nxe_status nxe_sr_get_info(const nxe_sr *sr, nxe_sr_info *info)
 {
     if (!sr || !info)
@@ -287,11 +295,11 @@ NXE_API nxe_status nxe_sr_get_info(const nxe_sr *sr, nxe_sr_info *info)
     info->tiles = sr->tiles;
     info->reconfigurations = sr->reconfigurations;
     snprintf(info->name, sizeof info->name, "%s", sr->meta.name);
-    if (sr->exe) {
-        nxe_memory_info memory = {sizeof memory};
-        if (nxe_executable_memory_info(sr->exe, &memory) == NXE_OK)
-            info->num_threads = memory.num_threads;
-    }
+    nxe_memory_info memory = {sizeof memory};
+    if (sr->exe && nxe_executable_memory_info(sr->exe, &memory) == NXE_OK)
+        info->num_threads = memory.num_threads;
+    else if (info->num_threads == 0)
+        info->num_threads = online_cpus();
     return NXE_OK;
 }
 

@@ -1,0 +1,247 @@
+"""FFmpeg's nxe_sr filter (ffmpeg-filter/) against libnxe_sr called directly: the same testsrc2
+frames go through `ffmpeg -vf ...,nxe_sr` and through nxe.sr.Upscaler, and every output frame
+must agree within one code. The ffmpeg binary comes from ffmpeg-filter/build.sh."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import nxe
+import nxe.sr
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+FFMPEG = Path(os.environ.get("NXE_FFMPEG", REPO / "build" / "ffmpeg" / "ffmpeg"))
+# Codes: the filter and the direct call run the same library on the same samples.
+TOLERANCE = 1
+# The filter's defaults, spelled as nxe.sr.Upscaler's arguments.
+LIBRARY_DEFAULTS = {"threads": 0, "tile": 0, "overlap": None, "precision": "fp32"}
+
+
+@pytest.fixture(scope="module")
+def ffmpeg() -> Path:
+    """The ffmpeg built with the filter; missing, the module skips unless NXE_REQUIRE_FFMPEG=1."""
+    if not (FFMPEG.is_file() and os.access(FFMPEG, os.X_OK)):
+        reason = f"no ffmpeg with the nxe_sr filter at {FFMPEG} (build it: ffmpeg-filter/build.sh)"
+        if os.environ.get("NXE_REQUIRE_FFMPEG") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return FFMPEG
+
+
+@dataclass(frozen=True)
+class PixelFormat:
+    """A pixel format as ffmpeg names it and as nxe.sr names it, and its sample type."""
+
+    ffmpeg: str
+    nxe: str
+    dtype: str = "u1"
+
+    def plane_shapes(self, width: int, height: int) -> list[tuple[int, int]]:
+        """(rows, samples per row) of each plane, as rawvideo packs them."""
+        return [(shape[0], math.prod(shape[1:]))
+                for shape in nxe.sr.plane_shapes(self.nxe, width, height)]
+
+
+FORMATS = {
+    f.ffmpeg: f
+    for f in [
+        PixelFormat("gray", "gray8"),
+        PixelFormat("yuv420p", "yuv420p"),
+        PixelFormat("yuv422p", "yuv422p"),
+        PixelFormat("yuv444p", "yuv444p"),
+        PixelFormat("yuv420p10le", "yuv420p10", dtype="<u2"),
+        PixelFormat("yuv444p10le", "yuv444p10", dtype="<u2"),
+        PixelFormat("nv12", "nv12"),
+        PixelFormat("rgb24", "rgb24"),
+        PixelFormat("bgra", "bgra"),
+    ]
+}
+
+# What the filter reads from a frame's colorspace and color_range, and the setparams values that
+# put it there.
+COLOUR_PARAMS = {
+    ("bt709", "limited"): "colorspace=bt709:range=tv",
+    ("bt601", "full"): "colorspace=smpte170m:range=pc",
+}
+
+
+@dataclass(frozen=True)
+class Clip:
+    """testsrc2 frames in `pixel_format`, labelled with a colour matrix and range."""
+
+    width: int
+    height: int
+    frames: int
+    pixel_format: PixelFormat
+    matrix: str = "bt709"
+    range: str = "limited"
+
+    def source(self) -> str:
+        # testsrc2 rounds its size down to the subsampling of the format it draws in, so it
+        # draws RGB and the format filter makes the odd-sized frames.
+        return f"testsrc2=size={self.width}x{self.height}:rate=25,format=rgb24"
+
+    def chain(self) -> str:
+        return f"format={self.pixel_format.ffmpeg},setparams={COLOUR_PARAMS[self.matrix, self.range]}"
+
+
+def run_ffmpeg(
+    ffmpeg: Path,
+    source: str,
+    chain: str,
+    frames: int,
+    muxer: str = "rawvideo",
+    loglevel: str = "error",
+) -> subprocess.CompletedProcess[bytes]:
+    """ffmpeg on a lavfi source through `chain`, output to stdout; the finished process."""
+    command = [
+        str(ffmpeg), "-nostdin", "-hide_banner", "-loglevel", loglevel,
+        "-f", "lavfi", "-i", source, "-vf", chain, "-frames:v", str(frames),
+        "-fps_mode", "passthrough", "-f", muxer, "-",
+    ]  # fmt: skip
+    return subprocess.run(
+        command, check=False, stdin=subprocess.DEVNULL, capture_output=True, timeout=300
+    )
+
+
+def read_frames(
+    ffmpeg: Path, clip: Clip, chain: str, scale: int
+) -> list[list[np.ndarray]]:
+    """The frames ffmpeg writes for `clip` through `chain`, each as its list of planes."""
+    result = run_ffmpeg(ffmpeg, clip.source(), chain, clip.frames)
+    assert result.returncode == 0, result.stderr.decode(errors="replace")
+    fmt = clip.pixel_format
+    shapes = fmt.plane_shapes(clip.width * scale, clip.height * scale)
+    dtype = np.dtype(fmt.dtype)
+    frame_bytes = sum(math.prod(shape) for shape in shapes) * dtype.itemsize
+    data = result.stdout
+    assert len(data) % frame_bytes == 0, (
+        f"{len(data)} bytes is no whole number of frames"
+    )
+    frames = []
+    for start in range(0, len(data), frame_bytes):
+        planes, offset = [], start
+        for shape in shapes:
+            count = math.prod(shape)
+            planes.append(np.frombuffer(data, dtype, count, offset).reshape(shape))
+            offset += count * dtype.itemsize
+        frames.append(planes)
+    return frames
+
+
+def assert_filter_matches_library(
+    ffmpeg: Path, clip: Clip, model: str, filter_options: str = "", **library_options
+) -> None:
+    """Upscales `clip` through the filter with `filter_options` and through an nxe.sr.Upscaler
+    with `library_options`; every frame agrees within one code."""
+    upscaler = nxe.sr.Upscaler(model, **(LIBRARY_DEFAULTS | library_options))
+    options = f"model={model}" + (f":{filter_options}" if filter_options else "")
+    inputs = read_frames(ffmpeg, clip, clip.chain(), 1)
+    outputs = read_frames(
+        ffmpeg, clip, f"{clip.chain()},nxe_sr={options}", upscaler.scale
+    )
+    assert len(inputs) == clip.frames
+    assert len(outputs) == len(inputs)
+    for index, (planes_in, planes_out) in enumerate(zip(inputs, outputs)):
+        expected = upscaler.upscale_planes(
+            planes_in, clip.pixel_format.nxe, matrix=clip.matrix, range=clip.range
+        )
+        assert len(expected) == len(planes_out)
+        for plane, (want, got) in enumerate(zip(expected, planes_out)):
+            want = np.asarray(want)
+            assert want.size == got.size, f"plane {plane}: {want.shape} for {got.shape}"
+            want = want.reshape(got.shape)
+            difference = np.abs(want.astype(np.int32) - got.astype(np.int32)).max()
+            assert difference <= TOLERANCE, (
+                f"frame {index} plane {plane}: off by {difference}"
+            )
+
+
+@pytest.mark.parametrize("pixel_format", FORMATS)
+def test_filter_output_equals_library_on_odd_sized_frames(ffmpeg, pixel_format):
+    clip = Clip(97, 61, 4, FORMATS[pixel_format])
+    assert_filter_matches_library(ffmpeg, clip, "espcn-x2")
+
+
+@pytest.mark.parametrize("matrix, range_", list(COLOUR_PARAMS))
+@pytest.mark.parametrize(
+    "model, pixel_format, width, height",
+    [("espcn-x2", "rgb24", 97, 61), ("edsr-x2", "yuv420p", 40, 30)],
+)
+def test_filter_passes_the_frames_colour_to_the_library(
+    ffmpeg, model, pixel_format, width, height, matrix, range_
+):
+    # RGB through a luma model and YUV through an RGB model are converted with the frame's
+    # matrix and range, which the filter reads from the frame.
+    clip = Clip(width, height, 2, FORMATS[pixel_format], matrix=matrix, range=range_)
+    assert_filter_matches_library(ffmpeg, clip, model)
+
+
+@pytest.mark.parametrize("pixel_format", ["yuv420p", "rgb24"])
+def test_filter_runs_an_rgb_model(ffmpeg, pixel_format):
+    clip = Clip(40, 30, 2, FORMATS[pixel_format])
+    assert_filter_matches_library(ffmpeg, clip, "edsr-x2")
+
+
+def test_tiled_filter_output_equals_untiled_library(ffmpeg):
+    clip = Clip(97, 61, 3, FORMATS["yuv420p"])
+    assert_filter_matches_library(
+        ffmpeg, clip, "espcn-x2", filter_options="tile=16", tile=-1
+    )
+
+
+def test_relaxed_filter_output_equals_relaxed_library(ffmpeg):
+    clip = Clip(97, 61, 2, FORMATS["yuv444p"])
+    assert_filter_matches_library(
+        ffmpeg,
+        clip,
+        "espcn-x2",
+        filter_options="precision=relax:threads=2",
+        precision="relax",
+        threads=2,
+    )
+
+
+def test_filter_hands_its_options_to_the_library(ffmpeg):
+    # The filter reports the session it opened at the verbose level.
+    chain = "format=yuv420p,nxe_sr=model=espcn-x2:tile=16:threads=3:precision=relax"
+    result = run_ffmpeg(
+        ffmpeg, "testsrc2=size=32x32", chain, 1, muxer="null", loglevel="verbose"
+    )
+    log = result.stderr.decode(errors="replace")
+    assert result.returncode == 0, log
+    assert "model espcn-x2: x2 on luma, tile 16, relax, 3 threads" in log
+
+
+def test_filter_scales_the_size_and_keeps_the_sample_aspect_ratio(ffmpeg):
+    result = run_ffmpeg(
+        ffmpeg,
+        "testsrc2=size=64x48:rate=25:sar=4/3",
+        "format=yuv420p,nxe_sr",
+        1,
+        muxer="yuv4mpegpipe",
+    )
+    assert result.returncode == 0, result.stderr.decode(errors="replace")
+    header = result.stdout.split(b"\n", 1)[0].split()
+    assert header[0] == b"YUV4MPEG2"
+    assert {b"W128", b"H96", b"A4:3"} <= set(header[1:])
+
+
+@pytest.mark.parametrize(
+    "filter_options, library_options",
+    [("model=no-such-model", {"model": "no-such-model"}), ("tile=3", {"tile": 3})],
+)
+def test_bad_option_fails_with_the_librarys_message(
+    ffmpeg, filter_options, library_options
+):
+    with pytest.raises(nxe.Error) as error:
+        nxe.sr.Upscaler(**({"model": "espcn-x2"} | LIBRARY_DEFAULTS | library_options))
+    result = run_ffmpeg(ffmpeg, "testsrc2=size=32x32", f"nxe_sr={filter_options}", 1)
+    assert result.returncode != 0
+    assert str(error.value) in result.stderr.decode(errors="replace")
