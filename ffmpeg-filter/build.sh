@@ -135,8 +135,8 @@ configure_ffmpeg() {
         --enable-filter=nxe_sr,testsrc2,format,scale,null,setparams,split,trim,fps
         --enable-indev=lavfi
         --enable-protocol=file,pipe
-        --enable-demuxer=rawvideo,yuv4mpegpipe
-        --enable-muxer=rawvideo,yuv4mpegpipe,null
+        --enable-demuxer=rawvideo,yuv4mpegpipe,matroska,nut,avi
+        --enable-muxer=rawvideo,yuv4mpegpipe,null,matroska,nut,avi
         --enable-decoder=rawvideo,wrapped_avframe
         --enable-encoder=rawvideo,wrapped_avframe
         --extra-ldflags="-Wl,-rpath,$libdir"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import os
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -245,3 +246,61 @@ def test_bad_option_fails_with_the_librarys_message(
     result = run_ffmpeg(ffmpeg, "testsrc2=size=32x32", f"nxe_sr={filter_options}", 1)
     assert result.returncode != 0
     assert str(error.value) in result.stderr.decode(errors="replace")
+
+
+def decode_raw(ffmpeg: Path, path: Path, fmt: PixelFormat, width: int, height: int):
+    """The frames of a file as planes, decoded by ffmpeg to rawvideo."""
+    result = subprocess.run(
+        [str(ffmpeg), "-nostdin", "-hide_banner", "-loglevel", "error", "-i", str(path),
+         "-f", "rawvideo", "-pix_fmt", fmt.ffmpeg, "-"],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    shapes = fmt.plane_shapes(width, height)
+    frame_bytes = sum(math.prod(shape) for shape in shapes)
+    data = result.stdout
+    assert len(data) % frame_bytes == 0
+    frames = []
+    for start in range(0, len(data), frame_bytes):
+        planes, offset = [], start
+        for shape in shapes:
+            planes.append(np.frombuffer(data, np.uint8, math.prod(shape), offset).reshape(shape))
+            offset += math.prod(shape)
+        frames.append(planes)
+    return frames
+
+
+def test_nxe_upscale_takes_other_containers_through_ffmpeg(ffmpeg, tmp_path):
+    clip = tmp_path / "in.mkv"
+    made = subprocess.run(
+        [str(ffmpeg), "-nostdin", "-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i",
+         "testsrc2=size=42x30:rate=25,format=yuv420p", "-frames:v", "3", "-c:v", "rawvideo",
+         str(clip)],
+        capture_output=True, timeout=300,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr.decode(errors="replace")
+    out = tmp_path / "out.mkv"
+    result = subprocess.run(
+        [sys.executable, "-m", "nxe", "upscale", str(clip), "-o", str(out)],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "NXE_FFMPEG": str(ffmpeg)},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "through" in result.stdout
+    fmt = FORMATS["yuv420p"]
+    frames_in = decode_raw(ffmpeg, clip, fmt, 42, 30)
+    frames_out = decode_raw(ffmpeg, out, fmt, 84, 60)
+    assert len(frames_in) == len(frames_out) == 3
+    upscaler = nxe.sr.Upscaler("espcn-x2")
+    for planes_in, planes_out in zip(frames_in, frames_out):
+        for want, got in zip(upscaler.upscale_planes(planes_in, "yuv420p"), planes_out):
+            assert np.abs(want.astype(int) - got.astype(int)).max() <= TOLERANCE
+
+
+def test_nxe_upscale_without_a_filtered_ffmpeg_says_how_to_get_one(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "nxe", "upscale", str(tmp_path / "in.mkv"), "-o",
+         str(tmp_path / "out.mkv")],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "NXE_FFMPEG": str(tmp_path / "none"), "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "ffmpeg-filter/build.sh" in result.stderr

@@ -132,7 +132,7 @@ def _upscale_ffmpeg(args: argparse.Namespace) -> None:
     options = (f"nxe_sr=model={args.model}:threads={args.threads}:tile={args.tile}"
                f":precision={args.precision}")
     command = [ffmpeg, "-hide_banner", "-loglevel", "error", "-stats", "-y", "-i", args.input,
-               "-vf", options, args.output]
+               "-vf", options, "-c:v", args.codec, args.output]
     result = subprocess.run(command)
     if result.returncode:
         raise ValueError(f"ffmpeg failed with status {result.returncode}: {' '.join(command)}")
@@ -179,6 +179,9 @@ def add_parser(commands) -> None:
                          help="relax lets fp32 work run in bf16 (faster where the CPU has it)")
     upscale.add_argument("--matrix", choices=("bt601", "bt709"), default="bt601",
                          help="YUV matrix of the input (for RGB<->YUV conversion)")
+    upscale.add_argument("--codec", default="rawvideo",
+                         help="video encoder for containers written through ffmpeg (default "
+                         "rawvideo, the one the minimal build of ffmpeg-filter/build.sh has)")
     upscale.add_argument("--reference", metavar="HR",
                          help="print PSNR and SSIM of the output against this file")
     upscale.set_defaults(handler=run)
