@@ -5,8 +5,10 @@ libnxe_sr's, byte for byte)."""
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -197,3 +199,18 @@ def test_upscale_errors_are_messages(tmp_path):
     result = nxe_cli("upscale", tmp_path / "clip.mkv", "-o", tmp_path / "o.mkv")
     assert result.returncode == 1 and ("nxe_sr filter" in result.stderr or
                                        "clip.mkv" in result.stderr)
+
+
+def test_readme_super_resolution_example_runs(tmp_path, monkeypatch):
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    blocks = [b for b in re.findall(r"^```python\n(.*?)^```", readme, re.S | re.M)
+              if "nxe.sr" in b]
+    assert len(blocks) == 1
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    exec(compile(blocks[0], "README.md", "exec"), namespace)
+    sample = images.read_image(nxe.sr.sample_image())
+    assert sample.shape == (150, 225, 3)
+    written = images.read_png(tmp_path / "sample-x2.png")
+    np.testing.assert_array_equal(written, namespace["big"])
+    assert written.shape == (300, 450, 3)

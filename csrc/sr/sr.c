@@ -189,7 +189,7 @@ static nxe_status apply_options(nxe_sr *sr, const nxe_sr_options *options)
                         options->precision);
     int32_t tile = options->tile_size;
     if (tile == NXE_SR_TILE_DEFAULT)
-        tile = sr->meta.channels == 1 ? 512 : 1024 / sr->meta.scale;
+        tile = sr->meta.channels == 1 ? 1024 : 1024 / sr->meta.scale;
     if (tile != NXE_SR_TILE_NONE && (tile < MIN_TILE || tile > MAX_TILE))
         return sr_error(NXE_ERROR_INVALID_ARGUMENT,
                         "nxe_sr_open: tile_size %d; expected %d to %d, NXE_SR_TILE_DEFAULT (0) "

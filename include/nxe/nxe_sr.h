@@ -95,8 +95,9 @@ typedef struct nxe_sr nxe_sr;
 #define NXE_SR_PRECISION_FP32 0  /* exact fp32 */
 #define NXE_SR_PRECISION_RELAX 1 /* fp32 work may run in bf16 with fp32 accumulation */
 
-/* tile_size: the library's choice, 512 for luma models and 1024 / scale for RGB models
- * (whose features at the output size take the most memory); nxe_sr_get_info tells. */
+/* tile_size: the library's choice, 1024 for luma models (a 960x540 frame runs whole, a
+ * 1920x1080 one in four tiles) and 1024 / scale for RGB models (whose features at the output
+ * size take the most memory); nxe_sr_get_info tells. */
 #define NXE_SR_TILE_DEFAULT 0
 #define NXE_SR_TILE_NONE (-1) /* tile_size: whole frames, never tiled */
 #define NXE_SR_OVERLAP_DEFAULT (-1) /* tile_overlap: the model's receptive radius */
