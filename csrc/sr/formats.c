@@ -15,8 +15,14 @@ static nxe_status sr_error_v(nxe_status status, const char *cause, const char *f
 {
     char message[1024];
     int n = vsnprintf(message, sizeof message, fmt, args);
-    if (cause && n >= 0 && (size_t)n < sizeof message)
-        snprintf(message + n, sizeof message - (size_t)n, ": %s", cause);
+    size_t used = n < 0 ? 0 : (size_t)n < sizeof message ? (size_t)n : sizeof message - 1;
+    message[used] = '\0';
+    /* ": cause", cut to what is left of the buffer. */
+    for (const char *from = cause ? ": " : ""; *from && used + 1 < sizeof message; from++)
+        message[used++] = *from;
+    for (const char *from = cause ? cause : ""; *from && used + 1 < sizeof message; from++)
+        message[used++] = *from;
+    message[used] = '\0';
     return nxe_set_last_error(status, message);
 }
 
