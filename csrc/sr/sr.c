@@ -561,6 +561,18 @@ static void upscale_plane(nxe_sr *sr, const sr_format *f, plane_view in, plane_v
     store(f, hr, out);
 }
 
+/* R, G, B planes into a packed output frame, and its alpha cubically from the input's (through
+ * the spare planes lr and hr). */
+static void store_packed(nxe_sr *sr, const sr_format *f, const nxe_sr_frame *in,
+                         const nxe_sr_frame *out, float *const *rgb, float *lr, float *hr)
+{
+    store(f, rgb[0], view_of(out, f, 0, f->r));
+    store(f, rgb[1], view_of(out, f, 0, f->g));
+    store(f, rgb[2], view_of(out, f, 0, f->b));
+    if (f->a >= 0)
+        upscale_plane(sr, f, view_of(in, f, 0, f->a), view_of(out, f, 0, f->a), lr, hr);
+}
+
 static nxe_yuv_coefficients coefficients(const nxe_sr_frame *frame, int32_t bits)
 {
     return nxe_yuv_coefficients_for(frame->color_matrix == NXE_SR_MATRIX_BT709,
@@ -598,12 +610,7 @@ static nxe_status process_luma(nxe_sr *sr, const sr_format *f, const nxe_sr_fram
                                     sr->scratch);
         nxe_image_yuv_to_rgb(&c, hr[0], hr[4], hr[5], hr[1], hr[2], hr[3], (int32_t)wo,
                              (int32_t)ho, wo);
-        store(f, hr[1], view_of(out, f, 0, f->r));
-        store(f, hr[2], view_of(out, f, 0, f->g));
-        store(f, hr[3], view_of(out, f, 0, f->b));
-        if (f->a >= 0)
-            upscale_plane(sr, f, view_of(in, f, 0, f->a), view_of(out, f, 0, f->a), lr[1],
-                          hr[1]);
+        store_packed(sr, f, in, out, &hr[1], lr[1], hr[1]);
         return NXE_OK;
     }
     store(f, hr[0], view_of(out, f, 0, 0));
@@ -657,12 +664,7 @@ static nxe_status process_rgb(nxe_sr *sr, const sr_format *f, const nxe_sr_frame
         return status;
     switch (f->layout) {
     case SR_LAYOUT_PACKED:
-        store(f, hr[0], view_of(out, f, 0, f->r));
-        store(f, hr[1], view_of(out, f, 0, f->g));
-        store(f, hr[2], view_of(out, f, 0, f->b));
-        if (f->a >= 0)
-            upscale_plane(sr, f, view_of(in, f, 0, f->a), view_of(out, f, 0, f->a), lr[0],
-                          hr[3]);
+        store_packed(sr, f, in, out, &hr[0], lr[0], hr[3]);
         break;
     case SR_LAYOUT_GRAY:
         for (int p = 0; p < 3; p++)
