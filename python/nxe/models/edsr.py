@@ -61,14 +61,25 @@ def edsr_random_weights(scale: int = 2, seed: int = 0, num_blocks: int = 16,
     return random_weights(edsr_weight_specs(scale, num_blocks, features), seed, gain=0.5)
 
 
+def edsr_receptive_radius(scale: int = 2, num_blocks: int = 16) -> int:
+    """How far, in input (low-resolution) pixels, an output pixel of EDSR x``scale`` sees,
+    rounded up: 1 for each 3x3 conv, including those after a pixel shuffle, whose reach of one
+    upscaled pixel is counted as a whole input pixel. That is the head, two per residual
+    block, the conv after the body, each upsampler stage and the tail: 36 for x2, 37 for x4."""
+    stages = len(_upsampler_convs(positive("scale", scale), 1))
+    return 1 + 2 * positive("num_blocks", num_blocks) + 1 + stages + 1
+
+
 def edsr_baseline(weights: Weights, height: int, width: int, scale: int = 2, batch: int = 1,
-                  num_blocks: int = 16, features: int = 64) -> BuiltModel:
+                  num_blocks: int = 16, features: int = 64,
+                  rgb_mean: tuple[float, float, float] | None = None) -> BuiltModel:
     """EDSR-baseline x``scale`` for RGB images [batch, 3, height, width] f32 (input "rgb"),
     giving [batch, 3, scale*height, scale*width] (output "upscaled"). Head conv 3->features;
     ``num_blocks`` residual blocks conv-ReLU-conv added back with residual scaling 1; a conv
     after the body with a skip from the head; the upsampler (conv + pixel shuffle, mode CRD);
-    a tail conv to RGB. Every conv is 3x3 with 'SAME' padding. The RGB mean shift of the
-    original is left to the caller."""
+    a tail conv to RGB. Every conv is 3x3 with 'SAME' padding. With ``rgb_mean`` (per channel,
+    in the input's units) the graph subtracts it from the input and adds it back to the
+    output, as the original's MeanShift layers do; without it that is left to the caller."""
     specs = edsr_weight_specs(scale, num_blocks, features)
     shape = tuple(positive(n, v) for n, v in
                   (("batch", batch), ("channels", 3), ("height", height), ("width", width)))
@@ -80,6 +91,10 @@ def edsr_baseline(weights: Weights, height: int, width: int, scale: int = 2, bat
                         name=prefix)
 
     x = g.input("rgb", shape, "f32")
+    mean = None
+    if rgb_mean is not None:
+        mean = g.constant(np.asarray(rgb_mean, np.float32).reshape(1, 3, 1, 1), name="rgb_mean")
+        x = g.Sub(x, mean, name="sub_mean")
     head = conv(x, "head.0")
     h = head
     for i in range(num_blocks):
@@ -90,5 +105,7 @@ def edsr_baseline(weights: Weights, height: int, width: int, scale: int = 2, bat
         h = g.DepthToSpace(conv(h, prefix), blocksize=factor, mode="CRD",
                            name=f"{prefix}.shuffle")
     y = conv(h, "tail.1")
+    if mean is not None:
+        y = g.Add(y, mean, name="add_mean")
     g.mark_output(y, name="upscaled")
     return BuiltModel(g, ("rgb",), "upscaled")

@@ -36,6 +36,14 @@ def espcn_random_weights(scale: int = 2, seed: int = 0) -> dict[str, np.ndarray]
     return random_weights(espcn_weight_specs(scale), seed, gain=1.0)
 
 
+def espcn_receptive_radius(scale: int = 2) -> int:
+    """How far, in input (low-resolution) pixels, an output pixel of ESPCN x``scale`` sees: 2
+    for the 5x5 conv and 1 for each 3x3 one. All three run at the input resolution, so the
+    scale does not change it."""
+    positive("scale", scale)
+    return 2 + 1 + 1
+
+
 def espcn(weights: Weights, height: int, width: int, scale: int = 2,
           batch: int = 1) -> BuiltModel:
     """ESPCN x``scale`` for luma frames [batch, 1, height, width] f32 (input "luma"), giving
