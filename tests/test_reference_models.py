@@ -263,3 +263,25 @@ def test_weight_of_the_wrong_shape_is_named():
 def test_bert_hidden_size_must_split_into_heads():
     with pytest.raises(ValueError, match="multiple of heads"):
         models.BertConfig(hidden=30, heads=4)
+
+
+def test_edsr_mean_shift_is_subtracted_from_the_input_and_added_to_the_output(rng):
+    weights = models.edsr_random_weights(scale=2, seed=3)
+    mean = (0.45, 0.43, 0.40)
+    x = rng.uniform(0.0, 1.0, (1, 3, 12, 10)).astype(np.float32)
+    built = models.edsr_baseline(weights, 12, 10, scale=2, rgb_mean=mean)
+    got = built.graph.compile().run({"rgb": x})["upscaled"]
+    shift = np.asarray(mean).reshape(1, 3, 1, 1)
+    want = edsr_reference(weights, x - shift, 16) + shift
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("radius,want", [
+    (models.espcn_receptive_radius(2), 4), (models.espcn_receptive_radius(4), 4),
+    (models.edsr_receptive_radius(2), 36), (models.edsr_receptive_radius(4), 37),
+    (models.edsr_receptive_radius(2, num_blocks=4), 12),
+])
+def test_receptive_radii_count_each_convolution(radius, want):
+    # 5x5 counts 2, each 3x3 one (those after a pixel shuffle too): ESPCN 2+1+1; EDSR head,
+    # two per block, the body's last, each upsampler stage and the tail.
+    assert radius == want

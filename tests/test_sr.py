@@ -10,6 +10,7 @@ import pytest
 import sr_reference as ref
 
 import nxe
+import nxe.models
 import nxe.sr
 from nxe._binding import ffi, lib, sr_library
 
@@ -347,3 +348,6 @@ def test_every_builtin_model_is_installed_and_opens():
         info = nxe.sr.Upscaler(name).info()
         assert info["name"] == name and info["scale"] == int(name[-1])
         assert info["channels"] == (1 if name.startswith("espcn") else 3)
+        radius = (nxe.models.espcn_receptive_radius if name.startswith("espcn")
+                  else nxe.models.edsr_receptive_radius)(info["scale"])
+        assert info["receptive_radius"] == radius

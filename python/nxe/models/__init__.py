@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from ._common import BuiltModel, WeightSpec
 from .bert import BertConfig, bert_encoder, bert_random_weights, bert_weight_specs
-from .edsr import edsr_baseline, edsr_random_weights, edsr_weight_specs
-from .espcn import espcn, espcn_random_weights, espcn_weight_specs
+from .edsr import edsr_baseline, edsr_random_weights, edsr_receptive_radius, edsr_weight_specs
+from .espcn import espcn, espcn_random_weights, espcn_receptive_radius, espcn_weight_specs
 
 __all__ = [
     "BertConfig",
@@ -22,8 +22,10 @@ __all__ = [
     "bert_weight_specs",
     "edsr_baseline",
     "edsr_random_weights",
+    "edsr_receptive_radius",
     "edsr_weight_specs",
     "espcn",
     "espcn_random_weights",
+    "espcn_receptive_radius",
     "espcn_weight_specs",
 ]
