@@ -86,13 +86,15 @@ def test_other_scales(model):
     assert_close_planes(got, ref.upscale_frame(model, channels, scale, planes, "yuv420p"))
 
 
-@pytest.mark.parametrize("model,tile,size", [(ESPCN, 16, (61, 47)), (ESPCN, 9, (30, 29)),
-                                             (EDSR, 80, (130, 85))])
-def test_tiled_result_equals_untiled(model, tile, size):
+@pytest.mark.parametrize("model,tile,size,precision", [
+    (ESPCN, 16, (61, 47), "fp32"), (ESPCN, 9, (30, 29), "fp32"), (EDSR, 80, (130, 85), "fp32"),
+    (ESPCN, 16, (61, 47), "relax"), (EDSR, 80, (130, 85), "relax")])
+def test_tiled_result_equals_untiled(model, tile, size, precision):
     w, h = size
     planes = frame_planes("yuv420p", w, h, seed=4)
-    whole = nxe.sr.Upscaler(model, tile=-1).upscale_planes(planes, "yuv420p")
-    tiled = nxe.sr.Upscaler(model, tile=tile)
+    whole = nxe.sr.Upscaler(model, tile=-1, precision=precision).upscale_planes(planes,
+                                                                                "yuv420p")
+    tiled = nxe.sr.Upscaler(model, tile=tile, precision=precision)
     parts = tiled.upscale_planes(planes, "yuv420p")
     assert tiled.info()["tiles"] > 2
     for a, b in zip(whole, parts):
