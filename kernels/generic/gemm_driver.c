@@ -298,12 +298,9 @@ typedef struct tap_rows {
     int64_t offset;
 } tap_rows;
 
-static tap_rows tap_rows_of(const nxe_conv_geometry *g, int64_t tap, int64_t oz, int64_t oy,
-                            int64_t ox0, int32_t count)
+static tap_rows tap_rows_at(const nxe_conv_geometry *g, int64_t kz, int64_t ky, int64_t kx,
+                            int64_t oz, int64_t oy, int64_t ox0, int32_t count)
 {
-    const int64_t kz = tap / (g->kernel[1] * g->kernel[2]);
-    const int64_t ky = tap / g->kernel[2] % g->kernel[1];
-    const int64_t kx = tap % g->kernel[2];
     const int64_t iz = oz * g->stride[0] - g->pad_begin[0] + kz * g->dilation[0];
     const int64_t iy = oy * g->stride[1] - g->pad_begin[1] + ky * g->dilation[1];
     const int64_t column = kx * g->dilation[2] - g->pad_begin[2];
@@ -317,19 +314,52 @@ static tap_rows tap_rows_of(const nxe_conv_geometry *g, int64_t tap, int64_t oz,
     return t;
 }
 
+static tap_rows tap_rows_of(const nxe_conv_geometry *g, int64_t tap, int64_t oz, int64_t oy,
+                            int64_t ox0, int32_t count)
+{
+    return tap_rows_at(g, tap / (g->kernel[1] * g->kernel[2]), tap / g->kernel[2] % g->kernel[1],
+                       tap % g->kernel[2], oz, oy, ox0, count);
+}
+
+/* Every tap of a tile in order, without the divisions of tap_rows_of: a tile's taps are worked
+ * out for each of its reduction blocks, and for a short reduction that is a large share. */
+static void all_tap_rows(const nxe_conv_geometry *g, int64_t oz, int64_t oy, int64_t ox0,
+                         int32_t count, tap_rows *taps)
+{
+    for (int64_t kz = 0; kz < g->kernel[0]; kz++)
+        for (int64_t ky = 0; ky < g->kernel[1]; ky++)
+            for (int64_t kx = 0; kx < g->kernel[2]; kx++)
+                *taps++ = tap_rows_at(g, kz, ky, kx, oz, oy, ox0, count);
+}
+
+/* `taps` holds every tap of the tile when there are at most NXE_GEMM_KC (few_taps), else
+ * each is worked out as it comes. */
 static void rows_channels_first(const nxe_conv_gemm_args *args, const conv_shape *s,
                                 const float *input_group, int64_t oz, int64_t oy, int64_t ox0,
-                                int32_t count, int64_t k0, int64_t kc, float *scratch,
-                                const float **rows)
+                                int32_t count, int64_t k0, int64_t kc, const tap_rows *taps,
+                                float *scratch, const float **rows)
 {
     const nxe_conv_geometry *g = args->geometry;
     const int32_t width = args->kernel->nr;
-    /* Each tap worked out once per tile, unless there are more taps than one block holds. */
-    tap_rows taps[NXE_GEMM_KC];
     const bool few_taps = s->taps <= NXE_GEMM_KC;
-    for (int64_t tap = 0; few_taps && tap < s->taps; tap++)
-        taps[tap] = tap_rows_of(g, tap, oz, oy, ox0, count);
     int64_t channel = k0 / s->taps, tap = k0 % s->taps;
+    /* Inside the frame every tap is read in place: then row k is a channel plane plus a tap
+     * offset, with no branch per row. */
+    bool all_direct = few_taps;
+    for (int64_t t = 0; all_direct && t < s->taps; t++)
+        all_direct = taps[t].kind == TAP_DIRECT;
+    if (all_direct) {
+        for (int64_t k = 0; k < kc;) {
+            const float *plane = input_group + channel * s->in_pixels;
+            for (; tap < s->taps && k < kc; tap++, k++)
+                rows[k] = plane + taps[tap].offset;
+            if (tap == s->taps) {
+                tap = 0;
+                channel++;
+            }
+        }
+        return;
+    }
     for (int64_t k = 0; k < kc; k++) {
         const tap_rows t = few_taps ? taps[tap] : tap_rows_of(g, tap, oz, oy, ox0, count);
         const float *plane = input_group + channel * s->in_pixels;
@@ -397,6 +427,7 @@ void NXE_ISA_NAME(nxe_conv_gemm_run)(const nxe_conv_gemm_args *args, int64_t til
     _Alignas(64) unsigned char panel[PANEL_SCRATCH_FLOATS * sizeof(float)];
     const float *rows[NXE_GEMM_KC];
     const void *b_rows[NXE_GEMM_KC];
+    tap_rows taps[NXE_GEMM_KC];
     const int64_t out_rows = g->out_size[0] * g->out_size[1];
     for (int64_t t = tile_begin; t < tile_end; t++) {
         const int64_t row_tile = t % s.row_tiles;
@@ -409,6 +440,9 @@ void NXE_ISA_NAME(nxe_conv_gemm_run)(const nxe_conv_gemm_args *args, int64_t til
                                                                            : s.tile_width);
         const int64_t pixel0 = out_row * g->out_size[2] + ox0;
         const int64_t o_first = group * s.group_out;
+        /* A tile's taps, worked out once for all its reduction blocks. */
+        if (!args->channels_last && s.taps <= NXE_GEMM_KC)
+            all_tap_rows(g, oz, oy, ox0, count, taps);
         for (int64_t k0 = 0; k0 < s.k; k0 += CONV_KC) {
             const int64_t kc = s.k - k0 < CONV_KC ? s.k - k0 : CONV_KC;
             const int last = k0 + kc >= s.k;
@@ -419,15 +453,15 @@ void NXE_ISA_NAME(nxe_conv_gemm_run)(const nxe_conv_gemm_args *args, int64_t til
                 if (f32) {
                     const float *input_group = (const float *)args->input +
                                                (n * g->in_channels + group * s.group_in) * s.in_pixels;
-                    rows_channels_first(args, &s, input_group, oz, oy, ox0, count, k0, kc, scratch,
-                                        rows);
+                    rows_channels_first(args, &s, input_group, oz, oy, ox0, count, k0, kc, taps,
+                                        scratch, rows);
                 } else {
                     conv_shape pairs = s;
                     pairs.group_in = (s.group_in + 1) / 2;
                     const float *pairs_group = (const float *)args->input +
                                                (n * g->groups + group) * pairs.group_in * s.in_pixels;
                     rows_channels_first(args, &pairs, pairs_group, oz, oy, ox0, count, k0 / 2,
-                                        (kc + 1) / 2, scratch, rows);
+                                        (kc + 1) / 2, taps, scratch, rows);
                 }
                 for (int64_t q = 0; q < (kc + kernel->k_unit - 1) / kernel->k_unit; q++)
                     b_rows[q] = rows[q];
