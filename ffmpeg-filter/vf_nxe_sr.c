@@ -14,6 +14,7 @@ typedef struct NxeSrContext {
     const AVClass *class;
     char *model;
     int tile;
+    int overlap;
     int precision;
     nxe_sr *sr;
 } NxeSrContext;
@@ -26,6 +27,7 @@ typedef struct NxeSrContext {
 static const AVOption nxesr_options[] = {
     { "model", "built-in model name or .nxm file", OFFSET(model), AV_OPT_TYPE_STRING, { .str = "espcn-x2" }, 0, 0, FLAGS },
     { "tile", "input tile side in pixels, >= 8 (0: library default, -1: untiled)", OFFSET(tile), AV_OPT_TYPE_INT, { .i64 = NXE_SR_TILE_DEFAULT }, NXE_SR_TILE_NONE, INT_MAX, FLAGS },
+    { "overlap", "input pixels tiles share with each neighbour (-1: the model's receptive radius, which makes tiles exact)", OFFSET(overlap), AV_OPT_TYPE_INT, { .i64 = NXE_SR_OVERLAP_DEFAULT }, NXE_SR_OVERLAP_DEFAULT, INT_MAX, FLAGS },
     { "precision", "arithmetic the model may use", OFFSET(precision), AV_OPT_TYPE_INT, { .i64 = NXE_SR_PRECISION_FP32 }, NXE_SR_PRECISION_FP32, NXE_SR_PRECISION_RELAX, FLAGS, "precision" },
         { "fp32", "exact fp32", 0, AV_OPT_TYPE_CONST, { .i64 = NXE_SR_PRECISION_FP32 }, 0, 0, FLAGS, "precision" },
         { "relax", "fp32 work may run in bf16 with fp32 accumulation", 0, AV_OPT_TYPE_CONST, { .i64 = NXE_SR_PRECISION_RELAX }, 0, 0, FLAGS, "precision" },
@@ -89,6 +91,7 @@ static av_cold int init(AVFilterContext *ctx)
 
     options.num_threads = ctx->nb_threads;
     options.tile_size = s->tile;
+    options.tile_overlap = s->overlap;
     options.precision = s->precision;
     status = nxe_sr_open(s->model, &options, &s->sr);
     if (status != NXE_OK)
@@ -96,8 +99,9 @@ static av_cold int init(AVFilterContext *ctx)
     status = nxe_sr_get_info(s->sr, &info);
     if (status != NXE_OK)
         return library_error(ctx, status, "cannot read the model's info");
-    av_log(ctx, AV_LOG_VERBOSE, "model %s: x%d on %s, tile %d, %s, %d threads\n", info.name,
-           info.scale, info.channels == 1 ? "luma" : "RGB", info.tile_size,
+    av_log(ctx, AV_LOG_VERBOSE, "model %s: x%d on %s, tile %d, overlap %d, %s, %d threads\n",
+           info.name, info.scale, info.channels == 1 ? "luma" : "RGB", info.tile_size,
+           info.tile_overlap,
            info.precision == NXE_SR_PRECISION_RELAX ? "relax" : "fp32", info.num_threads);
     return 0;
 }

@@ -197,6 +197,15 @@ def test_tiled_filter_output_equals_untiled_library(ffmpeg):
     )
 
 
+def test_filter_overlap_reaches_the_library(ffmpeg):
+    # Without overlap, tiles differ from an untiled run; the filter must match the library's
+    # own tiles with the same overlap.
+    clip = Clip(97, 61, 2, FORMATS["gray"])
+    assert_filter_matches_library(
+        ffmpeg, clip, "espcn-x2", filter_options="tile=16:overlap=0", tile=16, overlap=0
+    )
+
+
 def test_relaxed_filter_output_equals_relaxed_library(ffmpeg):
     clip = Clip(97, 61, 2, FORMATS["yuv444p"])
     assert_filter_matches_library(
@@ -217,7 +226,7 @@ def test_filter_hands_its_options_to_the_library(ffmpeg):
     )
     log = result.stderr.decode(errors="replace")
     assert result.returncode == 0, log
-    assert "model espcn-x2: x2 on luma, tile 16, relax, 3 threads" in log
+    assert "model espcn-x2: x2 on luma, tile 16, overlap 4, relax, 3 threads" in log
 
 
 def test_filter_scales_the_size_and_keeps_the_sample_aspect_ratio(ffmpeg):

@@ -130,6 +130,7 @@ def _upscale_ffmpeg(args: argparse.Namespace) -> None:
     if args.reference:
         raise ValueError("--reference works with images and Y4M video")
     options = (f"nxe_sr=model={args.model}:threads={args.threads}:tile={args.tile}"
+               f":overlap={-1 if args.overlap is None else args.overlap}"
                f":precision={args.precision}")
     command = [ffmpeg, "-hide_banner", "-loglevel", "error", "-stats", "-y", "-i", args.input,
                "-vf", options, "-c:v", args.codec, args.output]
@@ -149,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
         if suffix not in images.IMAGE_SUFFIXES | VIDEO_SUFFIXES:
             _upscale_ffmpeg(args)
             return 0
-        up = Upscaler(args.model, threads=args.threads, tile=args.tile,
+        up = Upscaler(args.model, threads=args.threads, tile=args.tile, overlap=args.overlap,
                       precision=args.precision)
         if suffix in VIDEO_SUFFIXES:
             _upscale_y4m(up, args)
@@ -175,6 +176,9 @@ def add_parser(commands) -> None:
     upscale.add_argument("--threads", type=int, default=0, help="worker threads, 0 = one per CPU")
     upscale.add_argument("--tile", type=int, default=0,
                          help="largest input tile side; 0 = the library's default, -1 = untiled")
+    upscale.add_argument("--overlap", type=int, default=None,
+                         help="input pixels tiles share; default the model's receptive radius, "
+                         "which makes tiles exact")
     upscale.add_argument("--precision", choices=("fp32", "relax"), default="fp32",
                          help="relax lets fp32 work run in bf16 (faster where the CPU has it)")
     upscale.add_argument("--matrix", choices=("bt601", "bt709"), default="bt601",
