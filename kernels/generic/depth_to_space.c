@@ -4,13 +4,6 @@
  * per-element index arithmetic. Portable C built once per ISA level (see vector.h). */
 #include "generic/vector.h"
 
-#ifndef NXE_ISA_SUFFIX
-#error "built once per ISA level with -DNXE_ISA_SUFFIX=<level>"
-#endif
-#define NXE_CONCAT_(a, b) a##_##b
-#define NXE_CONCAT(a, b) NXE_CONCAT_(a, b)
-#define NXE_ISA_NAME(name) NXE_CONCAT(name, NXE_ISA_SUFFIX)
-
 void NXE_ISA_NAME(nxe_x32_depth_to_space)(const nxe_depth_to_space_geometry *g,
                                           const uint32_t *input, uint32_t *output,
                                           int64_t row_begin, int64_t row_end)

@@ -7,13 +7,6 @@
 
 #include "generic/vector.h"
 
-#ifndef NXE_ISA_SUFFIX
-#error "built once per ISA level with -DNXE_ISA_SUFFIX=<level>"
-#endif
-#define NXE_CONCAT_(a, b) a##_##b
-#define NXE_CONCAT(a, b) NXE_CONCAT_(a, b)
-#define NXE_ISA_NAME(name) NXE_CONCAT(name, NXE_ISA_SUFFIX)
-
 /* Output columns [lo, hi) of a row whose input column ox * stride + offset is inside
  * [0, width). */
 static void valid_range(int64_t out_width, int64_t stride, int64_t offset, int64_t width,

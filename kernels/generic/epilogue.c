@@ -5,13 +5,6 @@
 #include "generic/vector.h"
 #include "generic/vmath.h"
 
-#ifndef NXE_ISA_SUFFIX
-#error "built once per ISA level with -DNXE_ISA_SUFFIX=<level>"
-#endif
-#define NXE_CONCAT_(a, b) a##_##b
-#define NXE_CONCAT(a, b) NXE_CONCAT_(a, b)
-#define NXE_ISA_NAME(name) NXE_CONCAT(name, NXE_ISA_SUFFIX)
-
 void NXE_ISA_NAME(nxe_f32_activation)(int32_t activation, float alpha, float beta,
                                       const float *x, float *y, int64_t n)
 {

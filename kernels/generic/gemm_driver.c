@@ -9,13 +9,6 @@
 
 #include "generic/vector.h"
 
-#ifndef NXE_ISA_SUFFIX
-#error "built once per ISA level with -DNXE_ISA_SUFFIX=<level>"
-#endif
-#define NXE_CONCAT_(a, b) a##_##b
-#define NXE_CONCAT(a, b) NXE_CONCAT_(a, b)
-#define NXE_ISA_NAME(name) NXE_CONCAT(name, NXE_ISA_SUFFIX)
-
 /* Columns of B per block of the GEMM driver: with a reduction block of NXE_GEMM_KC, the block
  * of B (at most 480 KiB) stays in L2 while every row tile of A passes over it. */
 #define GEMM_NC_BYTES (480 * 1024)

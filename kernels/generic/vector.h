@@ -8,6 +8,13 @@
 
 #include "gemm.h"
 
+/* In a file built once per level (-DNXE_ISA_SUFFIX=<level>), NXE_ISA_NAME(f) is f_<level>. */
+#ifdef NXE_ISA_SUFFIX
+#define NXE_CONCAT_(a, b) a##_##b
+#define NXE_CONCAT(a, b) NXE_CONCAT_(a, b)
+#define NXE_ISA_NAME(name) NXE_CONCAT(name, NXE_ISA_SUFFIX)
+#endif
+
 #define NXE_GENERIC_DECLARE(suffix)                                                          \
     void nxe_epilogue_##suffix(int32_t mr, int32_t nr, float *c, int64_t ldc,                \
                                const nxe_epilogue *epilogue,                                 \
