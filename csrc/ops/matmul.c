@@ -578,10 +578,8 @@ static void batched_tiles(void *ctx, int64_t begin, int64_t end)
 {
     const batched_job *job = ctx;
     while (begin < end) {
-        const int64_t batch = begin / job->tiles_per_batch;
-        const int64_t first = begin % job->tiles_per_batch;
-        const int64_t last = end - begin < job->tiles_per_batch - first ? first + (end - begin)
-                                                                          : job->tiles_per_batch;
+        int64_t first, last;
+        const int64_t batch = nxe_batch_tile_span(begin, end, job->tiles_per_batch, &first, &last);
         int64_t a_offset, b_offset;
         batch_offsets(job->params, batch, &a_offset, &b_offset);
         nxe_gemm_packed_args args = job->args;

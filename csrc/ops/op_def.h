@@ -153,6 +153,16 @@ void nxe_batch_offsets(int32_t batch_ndim, const int64_t *batch_shape, const int
                        const int64_t *b_strides, int64_t batch, int64_t *a_offset,
                        int64_t *b_offset);
 
+/* A parallel range [begin, end) over tiles numbered batch by batch, tiles_per_batch each: the
+ * batch `begin` lies in, and its tiles [*first, *last) inside the range. */
+static inline int64_t nxe_batch_tile_span(int64_t begin, int64_t end, int64_t tiles_per_batch,
+                                          int64_t *first, int64_t *last)
+{
+    *first = begin % tiles_per_batch;
+    *last = end - begin < tiles_per_batch - *first ? *first + (end - begin) : tiles_per_batch;
+    return begin / tiles_per_batch;
+}
+
 /* Shared shape helpers for op rules. */
 /* numpy broadcasting of two shapes; fails with a node error naming both shapes. */
 nxe_status nxe_broadcast_shapes(const nxe_node *node, int32_t ndim_a, const int64_t *a,

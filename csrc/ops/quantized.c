@@ -420,10 +420,8 @@ static void qpacked_tiles(void *ctx, int64_t begin, int64_t end)
     const qmatmul_params *p = job->p;
     const nxe_value *in = job->inputs;
     while (begin < end) {
-        const int64_t batch = begin / job->tiles_per_batch;
-        const int64_t first = begin % job->tiles_per_batch;
-        const int64_t last = end - begin < job->tiles_per_batch - first ? first + (end - begin)
-                                                                          : job->tiles_per_batch;
+        int64_t first, last;
+        const int64_t batch = nxe_batch_tile_span(begin, end, job->tiles_per_batch, &first, &last);
         int64_t a_offset, b_offset;
         nxe_batch_offsets(p->batch_ndim, p->batch_shape, p->a_batch_strides, p->b_batch_strides,
                           batch, &a_offset, &b_offset);

@@ -116,33 +116,33 @@ void nxe_gemm_pack(const nxe_gemm_kernel *kernel, int32_t width, const float *sr
 
 /* ---- microkernels ---- */
 
-void nxe_ref_gemm_ukernel_f32(int32_t mr, int32_t nr, int64_t kc, const void *a,
-                              const void *const *b_rows, float *c, int64_t ldc,
-                              int32_t accumulate)
+/* Element (k, i) of A at a[k * stride_k + i * stride_m]: a packed panel or rows of memory. */
+static void ref_f32_tile(int32_t mr, int32_t nr, int64_t kc, const float *a, int64_t stride_k,
+                         int64_t stride_m, const void *const *b_rows, float *c, int64_t ldc,
+                         int32_t accumulate)
 {
-    const float *ap = a;
     for (int32_t i = 0; i < mr; i++) {
         for (int32_t j = 0; j < nr; j++) {
             float acc = accumulate ? c[i * ldc + j] : 0.0f;
             for (int64_t k = 0; k < kc; k++)
-                acc = fmaf(ap[k * REF_MR + i], ((const float *)b_rows[k])[j], acc);
+                acc = fmaf(a[k * stride_k + i * stride_m], ((const float *)b_rows[k])[j], acc);
             c[i * ldc + j] = acc;
         }
     }
+}
+
+void nxe_ref_gemm_ukernel_f32(int32_t mr, int32_t nr, int64_t kc, const void *a,
+                              const void *const *b_rows, float *c, int64_t ldc,
+                              int32_t accumulate)
+{
+    ref_f32_tile(mr, nr, kc, a, REF_MR, 1, b_rows, c, ldc, accumulate);
 }
 
 void nxe_ref_gemm_ukernel_f32_rows(int32_t mr, int32_t nr, int64_t kc, const float *a,
                                    int64_t a_stride_m, const void *const *b_rows, float *c,
                                    int64_t ldc, int32_t accumulate)
 {
-    for (int32_t i = 0; i < mr; i++) {
-        for (int32_t j = 0; j < nr; j++) {
-            float acc = accumulate ? c[i * ldc + j] : 0.0f;
-            for (int64_t k = 0; k < kc; k++)
-                acc = fmaf(a[i * a_stride_m + k], ((const float *)b_rows[k])[j], acc);
-            c[i * ldc + j] = acc;
-        }
-    }
+    ref_f32_tile(mr, nr, kc, a, 1, a_stride_m, b_rows, c, ldc, accumulate);
 }
 
 void nxe_ref_gemm_ukernel_bf16(int32_t mr, int32_t nr, int64_t kc, const void *a,
