@@ -276,12 +276,30 @@ def test_edsr_mean_shift_is_subtracted_from_the_input_and_added_to_the_output(rn
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("radius,want", [
-    (models.espcn_receptive_radius(2), 4), (models.espcn_receptive_radius(4), 4),
-    (models.edsr_receptive_radius(2), 36), (models.edsr_receptive_radius(4), 37),
-    (models.edsr_receptive_radius(2, num_blocks=4), 12),
-])
-def test_receptive_radii_count_each_convolution(radius, want):
-    # 5x5 counts 2, each 3x3 one (those after a pixel shuffle too): ESPCN 2+1+1; EDSR head,
-    # two per block, the body's last, each upsampler stage and the tail.
-    assert radius == want
+def reach(built, channels, size, scale):
+    """How far, in input pixels, the outputs a one-pixel change at the centre moves reach."""
+    exe = built.graph.compile()
+    x = np.random.default_rng(4).uniform(0.2, 0.8, (1, channels, size, size)).astype(np.float32)
+    base = exe.run({built.inputs[0]: x})[built.output]
+    x[..., size // 2, size // 2] += 0.5
+    moved = np.abs(exe.run({built.inputs[0]: x})[built.output] - base).max(axis=(0, 1)) > 0
+    rows, cols = np.nonzero(moved)
+    centre = size // 2
+    return max(np.abs(rows // scale - centre).max(), np.abs(cols // scale - centre).max())
+
+
+@pytest.mark.parametrize("arch,scale", [("espcn", 2), ("espcn", 4), ("edsr", 2), ("edsr", 4)])
+def test_receptive_radius_bounds_what_one_input_pixel_reaches(arch, scale):
+    # EDSR with 2 blocks keeps the frame small; the radius counts blocks like any other conv.
+    if arch == "espcn":
+        radius, channels = models.espcn_receptive_radius(scale), 1
+        size = 4 * radius + 1
+        built = models.espcn(models.espcn_random_weights(scale, seed=5), size, size, scale)
+    else:
+        radius, channels = models.edsr_receptive_radius(scale, num_blocks=2), 3
+        size = 4 * radius + 1
+        weights = models.edsr_random_weights(scale, seed=5, num_blocks=2)
+        built = models.edsr_baseline(weights, size, size, scale, num_blocks=2)
+    reached = reach(built, channels, size, scale)
+    # Conservative: never short (tiles would differ), at most one pixel per upscaled conv over.
+    assert radius - 2 <= reached <= radius

@@ -9,7 +9,7 @@
 /* AVX-512F + FMA: 8 x 48 f32. */
 void nxe_f32_gemm_8x48_avx512(int32_t mr, int32_t nr, int64_t kc, const void *a,
                               const void *const *b_rows, float *c, int64_t ldc,
-                            int32_t accumulate);
+                              int32_t accumulate);
 void nxe_f32_gemm_8x48_rows_avx512(int32_t mr, int32_t nr, int64_t kc, const float *a,
                                    int64_t a_stride_m, const void *const *b_rows, float *c,
                                    int64_t ldc, int32_t accumulate);
