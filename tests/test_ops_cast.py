@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 import nxe
+from nxe._binding import lib
 
-DTYPES = ["f32", "f16", "bf16", "i8", "u8", "i16", "i32", "i64", "bool", "f64", "u16", "u32",
-          "u64"]
-CODES = {name: code for code, name in enumerate(DTYPES, start=1)}  # enum nxe_dtype
+DTYPES = nxe.DTYPES
+# The header's enum nxe_dtype, by the names the library gives its values.
+CODES = {name: getattr(lib, f"NXE_DTYPE_{name.upper()}") for name in DTYPES}
 FLOATS = {"f32", "f16", "bf16", "f64"}
 INTS = {"i8": np.int8, "u8": np.uint8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
         "u16": np.uint16, "u32": np.uint32, "u64": np.uint64}
