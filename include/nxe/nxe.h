@@ -332,9 +332,10 @@ NXE_API nxe_status nxe_graph_add_op(nxe_graph *graph, const char *op_type, const
  * graph); the graph is then unchanged. Since 0.1. */
 NXE_API nxe_status nxe_graph_remove_op(nxe_graph *graph, nxe_op *op);
 /* Attributes are checked against the op's schema: an unknown name fails with
- * NXE_ERROR_NOT_FOUND, a wrong type, a NULL argument or a negative count with
- * NXE_ERROR_INVALID_ARGUMENT; NXE_ERROR_OUT_OF_MEMORY. Strings and lists are copied. Setting
- * an attribute again replaces it; on failure the op keeps what it had. Since 0.1. */
+ * NXE_ERROR_NOT_FOUND, a wrong type, a NULL argument or a count outside [0, 4096] with
+ * NXE_ERROR_INVALID_ARGUMENT; the op then keeps what it had. Strings and lists are copied.
+ * Setting an attribute again replaces it; after NXE_ERROR_OUT_OF_MEMORY its earlier value is
+ * lost: set it again or remove the op. Since 0.1. */
 NXE_API nxe_status nxe_op_set_attr_int(nxe_op *op, const char *name, int64_t value);
 NXE_API nxe_status nxe_op_set_attr_float(nxe_op *op, const char *name, double value);
 NXE_API nxe_status nxe_op_set_attr_string(nxe_op *op, const char *name, const char *value);
