@@ -1,6 +1,7 @@
 """C code builds against the installed Python package the way a C user builds it: through
 pkg-config, through `nxe config`, and as the meson project in tests/c run by `meson test`."""
 
+import json
 import os
 import re
 import shlex
@@ -88,3 +89,14 @@ def test_readme_c_example_is_tests_c_example():
     readme = (REPO / "README.md").read_text()
     blocks = re.findall(r"^```c\n(.*?)^```", readme, re.S | re.M)
     assert blocks == [(REPO / "tests" / "c" / "example.c").read_text()]
+
+
+def test_prefix_build_names_the_shared_libraries_by_the_api_version(tmp_path):
+    build = tmp_path / "build"
+    run([tool("meson"), "setup", str(build), str(REPO), "-Dpython=false",
+         f"--prefix={tmp_path / 'install'}"])
+    targets = json.loads(run([tool("meson"), "introspect", str(build), "--targets"]))
+    major, minor = nxe.api_version()
+    version = f"{major}.{minor}.{_binding.lib.NXE_VERSION_PATCH}"
+    file_names = {Path(name).name for target in targets for name in target["filename"]}
+    assert {f"libnxe.so.{version}", f"libnxe_sr.so.{version}"} <= file_names

@@ -8,26 +8,10 @@ import numpy as np
 import nxe
 import pytest
 
+from op_testing import compile_op, run_single
+
+SDPA = "ScaledDotProductAttention"
 RTOL, ATOL = 1e-5, 1e-6
-
-
-def run_sdpa(arrays, threads=1, **attrs):
-    g = nxe.Graph()
-    inputs = [None if a is None else g.input(f"in{i}", a.shape, a.dtype)
-              for i, a in enumerate(arrays)]
-    y = g.ScaledDotProductAttention(*inputs, **attrs)
-    g.mark_output(y, "y")
-    feed = {f"in{i}": a for i, a in enumerate(arrays) if a is not None}
-    return g.compile(threads=threads).run(feed)["y"]
-
-
-def compile_sdpa(arrays, **attrs):
-    g = nxe.Graph()
-    inputs = [None if a is None else g.input(f"in{i}", a.shape, a.dtype)
-              for i, a in enumerate(arrays)]
-    y = g.ScaledDotProductAttention(*inputs, **attrs)
-    g.mark_output(y)
-    return g.compile(threads=1)
 
 
 def reference(q, k, v, mask=None, scale=0.0, causal=0, causal_offset=0, softcap=0.0):
@@ -70,7 +54,7 @@ def randn(rng, *shape):
 ], ids=str)
 def test_sdpa_matches_softmax_reference_across_ranks(shapes, rng):
     q, k, v = (randn(rng, *s) for s in shapes)
-    got = run_sdpa([q, k, v])
+    got = run_single(SDPA, [q, k, v])
     ref = reference(q, k, v)
     assert got.shape == ref.shape and got.dtype == np.float32
     np.testing.assert_allclose(got, ref, rtol=RTOL, atol=ATOL)
@@ -81,7 +65,7 @@ def test_sdpa_additive_mask_broadcasts(mask_shape, rng):
     q, k, v = randn(rng, 2, 3, 6, 4), randn(rng, 2, 3, 9, 4), randn(rng, 2, 3, 9, 5)
     mask = randn(rng, *mask_shape)
     mask[..., 0] = -np.inf  # removes key 0 wherever the mask reaches it
-    got = run_sdpa([q, k, v, mask])
+    got = run_single(SDPA, [q, k, v, mask])
     np.testing.assert_allclose(got, reference(q, k, v, mask), rtol=RTOL, atol=ATOL)
 
 
@@ -89,7 +73,7 @@ def test_sdpa_boolean_mask_keeps_true_keys(rng):
     q, k, v = randn(rng, 2, 5, 8), randn(rng, 2, 7, 8), randn(rng, 2, 7, 3)
     mask = rng.random((2, 5, 7)) < 0.6
     mask[:, :, 2] = True
-    got = run_sdpa([q, k, v, mask])
+    got = run_single(SDPA, [q, k, v, mask])
     np.testing.assert_allclose(got, reference(q, k, v, mask), rtol=RTOL, atol=ATOL)
 
 
@@ -98,7 +82,7 @@ def test_sdpa_boolean_mask_keeps_true_keys(rng):
 def test_sdpa_causal_frontier_with_offset(lengths, offset, rng):
     ll, ss = lengths
     q, k, v = randn(rng, 2, ll, 4), randn(rng, 2, ss, 4), randn(rng, 2, ss, 4)
-    got = run_sdpa([q, k, v], causal=1, causal_offset=offset)
+    got = run_single(SDPA, [q, k, v], causal=1, causal_offset=offset)
     ref = reference(q, k, v, causal=1, causal_offset=offset)
     np.testing.assert_allclose(got, ref, rtol=RTOL, atol=ATOL)
 
@@ -107,21 +91,21 @@ def test_sdpa_fully_masked_row_gives_zeros(rng):
     q, k, v = randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2)
     mask = np.ones((3, 5), bool)
     mask[1] = False
-    got = run_sdpa([q, k, v, mask])
+    got = run_single(SDPA, [q, k, v, mask])
     np.testing.assert_array_equal(got[1], np.zeros(2, np.float32))
     np.testing.assert_allclose(got, reference(q, k, v, mask), rtol=RTOL, atol=ATOL)
 
 
 def test_sdpa_scale_and_softcap(rng):
     q, k, v = randn(rng, 4, 6) * 4, randn(rng, 7, 6) * 4, randn(rng, 7, 3)
-    got = run_sdpa([q, k, v], scale=0.7, softcap=2.5)
+    got = run_single(SDPA, [q, k, v], scale=0.7, softcap=2.5)
     np.testing.assert_allclose(got, reference(q, k, v, scale=0.7, softcap=2.5),
                                rtol=RTOL, atol=ATOL)
 
 
 def test_sdpa_grouped_key_value_heads(rng):
     q, k, v = randn(rng, 2, 6, 5, 8), randn(rng, 2, 2, 7, 8), randn(rng, 2, 2, 7, 8)
-    got = run_sdpa([q, k, v], causal=1, causal_offset=2)
+    got = run_single(SDPA, [q, k, v], causal=1, causal_offset=2)
     ref = reference(q, k, v, causal=1, causal_offset=2)
     np.testing.assert_allclose(got, ref, rtol=RTOL, atol=ATOL)
 
@@ -129,7 +113,7 @@ def test_sdpa_grouped_key_value_heads(rng):
 def test_sdpa_large_scores_stay_finite(rng):
     # Online softmax must rescale rather than overflow exp.
     q, k, v = randn(rng, 4, 8) * 30, randn(rng, 12, 8) * 30, randn(rng, 12, 4)
-    got = run_sdpa([q, k, v], scale=1.0)
+    got = run_single(SDPA, [q, k, v], scale=1.0)
     assert np.all(np.isfinite(got))
     np.testing.assert_allclose(got, reference(q, k, v, scale=1.0), rtol=1e-4, atol=1e-5)
 
@@ -137,34 +121,34 @@ def test_sdpa_large_scores_stay_finite(rng):
 def test_sdpa_one_and_many_threads_agree(rng):
     q, k, v = randn(rng, 2, 4, 33, 16), randn(rng, 2, 4, 40, 16), randn(rng, 2, 4, 40, 16)
     mask = randn(rng, 33, 40)
-    np.testing.assert_array_equal(run_sdpa([q, k, v, mask], threads=1),
-                                  run_sdpa([q, k, v, mask], threads=4))
+    np.testing.assert_array_equal(run_single(SDPA, [q, k, v, mask], threads=1),
+                                  run_single(SDPA, [q, k, v, mask], threads=4))
 
 
 def test_sdpa_rejects_mismatched_head_size(rng):
     with pytest.raises(nxe.ShapeMismatchError, match="'ScaledDotProductAttention'"):
-        compile_sdpa([randn(rng, 3, 4), randn(rng, 5, 3), randn(rng, 5, 2)])
+        compile_op(SDPA, [randn(rng, 3, 4), randn(rng, 5, 3), randn(rng, 5, 2)])
 
 
 def test_sdpa_rejects_heads_that_do_not_group(rng):
     with pytest.raises(nxe.ShapeMismatchError, match="'ScaledDotProductAttention'.*grouped"):
-        compile_sdpa([randn(rng, 5, 3, 4), randn(rng, 2, 6, 4), randn(rng, 2, 6, 4)])
+        compile_op(SDPA, [randn(rng, 5, 3, 4), randn(rng, 2, 6, 4), randn(rng, 2, 6, 4)])
 
 
 def test_sdpa_rejects_mask_that_does_not_broadcast(rng):
     with pytest.raises(nxe.ShapeMismatchError, match="'ScaledDotProductAttention'.*mask"):
-        compile_sdpa([randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2), randn(rng, 3, 4)])
+        compile_op(SDPA, [randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2), randn(rng, 3, 4)])
 
 
 def test_sdpa_rejects_integer_mask(rng):
     with pytest.raises(nxe.DtypeMismatchError, match="'ScaledDotProductAttention'"):
-        compile_sdpa([randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2),
-                      np.zeros((3, 5), np.int32)])
+        compile_op(SDPA, [randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2),
+                          np.zeros((3, 5), np.int32)])
 
 
 def test_sdpa_rejects_bad_causal_flag(rng):
     with pytest.raises(nxe.InvalidArgumentError, match="'ScaledDotProductAttention'.*causal"):
-        compile_sdpa([randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2)], causal=2)
+        compile_op(SDPA, [randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2)], causal=2)
 
 
 def test_onnx_attention_3d_grouped_heads_with_past_imports_and_matches_reference(rng):

@@ -10,10 +10,13 @@ import numpy as np
 import pytest
 
 import nxe
+from nxe._binding import lib
 
-DTYPES = ["f32", "f16", "bf16", "i8", "u8", "i16", "i32", "i64", "bool", "f64", "u16", "u32",
-          "u64"]
-CODES = {name: code for code, name in enumerate(DTYPES, start=1)}  # enum nxe_dtype
+from op_testing import bf16_bits, bf16_values, build_op
+
+DTYPES = nxe.DTYPES
+# The header's enum nxe_dtype, by the names the library gives its values.
+CODES = {name: getattr(lib, f"NXE_DTYPE_{name.upper()}") for name in DTYPES}
 FLOATS = {"f32", "f16", "bf16", "f64"}
 INTS = {"i8": np.int8, "u8": np.uint8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
         "u16": np.uint16, "u32": np.uint32, "u64": np.uint64}
@@ -25,18 +28,6 @@ NUMPY = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16, "bool": np.boo
 
 def f32_bits(x):
     return np.asarray(x, dtype=np.float32).view(np.uint32)
-
-
-def bf16_from_f32(x):
-    """Round-to-nearest-even on the upper 16 bits of the f32 pattern; NaN stays NaN."""
-    bits = f32_bits(x).astype(np.uint64)
-    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
-    quiet_nan = ((bits >> 16) | 0x40).astype(np.uint16)
-    return np.where(np.isnan(x), quiet_nan, rounded)
-
-
-def bf16_to_f32(bits):
-    return (np.asarray(bits, dtype=np.uint32) << 16).view(np.float32)
 
 
 def round_int_to_bits(value, significant_bits):
@@ -64,7 +55,7 @@ def round_float_to_bits(v, significant_bits, min_exponent):
 def exact_values(x, src):
     """Source elements as exact Python numbers (float for float dtypes, int otherwise)."""
     if src == "bf16":
-        return bf16_to_f32(x).astype(np.float64).ravel().tolist()
+        return bf16_values(x).astype(np.float64).ravel().tolist()
     if src in FLOATS:
         return x.astype(np.float64).ravel().tolist()
     return [int(v) for v in x.ravel().tolist()]
@@ -103,15 +94,15 @@ def reference_cast(x, src, dst):
                 return np.array([round_float_to_bits(v, 11, -24) for v in values]
                                 ).astype(np.float16).reshape(x.shape)
             rounded = [round_float_to_bits(v, 8, -133) for v in values]
-            return bf16_from_f32(np.array(rounded).astype(np.float32)).reshape(x.shape)
+            return bf16_bits(np.array(rounded).astype(np.float32)).reshape(x.shape)
     if src in FLOATS:  # f16 and bf16 are exact in f32, so this rounds once
-        as_f32 = bf16_to_f32(x) if src == "bf16" else x.astype(np.float32)
+        as_f32 = bf16_values(x) if src == "bf16" else x.astype(np.float32)
         if dst == "f32":
             return as_f32
         if dst == "f16":
             with np.errstate(over="ignore"):
                 return as_f32.astype(np.float16)
-        return bf16_from_f32(as_f32)
+        return bf16_bits(as_f32)
     ints = exact_values(x, src)
     if dst == "f32":
         return np.array([round_int_to_bits(v, 24) for v in ints],
@@ -121,14 +112,14 @@ def reference_cast(x, src, dst):
         with np.errstate(over="ignore"):
             return np.array(rounded, dtype=np.float64).astype(np.float16).reshape(x.shape)
     rounded = [round_int_to_bits(v, 8) for v in ints]
-    return bf16_from_f32(np.array(rounded, dtype=np.float32)).reshape(x.shape)
+    return bf16_bits(np.array(rounded, dtype=np.float32)).reshape(x.shape)
 
 
 def assert_same_values(got, ref, dtype):
     """Bit equality; NaNs only need to be NaN (payloads are not specified)."""
     assert got.shape == ref.shape and got.dtype == ref.dtype
     if dtype in FLOATS:
-        as_float = bf16_to_f32 if dtype == "bf16" else (lambda a: a)
+        as_float = bf16_values if dtype == "bf16" else (lambda a: a)
         got_nan, ref_nan = np.isnan(as_float(got)), np.isnan(as_float(ref))
         np.testing.assert_array_equal(got_nan, ref_nan)
         got, ref = got[~got_nan], ref[~ref_nan]
@@ -156,7 +147,7 @@ def sample(rng, dtype, n=64):
         if dtype == "f16":
             with np.errstate(over="ignore"):
                 return f32.astype(np.float16)
-        return bf16_from_f32(f32)
+        return bf16_bits(f32)
     if dtype == "bool":
         return rng.random(n) < 0.5
     info = np.iinfo(INTS[dtype])
@@ -209,7 +200,7 @@ def test_cast_f32_to_bf16_rounds_half_to_even_and_keeps_nan(rng):
     random_bits = rng.integers(0, 2**32, 100_000, dtype=np.uint64).astype(np.uint32)
     ties = (rng.integers(0, 2**16, 1000, dtype=np.uint64) << 16 | 0x8000).astype(np.uint32)
     x = np.concatenate([random_bits, ties]).view(np.float32)
-    assert_same_values(run_cast(x, "f32", "bf16"), bf16_from_f32(x), "bf16")
+    assert_same_values(run_cast(x, "f32", "bf16"), bf16_bits(x), "bf16")
 
 
 @pytest.mark.parametrize("src", ["i32", "i64"])
@@ -246,10 +237,8 @@ def test_cast_requires_the_to_attribute():
 
 @pytest.mark.parametrize("op_type", ["Cast", "QuantizeLinear", "DequantizeLinear"])
 def test_unknown_attribute_is_rejected(op_type):
-    g = nxe.Graph()
-    x = g.input("x", (4,), "f32")
     with pytest.raises(nxe.NotFoundError, match=f"{op_type}.*axis"):
-        g.op(op_type, [x], axis=1)
+        build_op(op_type, [((4,), "f32")], axis=1)
 
 
 # ---- QuantizeLinear -------------------------------------------------------------------------

@@ -8,36 +8,11 @@ import pytest
 
 import nxe
 
+from op_testing import build_op, run_single
+
 RNG = np.random.default_rng(20240611)
 # float32 sums of up to a few hundred products of values in [-1, 1], against a float64 reference.
 TOL = {"rtol": 1e-5, "atol": 1e-5}
-
-
-def run_op(op_type, inputs, *, constants=(), threads=1, **attrs):
-    """Runs one op. inputs are arrays (graph inputs) or None (absent); indices listed in
-    `constants` become constant tensors instead."""
-    g = nxe.Graph()
-    tensors, feeds = [], {}
-    for i, value in enumerate(inputs):
-        if value is None:
-            tensors.append(None)
-        elif i in constants:
-            tensors.append(g.constant(value, name=f"in{i}"))
-        else:
-            tensors.append(g.input(f"in{i}", value.shape, value.dtype))
-            feeds[f"in{i}"] = value
-    (y,) = g.op(op_type, tensors, name="under_test", **attrs)
-    g.mark_output(y, name="y")
-    return g.compile(threads=threads).run(feeds)["y"]
-
-
-def build(op_type, specs, **attrs):
-    """A graph with one op whose inputs are (shape, dtype) specs or None."""
-    g = nxe.Graph()
-    tensors = [None if s is None else g.input(f"in{i}", s[0], s[1]) for i, s in enumerate(specs)]
-    (y,) = g.op(op_type, tensors, name="under_test", **attrs)
-    g.mark_output(y)
-    return g
 
 
 def uniform(*shape):
@@ -103,7 +78,7 @@ CONV_CASES = [
 def test_conv2d_nchw_matches_reference(x_shape, w_shape, attrs, with_bias):
     x, w = uniform(*x_shape), uniform(*w_shape)
     b = uniform(w_shape[0]) if with_bias else None
-    y = run_op("Conv2d", [x, w, b], constants=(1, 2), **attrs)
+    y = run_single("Conv2d", [x, w, b], constants=(1, 2), **attrs)
     ref = conv2d_reference(x, w, b, attrs.get("strides", (1, 1)), attrs.get("pads", (0,) * 4),
                            attrs.get("dilations", (1, 1)), attrs.get("group", 1))
     assert y.dtype == np.float32
@@ -113,8 +88,8 @@ def test_conv2d_nchw_matches_reference(x_shape, w_shape, attrs, with_bias):
 @pytest.mark.parametrize("x_shape,w_shape,attrs", CONV_CASES)
 def test_conv2d_nhwc_matches_reference_with_ohwi_weights(x_shape, w_shape, attrs):
     x, w, b = uniform(*x_shape), uniform(*w_shape), uniform(w_shape[0])
-    y = run_op("Conv2d", [to_nhwc(x), np.ascontiguousarray(w.transpose(0, 2, 3, 1)), b],
-               layout="NHWC", **attrs)
+    y = run_single("Conv2d", [to_nhwc(x), np.ascontiguousarray(w.transpose(0, 2, 3, 1)), b],
+                   layout="NHWC", **attrs)
     ref = conv2d_reference(x, w, b, attrs.get("strides", (1, 1)), attrs.get("pads", (0,) * 4),
                            attrs.get("dilations", (1, 1)), attrs.get("group", 1))
     np.testing.assert_allclose(to_nchw(y), ref, **TOL)
@@ -127,9 +102,9 @@ def test_conv2d_depthwise_when_group_equals_channels(layout, multiplier):
     x, w, b = uniform(2, c, 9, 6), uniform(c * multiplier, 1, 3, 3), uniform(c * multiplier)
     attrs = {"group": c, "pads": [1, 1, 1, 1], "strides": [2, 1]}
     if layout == "NHWC":
-        y = to_nchw(run_op("Conv2d", [to_nhwc(x), to_nhwc(w), b], layout="NHWC", **attrs))
+        y = to_nchw(run_single("Conv2d", [to_nhwc(x), to_nhwc(w), b], layout="NHWC", **attrs))
     else:
-        y = run_op("Conv2d", [x, w, b], **attrs)
+        y = run_single("Conv2d", [x, w, b], **attrs)
     np.testing.assert_allclose(y, conv2d_reference(x, w, b, (2, 1), (1, 1, 1, 1), group=c), **TOL)
 
 
@@ -144,9 +119,9 @@ def test_conv2d_same_padding_puts_odd_pad_at_bottom_right(layout, size, kernel, 
     attrs = {"padding": "SAME", "strides": list(stride), "dilations": list(dilation),
              "pads": [9, 9, 9, 9]}  # ignored with SAME
     if layout == "NHWC":
-        y = to_nchw(run_op("Conv2d", [to_nhwc(x), to_nhwc(w), b], layout="NHWC", **attrs))
+        y = to_nchw(run_single("Conv2d", [to_nhwc(x), to_nhwc(w), b], layout="NHWC", **attrs))
     else:
-        y = run_op("Conv2d", [x, w, b], **attrs)
+        y = run_single("Conv2d", [x, w, b], **attrs)
     ref = conv2d_reference(x, w, b, stride, (pad_h[0], pad_w[0], pad_h[1], pad_w[1]), dilation)
     assert y.shape[2:] == (-(-size[0] // stride[0]), -(-size[1] // stride[1]))
     np.testing.assert_allclose(y, ref, **TOL)
@@ -154,7 +129,7 @@ def test_conv2d_same_padding_puts_odd_pad_at_bottom_right(layout, size, kernel, 
 
 def test_conv2d_valid_padding_ignores_pads():
     x, w = uniform(1, 2, 7, 13), uniform(3, 2, 3, 5)
-    y = run_op("Conv2d", [x, w, None], padding="VALID", pads=[2, 2, 2, 2], strides=[2, 2])
+    y = run_single("Conv2d", [x, w, None], padding="VALID", pads=[2, 2, 2, 2], strides=[2, 2])
     np.testing.assert_allclose(y, conv2d_reference(x, w, None, (2, 2)), **TOL)
 
 
@@ -164,8 +139,8 @@ def test_conv2d_is_bit_identical_for_one_and_two_threads(layout):
     if layout == "NHWC":
         x, w = to_nhwc(x), to_nhwc(w)
     attrs = {"group": 2, "pads": [1, 1, 1, 1], "layout": layout}
-    one = run_op("Conv2d", [x, w, b], threads=1, **attrs)
-    two = run_op("Conv2d", [x, w, b], threads=2, **attrs)
+    one = run_single("Conv2d", [x, w, b], threads=1, **attrs)
+    two = run_single("Conv2d", [x, w, b], threads=2, **attrs)
     assert np.array_equal(one, two)
 
 
@@ -187,7 +162,7 @@ def test_conv2d_is_bit_identical_for_one_and_two_threads(layout):
 def test_conv2d_rejects_mismatched_shapes(x_shape, w_shape, b_shape, attrs, match):
     specs = [(x_shape, "f32"), (w_shape, "f32"), None if b_shape is None else (b_shape, "f32")]
     with pytest.raises(nxe.ShapeMismatchError, match=match) as err:
-        build("Conv2d", specs, **attrs).compile()
+        build_op("Conv2d", specs, **attrs).compile()
     assert "'Conv2d'" in str(err.value)
 
 
@@ -204,7 +179,7 @@ def test_conv2d_rejects_mismatched_shapes(x_shape, w_shape, b_shape, attrs, matc
 def test_conv2d_rejects_bad_attribute_values(attrs, match):
     specs = [((1, 4, 8, 8), "f32"), ((4, 4, 3, 3), "f32"), None]
     with pytest.raises(nxe.InvalidArgumentError, match=match) as err:
-        build("Conv2d", specs, **attrs).compile()
+        build_op("Conv2d", specs, **attrs).compile()
     assert "'Conv2d'" in str(err.value)
 
 
@@ -213,12 +188,12 @@ def test_conv2d_rejects_non_f32_inputs(which):
     specs = [((1, 3, 8, 8), "f32"), ((4, 3, 3, 3), "f32"), ((4,), "f32")]
     specs[which] = (specs[which][0], "i32")
     with pytest.raises(nxe.DtypeMismatchError, match="'Conv2d'.*i32"):
-        build("Conv2d", specs).compile()
+        build_op("Conv2d", specs).compile()
 
 
 def test_conv2d_rejects_unknown_attribute():
     with pytest.raises(nxe.NotFoundError, match="'Conv2d'.*'stride'"):
-        build("Conv2d", [((1, 3, 8, 8), "f32"), ((4, 3, 3, 3), "f32")], stride=[1, 1])
+        build_op("Conv2d", [((1, 3, 8, 8), "f32"), ((4, 3, 3, 3), "f32")], stride=[1, 1])
 
 
 # ---- Conv1d, Conv3d and SAME_LOWER ---------------------------------------------------------
@@ -277,10 +252,10 @@ def test_conv1d_and_conv3d_match_reference(x_shape, w_shape, attrs, with_bias, l
     ref = conv_reference(x, w, b, attrs.get("strides", [1] * r), attrs.get("pads", [0] * 2 * r),
                          attrs.get("dilations", [1] * r), attrs.get("group", 1))
     if last:
-        y = channels_first(run_op(f"Conv{r}d", [channels_last(x), channels_last(w), b],
-                                  layout=LAYOUTS[r][1], **attrs))
+        y = channels_first(run_single(f"Conv{r}d", [channels_last(x), channels_last(w), b],
+                                      layout=LAYOUTS[r][1], **attrs))
     else:
-        y = run_op(f"Conv{r}d", [x, w, b], constants=(1, 2), **attrs)
+        y = run_single(f"Conv{r}d", [x, w, b], constants=(1, 2), **attrs)
     assert y.dtype == np.float32 and y.shape == ref.shape
     np.testing.assert_allclose(y, ref, **TOL)
 
@@ -298,10 +273,10 @@ def test_conv_same_padding_puts_odd_pad_at_the_chosen_end(rank, padding, last):
     pads = [p[0] for p in pairs] + [p[1] for p in pairs]
     attrs = {"padding": padding, "strides": strides, "dilations": dilations, "pads": [7] * 2 * rank}
     if last:
-        y = channels_first(run_op(f"Conv{rank}d", [channels_last(x), channels_last(w), b],
-                                  layout=LAYOUTS[rank][1], **attrs))
+        y = channels_first(run_single(f"Conv{rank}d", [channels_last(x), channels_last(w), b],
+                                      layout=LAYOUTS[rank][1], **attrs))
     else:
-        y = run_op(f"Conv{rank}d", [x, w, b], **attrs)
+        y = run_single(f"Conv{rank}d", [x, w, b], **attrs)
     assert y.shape[2:] == tuple(-(-s // t) for s, t in zip(sizes, strides))
     np.testing.assert_allclose(y, conv_reference(x, w, b, strides, pads, dilations), **TOL)
 
@@ -316,8 +291,8 @@ def test_conv1d_and_conv3d_are_bit_identical_for_one_and_three_threads(op_type, 
     if last:
         x, w = channels_last(x), channels_last(w)
     attrs = {"group": 2, "pads": [1] * 2 * r, "layout": LAYOUTS[r][last]}
-    one = run_op(op_type, [x, w, b], threads=1, **attrs)
-    three = run_op(op_type, [x, w, b], threads=3, **attrs)
+    one = run_single(op_type, [x, w, b], threads=1, **attrs)
+    three = run_single(op_type, [x, w, b], threads=3, **attrs)
     assert np.array_equal(one, three)
 
 
@@ -350,7 +325,7 @@ def test_conv1d_and_conv3d_are_bit_identical_for_one_and_three_threads(op_type, 
 ])
 def test_conv1d_and_conv3d_reject_bad_input(op_type, specs, attrs, error, match):
     with pytest.raises(error, match=match) as err:
-        build(op_type, specs, **attrs).compile()
+        build_op(op_type, specs, **attrs).compile()
     assert f"'{op_type}'" in str(err.value)
 
 
@@ -403,7 +378,7 @@ def test_conv_transpose_matches_reference(x_shape, w_shape, attrs, with_bias):
     group = attrs.get("group", 1)
     x, w = uniform(*x_shape), uniform(*w_shape)
     b = uniform(w_shape[1] * group) if with_bias else None
-    y = run_op(f"ConvTranspose{r}d", [x, w, b], constants=(1, 2), **attrs)
+    y = run_single(f"ConvTranspose{r}d", [x, w, b], constants=(1, 2), **attrs)
     ref = conv_transpose_reference(
         x, w, b, attrs.get("strides", [1] * r), attrs.get("pads", [0] * 2 * r),
         attrs.get("dilations", [1] * r), attrs.get("output_padding", [0] * r), group)
@@ -413,7 +388,7 @@ def test_conv_transpose_matches_reference(x_shape, w_shape, attrs, with_bias):
 
 def test_conv_transpose_output_padding_wider_than_the_reach_gets_only_bias():
     x, w, b = uniform(1, 2, 3), uniform(2, 3, 2), uniform(3)
-    y = run_op("ConvTranspose1d", [x, w, b], strides=[2], output_padding=[4])
+    y = run_single("ConvTranspose1d", [x, w, b], strides=[2], output_padding=[4])
     assert y.shape == (1, 3, 10)
     np.testing.assert_array_equal(y[..., 6:], np.broadcast_to(b[None, :, None], (1, 3, 4)))
     np.testing.assert_allclose(
@@ -428,8 +403,8 @@ def test_conv_transpose_is_bit_identical_for_one_and_three_threads(op_type, x_sh
     x, w, b = uniform(*x_shape), uniform(*w_shape), uniform(w_shape[1] * 2)
     r = len(x_shape) - 2
     attrs = {"group": 2, "strides": [2] * r, "pads": [1] * 2 * r}
-    one = run_op(op_type, [x, w, b], threads=1, **attrs)
-    three = run_op(op_type, [x, w, b], threads=3, **attrs)
+    one = run_single(op_type, [x, w, b], threads=1, **attrs)
+    three = run_single(op_type, [x, w, b], threads=3, **attrs)
     assert np.array_equal(one, three)
 
 
@@ -459,7 +434,7 @@ def test_conv_transpose_is_bit_identical_for_one_and_three_threads(op_type, x_sh
 ])
 def test_conv_transpose_rejects_bad_input(op_type, specs, attrs, error, match):
     with pytest.raises(error, match=match) as err:
-        build(op_type, specs, **attrs).compile()
+        build_op(op_type, specs, **attrs).compile()
     assert f"'{op_type}'" in str(err.value)
 
 
@@ -560,7 +535,7 @@ def test_depth_to_space_moves_every_dtype_exactly(dtype, mode, layout):
 def test_depth_to_space_odd_shapes_and_block_one(block, shape):
     x = uniform(*shape)
     for mode in ("DCR", "CRD"):
-        y = run_op("DepthToSpace", [x], blocksize=block, mode=mode)
+        y = run_single("DepthToSpace", [x], blocksize=block, mode=mode)
         assert np.array_equal(y, depth_to_space_reference(x, block, mode))
 
 
@@ -568,7 +543,7 @@ def test_depth_to_space_crd_is_pixel_shuffle_of_channel_blocks():
     # PyTorch pixel_shuffle: out[n, c, h*r + i, w*r + j] = in[n, c*r*r + i*r + j, h, w].
     r = 3
     x = uniform(2, 2 * r * r, 4, 5)
-    y = run_op("DepthToSpace", [x], blocksize=r, mode="CRD")
+    y = run_single("DepthToSpace", [x], blocksize=r, mode="CRD")
     ref = np.empty_like(y)
     for i in range(r):
         for j in range(r):
@@ -578,8 +553,8 @@ def test_depth_to_space_crd_is_pixel_shuffle_of_channel_blocks():
 
 def test_depth_to_space_is_bit_identical_for_one_and_two_threads():
     x = uniform(2, 16, 40, 33)
-    one = run_op("DepthToSpace", [x], threads=1, blocksize=2)
-    two = run_op("DepthToSpace", [x], threads=2, blocksize=2)
+    one = run_single("DepthToSpace", [x], threads=1, blocksize=2)
+    two = run_single("DepthToSpace", [x], threads=2, blocksize=2)
     assert np.array_equal(one, two)
 
 
@@ -593,10 +568,10 @@ def test_depth_to_space_is_bit_identical_for_one_and_two_threads():
 ])
 def test_depth_to_space_rejects_bad_input(shape, attrs, error, match):
     with pytest.raises(error, match=match) as err:
-        build("DepthToSpace", [(shape, "f32")], **attrs).compile()
+        build_op("DepthToSpace", [(shape, "f32")], **attrs).compile()
     assert "'DepthToSpace'" in str(err.value)
 
 
 def test_depth_to_space_rejects_unknown_attribute():
     with pytest.raises(nxe.NotFoundError, match="'DepthToSpace'.*'block_size'"):
-        build("DepthToSpace", [((1, 4, 2, 2), "f32")], block_size=2)
+        build_op("DepthToSpace", [((1, 4, 2, 2), "f32")], block_size=2)

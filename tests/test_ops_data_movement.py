@@ -9,10 +9,11 @@ import numpy as np
 import nxe
 import pytest
 
+from op_testing import build_op, compile_op, dtype_code, numpy_dtype, run_op
+
 INT64_MAX = np.iinfo(np.int64).max
 INT64_MIN = np.iinfo(np.int64).min
-DTYPES = ["f32", "f16", "bf16", "i8", "u8", "i16", "i32", "i64", "bool", "f64", "u16", "u32",
-          "u64"]
+DTYPES = nxe.DTYPES
 
 
 def sample(rng, shape, dtype="f32"):
@@ -25,32 +26,9 @@ def sample(rng, shape, dtype="f32"):
         return rng.random(shape) < 0.5
     if dtype == "f64":
         return rng.standard_normal(shape) * 1e200
-    numpy_dtype = {"bf16": np.uint16, "i8": np.int8, "u8": np.uint8, "i16": np.int16,
-                   "i32": np.int32, "i64": np.int64, "u16": np.uint16, "u32": np.uint32,
-                   "u64": np.uint64}[dtype]
-    info = np.iinfo(numpy_dtype)
-    return rng.integers(info.min, info.max, size=shape, dtype=numpy_dtype, endpoint=True)
-
-
-def run_op(op_type, arrays, threads=1, num_outputs=None, dtypes=None, **attrs):
-    """One-op graph over `arrays` fed as inputs (dtypes: nxe names, default from numpy)."""
-    g = nxe.Graph()
-    dtypes = dtypes or [a.dtype for a in arrays]
-    inputs = [g.input(f"in{i}", a.shape, dt) for i, (a, dt) in enumerate(zip(arrays, dtypes))]
-    outputs = g.op(op_type, inputs, num_outputs=num_outputs, **attrs)
-    for t in outputs:
-        g.mark_output(t)
-    result = g.compile(threads=threads).run({f"in{i}": a for i, a in enumerate(arrays)})
-    return [result[t.name] for t in outputs]
-
-
-def compile_op(op_type, specs, num_outputs=None, **attrs):
-    """Builds and compiles a one-op graph over input (shape, dtype) specs."""
-    g = nxe.Graph()
-    inputs = [g.input(f"in{i}", shape, dtype) for i, (shape, dtype) in enumerate(specs)]
-    for t in g.op(op_type, inputs, num_outputs=num_outputs, **attrs):
-        g.mark_output(t)
-    return g.compile(threads=1)
+    integers = numpy_dtype(dtype)
+    info = np.iinfo(integers)
+    return rng.integers(info.min, info.max, size=shape, dtype=integers, endpoint=True)
 
 
 def assert_same(got, ref):
@@ -414,10 +392,8 @@ def test_unsqueeze_rejects_bad_axes(shape, attrs, error):
 @pytest.mark.parametrize("op_type", ["Gather", "Reshape", "Transpose", "Concat", "Split", "Slice",
                                      "Squeeze", "Unsqueeze"])
 def test_unknown_attribute_is_rejected(op_type):
-    g = nxe.Graph()
-    x = g.input("x", (4,), "f32")
     with pytest.raises(nxe.NotFoundError, match=f"{op_type}.*stride"):
-        g.op(op_type, [x], num_outputs=1, stride=1)
+        build_op(op_type, [((4,), "f32")], num_outputs=1, stride=1)
 
 
 # ---- Pad and Tile -------------------------------------------------------------------------
@@ -948,32 +924,24 @@ def test_reverse_sequence_rejects_bad_input(specs, attrs, error):
 
 # ---- BitCast ----------------------------------------------------------------------------------
 
-# numpy dtype nxe exchanges for each nxe dtype (bf16 travels as its raw uint16 bits).
-BIT_CAST_NUMPY = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16, "i8": np.int8,
-                  "u8": np.uint8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
-                  "bool": np.bool_, "f64": np.float64, "u16": np.uint16, "u32": np.uint32,
-                  "u64": np.uint64}
-def _bit_cast_code(name):
-    from nxe import _dtypes
-    return _dtypes.code_of(name)
 
 
 BIT_CAST_PAIRS = [(a, b) for a in DTYPES for b in DTYPES
-                  if np.dtype(BIT_CAST_NUMPY[a]).itemsize == np.dtype(BIT_CAST_NUMPY[b]).itemsize
+                  if numpy_dtype(a).itemsize == numpy_dtype(b).itemsize
                   and (b != "bool" or a == "bool")]
 
 
 @pytest.mark.parametrize("source, target", BIT_CAST_PAIRS, ids=str)
 def test_bit_cast_matches_numpy_view_for_every_same_size_pair(source, target, rng):
     x = sample(rng, (3, 5), source)
-    (got,) = run_op("BitCast", [x], dtypes=[source], to=_bit_cast_code(target))
-    assert_same(got, x.view(BIT_CAST_NUMPY[target]))
+    (got,) = run_op("BitCast", [x], dtypes=[source], to=dtype_code(target))
+    assert_same(got, x.view(numpy_dtype(target)))
 
 
 @pytest.mark.parametrize("shape", [(), (1,), (7,), (2, 3, 4), (0, 3)], ids=str)
 def test_bit_cast_keeps_odd_shapes(shape, rng):
     x = sample(rng, shape, "f32")
-    (got,) = run_op("BitCast", [x], to=_bit_cast_code("i32"))
+    (got,) = run_op("BitCast", [x], to=dtype_code("i32"))
     assert_same(got, x.view(np.int32))
 
 
@@ -981,12 +949,12 @@ def test_bit_cast_keeps_odd_shapes(shape, rng):
                          ids=str)
 def test_bit_cast_rejects_different_element_sizes(source, target):
     with pytest.raises(nxe.UnsupportedError, match=rf"BitCast.*{source}.*{target}"):
-        compile_op("BitCast", [((4,), source)], to=_bit_cast_code(target))
+        compile_op("BitCast", [((4,), source)], to=dtype_code(target))
 
 
 def test_bit_cast_rejects_bytes_to_bool():
     with pytest.raises(nxe.UnsupportedError, match="BitCast.*u8.*bool"):
-        compile_op("BitCast", [((4,), "u8")], to=_bit_cast_code("bool"))
+        compile_op("BitCast", [((4,), "u8")], to=dtype_code("bool"))
 
 
 @pytest.mark.parametrize("to", [0, 99, -1], ids=str)
@@ -1004,17 +972,16 @@ def _bit_cast_model(in_type, to_type, shape):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 26)])
 
 
-@pytest.mark.parametrize("source, target", [(np.float32, np.int32), (np.uint16, np.int16),
-                                            (np.float64, np.uint64), (np.bool_, np.uint8)],
-                         ids=str)
+@pytest.mark.parametrize("source, target", [("f32", "i32"), ("u16", "i16"), ("f64", "u64"),
+                                            ("bool", "u8")], ids=str)
 def test_bit_cast_converter_matches_numpy_view(source, target, rng):
     import nxe.onnx as nxe_onnx
     from onnx import helper
-    x = sample(rng, (2, 5), {v: k for k, v in BIT_CAST_NUMPY.items() if k != "bf16"}[source])
-    model = _bit_cast_model(helper.np_dtype_to_tensor_dtype(np.dtype(source)),
-                            helper.np_dtype_to_tensor_dtype(np.dtype(target)), (2, 5))
+    x = sample(rng, (2, 5), source)
+    model = _bit_cast_model(helper.np_dtype_to_tensor_dtype(numpy_dtype(source)),
+                            helper.np_dtype_to_tensor_dtype(numpy_dtype(target)), (2, 5))
     got = nxe_onnx.load(model).run(x)["y"]
-    assert_same(got, x.view(target))
+    assert_same(got, x.view(numpy_dtype(target)))
 
 
 def test_bit_cast_converter_reports_a_size_change_as_unsupported(rng):

@@ -10,6 +10,8 @@ import pytest
 
 import nxe
 
+from op_testing import bf16_bits, bf16_values, build_op, compile_op, run_op
+
 INT_DTYPES = (np.int8, np.uint8, np.int16, np.int32, np.int64)
 SIGNED_INT_DTYPES = (np.int8, np.int16, np.int32, np.int64)
 BINARY_OPS = ("Add", "Sub", "Mul", "Div")
@@ -25,27 +27,6 @@ BROADCAST_SHAPES = [
     ((5, 1), (1, 1)),
     ((2, 1, 3, 1, 2, 1), (1, 4, 1, 3, 1, 5)),
 ]
-
-
-def run_op(op_type, arrays, threads=1, dtype=None, **attrs):
-    """Builds a one-op graph over `arrays` (fed as inputs; `dtype` overrides theirs, e.g. bf16
-    for uint16 bit patterns), runs it, returns its outputs."""
-    g = nxe.Graph()
-    inputs = [g.input(f"in{i}", a.shape, dtype or a.dtype) for i, a in enumerate(arrays)]
-    outputs = g.op(op_type, inputs, **attrs)
-    for t in outputs:
-        g.mark_output(t)
-    result = g.compile(threads=threads).run({f"in{i}": a for i, a in enumerate(arrays)})
-    return [result[t.name] for t in outputs]
-
-
-def compile_op(op_type, specs, **attrs):
-    """Builds and compiles a one-op graph over input (shape, dtype) specs."""
-    g = nxe.Graph()
-    inputs = [g.input(f"in{i}", shape, dtype) for i, (shape, dtype) in enumerate(specs)]
-    for t in g.op(op_type, inputs, **attrs):
-        g.mark_output(t)
-    return g.compile(threads=1)
 
 
 def random_array(rng, shape, dtype):
@@ -138,17 +119,6 @@ def test_integer_overflow_wraps_around(op_type, dtype):
     np.testing.assert_array_equal(got, int_reference(op_type, a, b, dtype))
 
 
-def bf16_bits(x):
-    """f32 values rounded to bf16 (nearest, ties to even), as uint16 bit patterns."""
-    bits = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
-    return np.where(np.isnan(x), (bits >> 16) | 0x40, rounded).astype(np.uint16)
-
-
-def bf16_values(bits):
-    return (bits.astype(np.uint32) << 16).view(np.float32)
-
-
 @pytest.mark.parametrize("shapes", BROADCAST_SHAPES[:5], ids=str)
 @pytest.mark.parametrize("op_type", BINARY_OPS)
 def test_half_precision_binary_op_is_the_f32_result_rounded_once(op_type, shapes, rng):
@@ -161,7 +131,7 @@ def test_half_precision_binary_op_is_the_f32_result_rounded_once(op_type, shapes
     assert got16.dtype == np.float16
     np.testing.assert_array_equal(got16, ref16.astype(np.float16))
     abf, bbf = bf16_bits(a32), bf16_bits(b32)
-    (gotbf,) = run_op(op_type, [abf, bbf], dtype="bf16")
+    (gotbf,) = run_op(op_type, [abf, bbf], dtypes=["bf16", "bf16"])
     refbf = bf16_bits(f32_reference(op_type, bf16_values(abf), bf16_values(bbf)))
     np.testing.assert_array_equal(gotbf, refbf)
 
@@ -303,11 +273,9 @@ def test_gelu_rejects_unknown_approximation():
 @pytest.mark.parametrize("op_type", [*BINARY_OPS, "Relu", "LeakyRelu", "Tanh", "Sigmoid", "Gelu",
                                      "Erf"])
 def test_unknown_attribute_is_rejected(op_type):
-    g = nxe.Graph()
-    x = g.input("x", (4,), "f32")
-    inputs = [x, x] if op_type in BINARY_OPS else [x]
+    specs = [((4,), "f32")] * (2 if op_type in BINARY_OPS else 1)
     with pytest.raises(nxe.NotFoundError, match=f"{op_type}.*slope"):
-        g.op(op_type, inputs, slope=1)
+        build_op(op_type, specs, slope=1)
 
 
 # ---- f64 and the wide unsigned dtypes -------------------------------------------------------

@@ -10,6 +10,8 @@ import pytest
 
 import nxe
 
+from op_testing import bf16_bits, bf16_values, build_op, compile_op, run_single
+
 FLOAT_TYPES = ("f16", "bf16")
 INT_DTYPES = (np.int8, np.uint8, np.int16, np.int32, np.int64)
 NUMERIC = (np.float32, np.float16, *INT_DTYPES)
@@ -23,41 +25,11 @@ BROADCAST_SHAPES = [
 ]
 
 
-def run_op(op_type, arrays, threads=1, dtype=None, **attrs):
-    """Builds a one-op graph over `arrays` (fed as inputs; `dtype` overrides theirs, e.g. bf16
-    for uint16 bit patterns), runs it, returns its first output."""
-    g = nxe.Graph()
-    inputs = [g.input(f"in{i}", a.shape, dtype or a.dtype) for i, a in enumerate(arrays)]
-    (out,) = g.op(op_type, inputs, **attrs)
-    g.mark_output(out)
-    return g.compile(threads=threads).run({f"in{i}": a for i, a in enumerate(arrays)})[out.name]
-
-
-def compile_op(op_type, specs, **attrs):
-    g = nxe.Graph()
-    inputs = [g.input(f"in{i}", shape, dtype) for i, (shape, dtype) in enumerate(specs)]
-    for t in g.op(op_type, inputs, **attrs):
-        g.mark_output(t)
-    return g.compile(threads=1)
-
-
 def random_array(rng, shape, dtype, scale=3.0):
     if np.issubdtype(dtype, np.integer):
         info = np.iinfo(dtype)
         return rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
     return (rng.standard_normal(shape) * scale).astype(dtype)
-
-
-def bf16_bits(x):
-    """f32 values rounded to bf16 (nearest, ties to even), as uint16 bit patterns."""
-    x = np.asarray(x, dtype=np.float32)
-    bits = x.view(np.uint32).astype(np.uint64)
-    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
-    return np.where(np.isnan(x), (bits >> 16) | 0x40, rounded).astype(np.uint16)
-
-
-def bf16_values(bits):
-    return (bits.astype(np.uint32) << 16).view(np.float32)
 
 
 def wrap(values, dtype):
@@ -164,7 +136,7 @@ def test_f32_unary_op_matches_float64_reference(case, shape, rng):
     x = unary_input(rng, shape, domain)
     with np.errstate(all="ignore"):
         ref = ref_fn(x.astype(np.float64))
-    got = run_op(op_type, [x], **dict(attrs))
+    got = run_single(op_type, [x], **dict(attrs))
     assert got.shape == x.shape and got.dtype == np.float32
     with np.errstate(over="ignore"):
         np.testing.assert_allclose(got, ref.astype(np.float32), rtol=4e-6, atol=1e-6)
@@ -178,7 +150,7 @@ def test_unary_op_keeps_nan_and_follows_ieee_at_infinities(op_type):
         ref = {"Abs": np.abs, "Neg": np.negative, "Sign": np.sign, "Floor": np.floor,
                "Ceil": np.ceil, "Round": np.round, "Exp": np.exp, "Sqrt": np.sqrt,
                "Reciprocal": np.reciprocal, "Clip": lambda v: v}[op_type](x)
-    got = run_op(op_type, [x])
+    got = run_single(op_type, [x])
     np.testing.assert_array_equal(got, ref)
     np.testing.assert_array_equal(np.signbit(got[3:]), np.signbit(ref[3:]))
 
@@ -192,12 +164,12 @@ def test_half_precision_unary_op_is_the_f32_result_rounded_once(case, dtype, rng
     if dtype == "f16":
         x = x32.astype(np.float16)
         with np.errstate(over="ignore"):
-            ref = run_op(op_type, [x.astype(np.float32)], **dict(attrs)).astype(np.float16)
-        got = run_op(op_type, [x], **dict(attrs))
+            ref = run_single(op_type, [x.astype(np.float32)], **dict(attrs)).astype(np.float16)
+        got = run_single(op_type, [x], **dict(attrs))
     else:
         x = bf16_bits(x32)
-        ref = bf16_bits(run_op(op_type, [bf16_values(x)], **dict(attrs)))
-        got = run_op(op_type, [x], dtype="bf16", **dict(attrs))
+        ref = bf16_bits(run_single(op_type, [bf16_values(x)], **dict(attrs)))
+        got = run_single(op_type, [x], dtypes=["bf16"], **dict(attrs))
     np.testing.assert_array_equal(got, ref)
 
 
@@ -212,7 +184,7 @@ def test_integer_unary_op_matches_wrapping_reference(op_type, dtype, rng):
     values = [int(v) for v in x.reshape(-1)]
     fn = {"Abs": abs, "Neg": lambda v: -v, "Sign": lambda v: (v > 0) - (v < 0)}[op_type]
     ref = wrap([fn(v) for v in values], dtype).reshape(x.shape)
-    got = run_op(op_type, [x])
+    got = run_single(op_type, [x])
     assert got.dtype == dtype
     np.testing.assert_array_equal(got, ref)
 
@@ -228,7 +200,7 @@ def test_integer_clip_rounds_bounds_inward_and_saturates_them(bounds, dtype, rng
     hi = math.floor(bounds["max"]) if "max" in bounds else int(info.max)
     lo, hi = (min(max(v, int(info.min)), int(info.max)) for v in (lo, hi))
     ref = np.array([min(max(int(v), lo), hi) for v in x.reshape(-1)], dtype=dtype)
-    got = run_op("Clip", [x], **bounds)
+    got = run_single("Clip", [x], **bounds)
     np.testing.assert_array_equal(got, ref.reshape(x.shape))
 
 
@@ -240,7 +212,7 @@ SPECIALS = np.array([np.nan, np.inf, -np.inf, 0.0, -1.5, 3.0, -np.nan], dtype=np
 @pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
 def test_isnan_marks_nan_elements(dtype):
     x = {"f32": SPECIALS, "f16": SPECIALS.astype(np.float16), "bf16": bf16_bits(SPECIALS)}[dtype]
-    got = run_op("IsNaN", [x], dtype=dtype)
+    got = run_single("IsNaN", [x], dtypes=[dtype])
     assert got.dtype == np.bool_
     np.testing.assert_array_equal(got, np.isnan(SPECIALS))
 
@@ -252,12 +224,12 @@ def test_isinf_marks_infinities_of_the_detected_signs(flags, dtype):
     x = {"f32": SPECIALS, "f16": SPECIALS.astype(np.float16), "bf16": bf16_bits(SPECIALS)}[dtype]
     ref = (np.isposinf(SPECIALS) & bool(flags.get("detect_positive", 1))) | (
         np.isneginf(SPECIALS) & bool(flags.get("detect_negative", 1)))
-    np.testing.assert_array_equal(run_op("IsInf", [x], dtype=dtype, **flags), ref)
+    np.testing.assert_array_equal(run_single("IsInf", [x], dtypes=[dtype], **flags), ref)
 
 
 def test_not_negates_bools(rng):
     x = rng.random((4, 9)) < 0.5
-    np.testing.assert_array_equal(run_op("Not", [x]), ~x)
+    np.testing.assert_array_equal(run_single("Not", [x]), ~x)
 
 
 # ---- binary math ---------------------------------------------------------------------------
@@ -266,7 +238,7 @@ def test_not_negates_bools(rng):
 def test_f32_pow_matches_float64_power_under_broadcasting(shapes, rng):
     a = np.abs(random_array(rng, shapes[0], np.float32)) + np.float32(0.1)
     b = random_array(rng, shapes[1], np.float32, scale=2.0)
-    got = run_op("Pow", [a, b])
+    got = run_single("Pow", [a, b])
     np.testing.assert_allclose(got, np.power(a.astype(np.float64), b), rtol=1e-5)
 
 
@@ -275,7 +247,7 @@ def test_f32_pow_of_negative_base_follows_powf():
     b = np.array([3.0, 0.5, 1 / 3, -1.0, 0.0, np.nan, 0.0], dtype=np.float32)
     with np.errstate(all="ignore"):
         ref = np.power(a, b)
-    np.testing.assert_array_equal(run_op("Pow", [a, b]), ref)
+    np.testing.assert_array_equal(run_single("Pow", [a, b]), ref)
 
 
 @pytest.mark.parametrize("dtype", INT_DTYPES, ids=lambda d: np.dtype(d).name)
@@ -291,7 +263,7 @@ def test_integer_pow_is_exact_with_wrap_around(dtype, rng):
         return x**y
 
     ref = wrap([ipow(int(x), int(y)) for x, y in zip(a, b)], dtype)
-    np.testing.assert_array_equal(run_op("Pow", [a, b]), ref)
+    np.testing.assert_array_equal(run_single("Pow", [a, b]), ref)
 
 
 @pytest.mark.parametrize("dtype", NUMERIC, ids=lambda d: np.dtype(d).name)
@@ -303,16 +275,16 @@ def test_min_max_match_numpy_under_broadcasting(shapes, op_type, dtype, rng):
     if dtype in (np.float32, np.float16):
         a.reshape(-1)[0] = np.nan
     ref = (np.minimum if op_type == "Min" else np.maximum)(a, b)
-    np.testing.assert_array_equal(run_op(op_type, [a, b]), ref)
+    np.testing.assert_array_equal(run_single(op_type, [a, b]), ref)
 
 
 def test_bf16_min_max_select_an_operand(rng):
     a = bf16_bits(random_array(rng, (5, 6), np.float32))
     b = bf16_bits(random_array(rng, (6,), np.float32))
     av, bv = bf16_values(a), bf16_values(b)
-    np.testing.assert_array_equal(run_op("Min", [a, b], dtype="bf16"),
+    np.testing.assert_array_equal(run_single("Min", [a, b], dtypes=["bf16", "bf16"]),
                                   bf16_bits(np.minimum(av, bv)))
-    np.testing.assert_array_equal(run_op("Max", [a, b], dtype="bf16"),
+    np.testing.assert_array_equal(run_single("Max", [a, b], dtypes=["bf16", "bf16"]),
                                   bf16_bits(np.maximum(av, bv)))
 
 
@@ -326,7 +298,7 @@ def mod_float_reference(a, b, fmod):
 def test_f32_mod_matches_numpy_mod_and_fmod(shapes, fmod, rng):
     a = random_array(rng, shapes[0], np.float32, scale=20.0)
     b = random_array(rng, shapes[1], np.float32, scale=5.0)
-    got = run_op("Mod", [a, b], fmod=fmod)
+    got = run_single("Mod", [a, b], fmod=fmod)
     np.testing.assert_array_equal(got, mod_float_reference(a, b, fmod))
 
 
@@ -336,7 +308,7 @@ def test_f32_mod_special_values_follow_numpy(fmod):
                  dtype=np.float32)
     b = np.array([-2, 2, 2, -2, np.inf, np.inf, -np.inf, -np.inf, 2, 2, 0, -0.0, 2, np.nan,
                   3, 3], dtype=np.float32)
-    got = run_op("Mod", [a, b], fmod=fmod)
+    got = run_single("Mod", [a, b], fmod=fmod)
     ref = mod_float_reference(a, b, fmod)
     np.testing.assert_array_equal(got, ref)
     finite = ~np.isnan(ref)
@@ -361,14 +333,14 @@ def test_integer_mod_matches_python_reference(dtype, fmod, rng):
         return (abs(x) % abs(y)) * (-1 if x < 0 else 1)
 
     ref = np.array([int(ref_mod(int(x), int(y))) for x, y in zip(a, b)], dtype=dtype)
-    np.testing.assert_array_equal(run_op("Mod", [a, b], fmod=fmod), ref)
+    np.testing.assert_array_equal(run_single("Mod", [a, b], fmod=fmod), ref)
 
 
 def test_half_precision_mod_is_the_f32_result_rounded_once(rng):
     a = random_array(rng, (6, 7), np.float16, scale=20.0)
     b = random_array(rng, (7,), np.float16, scale=5.0)
     ref = mod_float_reference(a.astype(np.float32), b.astype(np.float32), 0).astype(np.float16)
-    np.testing.assert_array_equal(run_op("Mod", [a, b]), ref)
+    np.testing.assert_array_equal(run_single("Mod", [a, b]), ref)
 
 
 def shift_reference(x, y, bits, left, signed):
@@ -391,7 +363,7 @@ def test_bit_shift_matches_reference(dtype, direction, rng):
     ab, bb = np.broadcast_arrays(a, b)
     ref = np.array([shift_reference(int(x), int(y), bits, direction == "LEFT", signed)
                     for x, y in zip(ab.ravel(), bb.ravel())], dtype=dtype).reshape(ab.shape)
-    np.testing.assert_array_equal(run_op("BitShift", [a, b], direction=direction), ref)
+    np.testing.assert_array_equal(run_single("BitShift", [a, b], direction=direction), ref)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32, np.int64],
@@ -407,7 +379,7 @@ def test_prelu_scales_negative_inputs_by_broadcast_slope(slope_shape, dtype, rng
     ref = np.where(x < 0, (x.astype(np.float64) * slope).astype(dtype), x)
     if dtype == np.float16:
         ref = np.where(x < 0, (x.astype(np.float32) * slope.astype(np.float32)), x).astype(dtype)
-    np.testing.assert_array_equal(run_op("PRelu", [x, slope]), ref)
+    np.testing.assert_array_equal(run_single("PRelu", [x, slope]), ref)
 
 
 # ---- comparisons, logic, where ---------------------------------------------------------------
@@ -425,7 +397,7 @@ def test_comparison_matches_numpy_and_gives_bool(shapes, op_type, dtype, rng):
     a.reshape(-1)[: b.size] = b.reshape(-1)[: a.size]  # some equal pairs
     if dtype in (np.float32, np.float16):
         a.reshape(-1)[-1] = np.nan
-    got = run_op(op_type, [a, b])
+    got = run_single(op_type, [a, b])
     assert got.dtype == np.bool_
     np.testing.assert_array_equal(got, COMPARISONS[op_type](a, b))
 
@@ -435,7 +407,7 @@ def test_bf16_comparison_compares_values(rng):
     b = bf16_bits(random_array(rng, (5,), np.float32))
     a[0] = b
     for op_type, fn in COMPARISONS.items():
-        got = run_op(op_type, [a, b], dtype="bf16")
+        got = run_single(op_type, [a, b], dtypes=["bf16", "bf16"])
         np.testing.assert_array_equal(got, fn(bf16_values(a), bf16_values(b)))
 
 
@@ -446,7 +418,7 @@ def test_bool_logic_matches_numpy(shapes, op_type, rng):
     b = rng.random(shapes[1]) < 0.5
     fn = {"Equal": np.equal, "And": np.logical_and, "Or": np.logical_or,
           "Xor": np.logical_xor}[op_type]
-    np.testing.assert_array_equal(run_op(op_type, [a, b]), fn(a, b))
+    np.testing.assert_array_equal(run_single(op_type, [a, b]), fn(a, b))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8, np.int64, np.bool_],
@@ -460,7 +432,7 @@ def test_where_selects_with_three_way_broadcasting(shapes, dtype, rng):
         x, y = rng.random(shapes[1]) < 0.5, rng.random(shapes[2]) < 0.5
     else:
         x, y = random_array(rng, shapes[1], dtype), random_array(rng, shapes[2], dtype)
-    got = run_op("Where", [cond, x, y])
+    got = run_single("Where", [cond, x, y])
     np.testing.assert_array_equal(got, np.where(cond, x, y))
     assert got.dtype == np.dtype(dtype)
 
@@ -470,7 +442,7 @@ def test_result_is_identical_for_one_and_two_threads(op_type, rng):
     a = random_array(rng, (3, 129, 257), np.float32)
     b = random_array(rng, (129, 1), np.float32)
     arrays = {"Where": [a > 0, a, b], "Softplus": [a], "Clip": [a]}.get(op_type, [np.abs(a), b])
-    one, two = run_op(op_type, arrays, threads=1), run_op(op_type, arrays, threads=2)
+    one, two = run_single(op_type, arrays, threads=1), run_single(op_type, arrays, threads=2)
     assert np.array_equal(one, two, equal_nan=True)
 
 
@@ -549,11 +521,10 @@ def test_celu_rejects_zero_alpha():
 
 @pytest.mark.parametrize("op_type", ["Exp", "Clip", "Pow", "Where", "IsInf"])
 def test_unknown_attribute_is_rejected(op_type):
-    g = nxe.Graph()
-    x = g.input("x", (4,), "f32")
-    inputs = {"Pow": [x, x], "Where": [g.input("c", (4,), "bool"), x, x]}.get(op_type, [x])
+    x = ((4,), "f32")
+    specs = {"Pow": [x, x], "Where": [((4,), "bool"), x, x]}.get(op_type, [x])
     with pytest.raises(nxe.NotFoundError, match=f"{op_type}.*slope"):
-        g.op(op_type, inputs, slope=1)
+        build_op(op_type, specs, slope=1)
 
 
 # ---- ONNX converters -------------------------------------------------------------------------
@@ -622,7 +593,7 @@ BITWISE = {"BitwiseAnd": np.bitwise_and, "BitwiseOr": np.bitwise_or,
 def test_bitwise_binary_matches_numpy_with_broadcasting(op_type, dtype, shapes, rng):
     a = random_array(rng, shapes[0], dtype)
     b = random_array(rng, shapes[1], dtype)
-    got = run_op(op_type, [a, b])
+    got = run_single(op_type, [a, b])
     ref = BITWISE[op_type](a, b)
     assert got.dtype == ref.dtype and got.shape == ref.shape
     np.testing.assert_array_equal(got, ref)
@@ -632,7 +603,7 @@ def test_bitwise_binary_matches_numpy_with_broadcasting(op_type, dtype, shapes, 
 @pytest.mark.parametrize("shape", [(1,), (7, 13), (2, 3, 4, 5), (0, 3)], ids=str)
 def test_bitwise_not_matches_numpy_invert(dtype, shape, rng):
     x = random_array(rng, shape, dtype)
-    got = run_op("BitwiseNot", [x])
+    got = run_single("BitwiseNot", [x])
     assert got.dtype == x.dtype and got.shape == x.shape
     np.testing.assert_array_equal(got, np.invert(x))
 
@@ -640,11 +611,11 @@ def test_bitwise_not_matches_numpy_invert(dtype, shape, rng):
 def test_bitwise_results_are_identical_for_one_and_four_threads(rng):
     a = random_array(rng, (64, 1, 700), np.int32)
     b = random_array(rng, (1, 50, 700), np.int32)
-    assert np.array_equal(run_op("BitwiseXor", [a, b], threads=1),
-                          run_op("BitwiseXor", [a, b], threads=4))
+    assert np.array_equal(run_single("BitwiseXor", [a, b], threads=1),
+                          run_single("BitwiseXor", [a, b], threads=4))
     x = random_array(rng, (300, 300), np.int16)
-    assert np.array_equal(run_op("BitwiseNot", [x], threads=1),
-                          run_op("BitwiseNot", [x], threads=4))
+    assert np.array_equal(run_single("BitwiseNot", [x], threads=1),
+                          run_single("BitwiseNot", [x], threads=4))
 
 
 @pytest.mark.parametrize("op_type", [*BITWISE, "BitwiseNot"])
@@ -682,7 +653,7 @@ def unsigned_operands(dtype, rng, shape=(3, 5)):
 def test_f64_pow_min_max_match_numpy_in_double(op_type, fn, rng):
     a = rng.uniform(0.5, 2.0, size=(4, 1, 3))
     b = rng.uniform(-3.0, 3.0, size=(5, 3))
-    got = run_op(op_type, [a, b])
+    got = run_single(op_type, [a, b])
     assert got.dtype == np.float64
     np.testing.assert_allclose(got, fn(a, b), rtol=1e-14, atol=0)
 
@@ -692,7 +663,7 @@ def test_f64_mod_matches_numpy(fmod, rng):
     a = rng.uniform(-50, 50, size=(6, 7))
     b = rng.uniform(-9, 9, size=(7,))
     ref = np.fmod(a, b) if fmod else np.mod(a, b)
-    np.testing.assert_allclose(run_op("Mod", [a, b], fmod=fmod), ref, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(run_single("Mod", [a, b], fmod=fmod), ref, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("dtype", WIDE_UNSIGNED)
@@ -701,7 +672,7 @@ def test_wide_unsigned_binary_ops_match_python_integers(op_type, dtype, rng):
     a, b = unsigned_operands(dtype, rng)
     if op_type == "Pow":
         b = b % 5
-    got = run_op(op_type, [a, b], fmod=0) if op_type == "Mod" else run_op(op_type, [a, b])
+    got = run_single(op_type, [a, b], fmod=0) if op_type == "Mod" else run_single(op_type, [a, b])
     bits = np.iinfo(dtype).bits
     fn = {"Pow": lambda x, y: pow(x, y, 1 << bits), "Min": min, "Max": max,
           "Mod": lambda x, y: x % y if y else 0}[op_type]
@@ -723,7 +694,7 @@ def test_wide_dtype_comparisons_match_numpy(op_type, fn, dtype, rng):
     else:
         a, b = unsigned_operands(dtype, rng, (4, 6))
         b[2:] = a[1, 2:]
-    got = run_op(op_type, [a, b])
+    got = run_single(op_type, [a, b])
     assert got.dtype == np.bool_
     np.testing.assert_array_equal(got, fn(a, b))
 
@@ -734,7 +705,7 @@ def test_wide_unsigned_bit_shift_drops_bits_and_saturates_to_zero(dtype, directi
     bits = np.iinfo(dtype).bits
     a, _ = unsigned_operands(dtype, rng, (3, bits + 3))
     b = np.arange(bits + 3, dtype=dtype)
-    got = run_op("BitShift", [a, b], direction=direction)
+    got = run_single("BitShift", [a, b], direction=direction)
     mask = (1 << bits) - 1
     shift = (lambda x, s: (x << s) & mask) if direction == "LEFT" else (lambda x, s: x >> s)
     ref = np.array([[shift(int(x), int(s)) if s < bits else 0 for x, s in zip(row, b)]
@@ -748,7 +719,7 @@ def test_wide_unsigned_bit_shift_drops_bits_and_saturates_to_zero(dtype, directi
                                         ("BitwiseXor", np.bitwise_xor)])
 def test_wide_unsigned_bitwise_ops_match_numpy(op_type, fn, dtype, rng):
     a, b = unsigned_operands(dtype, rng)
-    np.testing.assert_array_equal(run_op(op_type, [a, b]), fn(a, b))
+    np.testing.assert_array_equal(run_single(op_type, [a, b]), fn(a, b))
 
 
 @pytest.mark.parametrize("dtype", (np.float64, *WIDE_UNSIGNED))
@@ -756,7 +727,7 @@ def test_where_selects_wide_dtype_values(dtype, rng):
     cond = rng.integers(0, 2, size=(4, 1)).astype(bool)
     x = (rng.standard_normal((4, 5)) * 1e3).astype(dtype)
     y = (rng.standard_normal((5,)) * 1e3).astype(dtype)
-    np.testing.assert_array_equal(run_op("Where", [cond, x, y]), np.where(cond, x, y))
+    np.testing.assert_array_equal(run_single("Where", [cond, x, y]), np.where(cond, x, y))
 
 
 def test_wide_unsigned_unary_math_is_still_rejected():

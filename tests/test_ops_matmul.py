@@ -6,36 +6,11 @@ import pytest
 
 import nxe
 
+from op_testing import build_op, run_single
+
 RNG = np.random.default_rng(20240612)
 # float32 dot products of up to ~100 terms in [-1, 1], against a float64 reference.
 TOL = {"rtol": 1e-5, "atol": 1e-5}
-
-
-def run_op(op_type, inputs, *, constants=(), threads=1, **attrs):
-    """Runs one op. inputs are arrays (graph inputs) or None (absent); indices listed in
-    `constants` become constant tensors instead."""
-    g = nxe.Graph()
-    tensors, feeds = [], {}
-    for i, value in enumerate(inputs):
-        if value is None:
-            tensors.append(None)
-        elif i in constants:
-            tensors.append(g.constant(value, name=f"in{i}"))
-        else:
-            tensors.append(g.input(f"in{i}", value.shape, value.dtype))
-            feeds[f"in{i}"] = value
-    (y,) = g.op(op_type, tensors, name="under_test", **attrs)
-    g.mark_output(y, name="y")
-    return g.compile(threads=threads).run(feeds)["y"]
-
-
-def build(op_type, specs, **attrs):
-    """A graph with one op whose inputs are (shape, dtype) specs or None."""
-    g = nxe.Graph()
-    tensors = [None if s is None else g.input(f"in{i}", s[0], s[1]) for i, s in enumerate(specs)]
-    (y,) = g.op(op_type, tensors, name="under_test", **attrs)
-    g.mark_output(y)
-    return g
 
 
 def uniform(*shape):
@@ -67,7 +42,7 @@ def f64(a):
 ])
 def test_matmul_matches_numpy_matmul(a_shape, b_shape):
     a, b = uniform(*a_shape), uniform(*b_shape)
-    y = run_op("MatMul", [a, b])
+    y = run_single("MatMul", [a, b])
     ref = np.matmul(f64(a), f64(b))
     assert y.dtype == np.float32
     assert y.shape == ref.shape
@@ -76,13 +51,13 @@ def test_matmul_matches_numpy_matmul(a_shape, b_shape):
 
 def test_matmul_with_constant_weights():
     a, b = uniform(5, 7, 13), uniform(13, 11)
-    np.testing.assert_allclose(run_op("MatMul", [a, b], constants=(1,)), f64(a) @ f64(b), **TOL)
+    np.testing.assert_allclose(run_single("MatMul", [a, b], constants=(1,)), f64(a) @ f64(b), **TOL)
 
 
 def test_matmul_is_bit_identical_for_one_and_two_threads():
     a, b = uniform(3, 1, 67, 96), uniform(2, 96, 45)
-    one = run_op("MatMul", [a, b], threads=1)
-    two = run_op("MatMul", [a, b], threads=2)
+    one = run_single("MatMul", [a, b], threads=1)
+    two = run_single("MatMul", [a, b], threads=2)
     assert np.array_equal(one, two)
 
 
@@ -95,19 +70,19 @@ def test_matmul_is_bit_identical_for_one_and_two_threads():
 ])
 def test_matmul_rejects_mismatched_shapes(a_shape, b_shape, match):
     with pytest.raises(nxe.ShapeMismatchError, match=match) as err:
-        build("MatMul", [(a_shape, "f32"), (b_shape, "f32")]).compile()
+        build_op("MatMul", [(a_shape, "f32"), (b_shape, "f32")]).compile()
     assert "'MatMul'" in str(err.value)
 
 
 @pytest.mark.parametrize("dtypes", [("i32", "f32"), ("f32", "f16"), ("i64", "i64")])
 def test_matmul_rejects_non_f32_inputs(dtypes):
     with pytest.raises(nxe.DtypeMismatchError, match="'MatMul'"):
-        build("MatMul", [((2, 3), dtypes[0]), ((3, 4), dtypes[1])]).compile()
+        build_op("MatMul", [((2, 3), dtypes[0]), ((3, 4), dtypes[1])]).compile()
 
 
 def test_matmul_rejects_any_attribute():
     with pytest.raises(nxe.NotFoundError, match="'MatMul'.*'transA'"):
-        build("MatMul", [((2, 3), "f32"), ((3, 4), "f32")], transA=1)
+        build_op("MatMul", [((2, 3), "f32"), ((3, 4), "f32")], transA=1)
 
 
 # ---- Gemm ---------------------------------------------------------------------------------
@@ -126,7 +101,7 @@ def test_gemm_transposes_operands(trans_a, trans_b):
     a = uniform(k, m) if trans_a else uniform(m, k)
     b = uniform(n, k) if trans_b else uniform(k, n)
     c = uniform(m, n)
-    y = run_op("Gemm", [a, b, c], transA=trans_a, transB=trans_b)
+    y = run_single("Gemm", [a, b, c], transA=trans_a, transB=trans_b)
     np.testing.assert_allclose(y, gemm_reference(a, b, c, trans_a=trans_a, trans_b=trans_b), **TOL)
 
 
@@ -134,7 +109,7 @@ def test_gemm_transposes_operands(trans_a, trans_b):
 def test_gemm_broadcasts_c_to_the_output(c_shape):
     a, b = uniform(7, 13), uniform(13, 5)
     c = None if c_shape is None else uniform(*c_shape)
-    y = run_op("Gemm", [a, b, c], constants=(2,), alpha=0.5, beta=-2.0)
+    y = run_single("Gemm", [a, b, c], constants=(2,), alpha=0.5, beta=-2.0)
     assert y.shape == (7, 5)
     np.testing.assert_allclose(y, gemm_reference(a, b, c, 0.5, -2.0), **TOL)
 
@@ -142,13 +117,13 @@ def test_gemm_broadcasts_c_to_the_output(c_shape):
 @pytest.mark.parametrize("alpha,beta", [(1.0, 1.0), (2.5, 0.0), (0.0, 3.0), (-1.25, 0.75)])
 def test_gemm_scales_product_and_addend(alpha, beta):
     a, b, c = uniform(4, 13), uniform(5, 13), uniform(4, 5)
-    y = run_op("Gemm", [a, b, c], alpha=alpha, beta=beta, transB=1)
+    y = run_single("Gemm", [a, b, c], alpha=alpha, beta=beta, transB=1)
     np.testing.assert_allclose(y, gemm_reference(a, b, c, alpha, beta, trans_b=1), **TOL)
 
 
 def test_gemm_without_c_ignores_beta():
     a, b = uniform(1, 13), uniform(13, 1)
-    y = run_op("Gemm", [a, b, None], alpha=3.0, beta=100.0)
+    y = run_single("Gemm", [a, b, None], alpha=3.0, beta=100.0)
     np.testing.assert_allclose(y, gemm_reference(a, b, None, 3.0), **TOL)
 
 
@@ -156,8 +131,8 @@ def test_gemm_without_c_ignores_beta():
 def test_gemm_is_bit_identical_for_one_and_two_threads(trans_b):
     a, c = uniform(130, 64), uniform(1, 48)
     b = uniform(48, 64) if trans_b else uniform(64, 48)
-    one = run_op("Gemm", [a, b, c], threads=1, transB=trans_b, alpha=0.7)
-    two = run_op("Gemm", [a, b, c], threads=2, transB=trans_b, alpha=0.7)
+    one = run_single("Gemm", [a, b, c], threads=1, transB=trans_b, alpha=0.7)
+    two = run_single("Gemm", [a, b, c], threads=2, transB=trans_b, alpha=0.7)
     assert np.array_equal(one, two)
 
 
@@ -173,7 +148,7 @@ def test_gemm_is_bit_identical_for_one_and_two_threads(trans_b):
 def test_gemm_rejects_mismatched_shapes(shapes, attrs, match):
     specs = [None if s is None else (s, "f32") for s in shapes]
     with pytest.raises(nxe.ShapeMismatchError, match=match) as err:
-        build("Gemm", specs, **attrs).compile()
+        build_op("Gemm", specs, **attrs).compile()
     assert "'Gemm'" in str(err.value)
 
 
@@ -181,18 +156,18 @@ def test_gemm_rejects_mismatched_shapes(shapes, attrs, match):
                                          ({"transB": -1}, r"transB must be 0 or 1, got -1")])
 def test_gemm_rejects_bad_transpose_flags(attrs, match):
     with pytest.raises(nxe.InvalidArgumentError, match=match) as err:
-        build("Gemm", [((3, 3), "f32"), ((3, 3), "f32")], **attrs).compile()
+        build_op("Gemm", [((3, 3), "f32"), ((3, 3), "f32")], **attrs).compile()
     assert "'Gemm'" in str(err.value)
 
 
 def test_gemm_rejects_non_f32_addend():
     with pytest.raises(nxe.DtypeMismatchError, match="'Gemm'.*'C'"):
-        build("Gemm", [((3, 3), "f32"), ((3, 3), "f32"), ((3,), "i32")]).compile()
+        build_op("Gemm", [((3, 3), "f32"), ((3, 3), "f32"), ((3,), "i32")]).compile()
 
 
 def test_gemm_rejects_unknown_attribute():
     with pytest.raises(nxe.NotFoundError, match="'Gemm'.*'gamma'"):
-        build("Gemm", [((3, 3), "f32"), ((3, 3), "f32")], gamma=1.0)
+        build_op("Gemm", [((3, 3), "f32"), ((3, 3), "f32")], gamma=1.0)
 
 
 # ---- FullyConnected -----------------------------------------------------------------------
@@ -204,7 +179,7 @@ def test_fully_connected_is_x_times_w_transposed_plus_bias(x_shape, with_bias):
     k, n = x_shape[-1], 5
     x, w = uniform(*x_shape), uniform(n, k)
     b = uniform(n) if with_bias else None
-    y = run_op("FullyConnected", [x, w, b], constants=(1, 2))
+    y = run_single("FullyConnected", [x, w, b], constants=(1, 2))
     ref = f64(x) @ f64(w).T + (0.0 if b is None else f64(b))
     assert y.shape == x_shape[:-1] + (n,)
     np.testing.assert_allclose(y, ref, **TOL)
@@ -212,8 +187,8 @@ def test_fully_connected_is_x_times_w_transposed_plus_bias(x_shape, with_bias):
 
 def test_fully_connected_is_bit_identical_for_one_and_two_threads():
     x, w, b = uniform(4, 50, 96), uniform(33, 96), uniform(33)
-    one = run_op("FullyConnected", [x, w, b], threads=1)
-    two = run_op("FullyConnected", [x, w, b], threads=2)
+    one = run_single("FullyConnected", [x, w, b], threads=1)
+    two = run_single("FullyConnected", [x, w, b], threads=2)
     assert np.array_equal(one, two)
 
 
@@ -227,15 +202,15 @@ def test_fully_connected_is_bit_identical_for_one_and_two_threads():
 def test_fully_connected_rejects_mismatched_shapes(shapes, match):
     specs = [None if s is None else (s, "f32") for s in shapes]
     with pytest.raises(nxe.ShapeMismatchError, match=match) as err:
-        build("FullyConnected", specs).compile()
+        build_op("FullyConnected", specs).compile()
     assert "'FullyConnected'" in str(err.value)
 
 
 def test_fully_connected_rejects_non_f32_weights():
     with pytest.raises(nxe.DtypeMismatchError, match="'FullyConnected'.*'W'"):
-        build("FullyConnected", [((2, 3), "f32"), ((4, 3), "i8")]).compile()
+        build_op("FullyConnected", [((2, 3), "f32"), ((4, 3), "i8")]).compile()
 
 
 def test_fully_connected_rejects_unknown_attribute():
     with pytest.raises(nxe.NotFoundError, match="'FullyConnected'.*'units'"):
-        build("FullyConnected", [((2, 3), "f32"), ((4, 3), "f32")], units=4)
+        build_op("FullyConnected", [((2, 3), "f32"), ((4, 3), "f32")], units=4)

@@ -6,37 +6,12 @@ import pytest
 
 import nxe
 
+from op_testing import build_op, run_single
+
 RNG = np.random.default_rng(20240613)
 # Outputs are O(1); the ops accumulate in double, so only the final float32 rounding and
 # float32 exp remain.
 TOL = {"rtol": 1e-5, "atol": 1e-6}
-
-
-def run_op(op_type, inputs, *, constants=(), threads=1, **attrs):
-    """Runs one op. inputs are arrays (graph inputs) or None (absent); indices listed in
-    `constants` become constant tensors instead."""
-    g = nxe.Graph()
-    tensors, feeds = [], {}
-    for i, value in enumerate(inputs):
-        if value is None:
-            tensors.append(None)
-        elif i in constants:
-            tensors.append(g.constant(value, name=f"in{i}"))
-        else:
-            tensors.append(g.input(f"in{i}", value.shape, value.dtype))
-            feeds[f"in{i}"] = value
-    (y,) = g.op(op_type, tensors, name="under_test", **attrs)
-    g.mark_output(y, name="y")
-    return g.compile(threads=threads).run(feeds)["y"]
-
-
-def build(op_type, specs, **attrs):
-    """A graph with one op whose inputs are (shape, dtype) specs or None."""
-    g = nxe.Graph()
-    tensors = [None if s is None else g.input(f"in{i}", s[0], s[1]) for i, s in enumerate(specs)]
-    (y,) = g.op(op_type, tensors, name="under_test", **attrs)
-    g.mark_output(y)
-    return g
 
 
 def normal(*shape, loc=0.0, scale=1.0):
@@ -70,7 +45,7 @@ def test_layer_norm_matches_reference(shape, axis, with_scale, with_bias):
     normalized = shape[axis % len(shape):]
     scale = normal(*normalized) if with_scale else None
     bias = normal(*normalized) if with_bias else None
-    y = run_op("LayerNorm", [x, scale, bias], constants=(1, 2), axis=axis)
+    y = run_single("LayerNorm", [x, scale, bias], constants=(1, 2), axis=axis)
     assert y.dtype == np.float32 and y.shape == x.shape
     np.testing.assert_allclose(y, layer_norm_reference(x, scale, bias, axis), **TOL)
 
@@ -78,22 +53,22 @@ def test_layer_norm_matches_reference(shape, axis, with_scale, with_bias):
 @pytest.mark.parametrize("epsilon", [0.0, 1e-3, 0.5])
 def test_layer_norm_epsilon_is_added_to_the_variance(epsilon):
     x = normal(4, 9, scale=0.1)
-    y = run_op("LayerNorm", [x, None, None], epsilon=epsilon)
+    y = run_single("LayerNorm", [x, None, None], epsilon=epsilon)
     np.testing.assert_allclose(y, layer_norm_reference(x, None, None, epsilon=epsilon), **TOL)
 
 
 def test_layer_norm_is_accurate_for_a_large_mean_and_small_spread():
     # E[x^2] - mean^2 in float32 would lose every digit of the variance here.
     x = normal(5, 64, loc=1.0e4, scale=1.0e-1)
-    y = run_op("LayerNorm", [x, None, None], epsilon=0.0)
+    y = run_single("LayerNorm", [x, None, None], epsilon=0.0)
     np.testing.assert_allclose(y, layer_norm_reference(x, None, None, epsilon=0.0),
                                rtol=1e-4, atol=1e-4)
 
 
 def test_layer_norm_is_bit_identical_for_one_and_two_threads():
     x, scale, bias = normal(600, 37), normal(37), normal(37)
-    one = run_op("LayerNorm", [x, scale, bias], threads=1)
-    two = run_op("LayerNorm", [x, scale, bias], threads=2)
+    one = run_single("LayerNorm", [x, scale, bias], threads=1)
+    two = run_single("LayerNorm", [x, scale, bias], threads=2)
     assert np.array_equal(one, two)
 
 
@@ -107,7 +82,7 @@ def test_layer_norm_rejects_mismatched_shapes(x_shape, scale_shape, bias_shape, 
     specs = [(x_shape, "f32"), None if scale_shape is None else (scale_shape, "f32"),
              None if bias_shape is None else (bias_shape, "f32")]
     with pytest.raises(nxe.ShapeMismatchError, match=match) as err:
-        build("LayerNorm", specs, axis=axis).compile()
+        build_op("LayerNorm", specs, axis=axis).compile()
     assert "'LayerNorm'" in str(err.value)
 
 
@@ -120,7 +95,7 @@ def test_layer_norm_rejects_mismatched_shapes(x_shape, scale_shape, bias_shape, 
 ])
 def test_layer_norm_rejects_bad_attribute_values(attrs, match):
     with pytest.raises(nxe.InvalidArgumentError, match=match) as err:
-        build("LayerNorm", [((4, 5), "f32")], **attrs).compile()
+        build_op("LayerNorm", [((4, 5), "f32")], **attrs).compile()
     assert "'LayerNorm'" in str(err.value)
 
 
@@ -129,12 +104,12 @@ def test_layer_norm_rejects_non_f32_inputs(which):
     specs = [((4, 5), "f32"), ((5,), "f32"), ((5,), "f32")]
     specs[which] = (specs[which][0], "f16")
     with pytest.raises(nxe.DtypeMismatchError, match="'LayerNorm'.*f16"):
-        build("LayerNorm", specs).compile()
+        build_op("LayerNorm", specs).compile()
 
 
 def test_layer_norm_rejects_unknown_attribute():
     with pytest.raises(nxe.NotFoundError, match="'LayerNorm'.*'eps'"):
-        build("LayerNorm", [((4, 5), "f32")], eps=1e-3)
+        build_op("LayerNorm", [((4, 5), "f32")], eps=1e-3)
 
 
 # ---- Softmax ------------------------------------------------------------------------------
@@ -152,21 +127,21 @@ def softmax_reference(x, axis=-1):
 ])
 def test_softmax_matches_reference(shape, axis):
     x = normal(*shape, scale=3.0)
-    y = run_op("Softmax", [x], axis=axis)
+    y = run_single("Softmax", [x], axis=axis)
     assert y.dtype == np.float32 and y.shape == x.shape
     np.testing.assert_allclose(y, softmax_reference(x, axis), **TOL)
 
 
 def test_softmax_default_axis_is_the_last():
     x = normal(4, 6)
-    np.testing.assert_allclose(run_op("Softmax", [x]), softmax_reference(x, -1), **TOL)
+    np.testing.assert_allclose(run_single("Softmax", [x]), softmax_reference(x, -1), **TOL)
 
 
 def test_softmax_is_stable_for_large_logits():
     # exp(1000) overflows float32 and float64; subtracting the maximum keeps it finite.
     x = normal(3, 11, loc=1000.0, scale=50.0)
     x[0, 0] = -1000.0
-    y = run_op("Softmax", [x])
+    y = run_single("Softmax", [x])
     assert np.all(np.isfinite(y))
     np.testing.assert_allclose(y, softmax_reference(x), **TOL)
 
@@ -174,8 +149,8 @@ def test_softmax_is_stable_for_large_logits():
 @pytest.mark.parametrize("axis", [-1, 0])
 def test_softmax_is_bit_identical_for_one_and_two_threads(axis):
     x = normal(300, 70)
-    one = run_op("Softmax", [x], threads=1, axis=axis)
-    two = run_op("Softmax", [x], threads=2, axis=axis)
+    one = run_single("Softmax", [x], threads=1, axis=axis)
+    two = run_single("Softmax", [x], threads=2, axis=axis)
     assert np.array_equal(one, two)
 
 
@@ -186,19 +161,19 @@ def test_softmax_is_bit_identical_for_one_and_two_threads(axis):
 ])
 def test_softmax_rejects_bad_input(shape, attrs, error, match):
     with pytest.raises(error, match=match) as err:
-        build("Softmax", [(shape, "f32")], **attrs).compile()
+        build_op("Softmax", [(shape, "f32")], **attrs).compile()
     assert "'Softmax'" in str(err.value)
 
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16", "i32"])
 def test_softmax_rejects_non_f32_input(dtype):
     with pytest.raises(nxe.DtypeMismatchError, match=f"'Softmax'.*{dtype}"):
-        build("Softmax", [((4, 5), dtype)]).compile()
+        build_op("Softmax", [((4, 5), dtype)]).compile()
 
 
 def test_softmax_rejects_unknown_attribute():
     with pytest.raises(nxe.NotFoundError, match="'Softmax'.*'dim'"):
-        build("Softmax", [((4, 5), "f32")], dim=1)
+        build_op("Softmax", [((4, 5), "f32")], dim=1)
 
 
 # ---- LogSoftmax, Hardmax, LpNorm ------------------------------------------------------------
@@ -217,14 +192,14 @@ LANE_CASES = [((7, 13), -1), ((7, 13), 0), ((3, 7, 13), 1), ((13,), 0), ((1,), 0
 @pytest.mark.parametrize("shape,axis", LANE_CASES)
 def test_log_softmax_matches_reference(shape, axis):
     x = normal(*shape, scale=3.0)
-    y = run_op("LogSoftmax", [x], axis=axis)
+    y = run_single("LogSoftmax", [x], axis=axis)
     assert y.dtype == np.float32 and y.shape == x.shape
     np.testing.assert_allclose(y, log_softmax_reference(x, axis), **TOL)
 
 
 def test_log_softmax_is_stable_for_large_logits():
     x = normal(3, 11, loc=1000.0, scale=50.0)
-    y = run_op("LogSoftmax", [x])
+    y = run_single("LogSoftmax", [x])
     assert np.all(np.isfinite(y))
     np.testing.assert_allclose(y, log_softmax_reference(x), rtol=1e-5, atol=1e-4)
 
@@ -239,7 +214,7 @@ def hardmax_reference(x, axis):
 @pytest.mark.parametrize("shape,axis", LANE_CASES)
 def test_hardmax_marks_the_first_largest_element(shape, axis):
     x = RNG.integers(-2, 3, size=shape).astype(np.float32)  # many ties
-    y = run_op("Hardmax", [x], axis=axis)
+    y = run_single("Hardmax", [x], axis=axis)
     assert y.dtype == np.float32
     assert np.array_equal(y, hardmax_reference(x, axis))
 
@@ -247,7 +222,7 @@ def test_hardmax_marks_the_first_largest_element(shape, axis):
 def test_hardmax_counts_nan_as_the_largest():
     x = normal(2, 6)
     x[0, 3] = np.nan
-    assert np.array_equal(run_op("Hardmax", [x]), hardmax_reference(x, -1))
+    assert np.array_equal(run_single("Hardmax", [x]), hardmax_reference(x, -1))
 
 
 def lp_norm_reference(x, axis, p):
@@ -260,14 +235,14 @@ def lp_norm_reference(x, axis, p):
 @pytest.mark.parametrize("p", [1, 2])
 def test_lp_norm_matches_reference(shape, axis, p):
     x = normal(*shape)
-    y = run_op("LpNorm", [x], axis=axis, p=p)
+    y = run_single("LpNorm", [x], axis=axis, p=p)
     np.testing.assert_allclose(y, lp_norm_reference(x, axis, p), **TOL)
 
 
 def test_lp_norm_defaults_to_l2_on_the_last_axis_and_keeps_zero_lanes_zero():
     x = normal(4, 6)
     x[2] = 0.0
-    y = run_op("LpNorm", [x])
+    y = run_single("LpNorm", [x])
     assert np.array_equal(y[2], np.zeros(6, np.float32))
     np.testing.assert_allclose(y, lp_norm_reference(x, -1, 2), **TOL)
 
@@ -275,8 +250,8 @@ def test_lp_norm_defaults_to_l2_on_the_last_axis_and_keeps_zero_lanes_zero():
 @pytest.mark.parametrize("op_type", ["LogSoftmax", "Hardmax", "LpNorm"])
 def test_lane_ops_are_bit_identical_for_one_and_two_threads(op_type):
     x = normal(300, 70)
-    assert np.array_equal(run_op(op_type, [x], threads=1, axis=0),
-                          run_op(op_type, [x], threads=2, axis=0))
+    assert np.array_equal(run_single(op_type, [x], threads=1, axis=0),
+                          run_single(op_type, [x], threads=2, axis=0))
 
 
 @pytest.mark.parametrize("op_type", ["LogSoftmax", "Hardmax", "LpNorm"])
@@ -286,14 +261,14 @@ def test_lane_ops_are_bit_identical_for_one_and_two_threads(op_type):
 ])
 def test_lane_ops_reject_bad_input(op_type, shape, attrs, error, match):
     with pytest.raises(error, match=match) as err:
-        build(op_type, [(shape, "f32")], **attrs).compile()
+        build_op(op_type, [(shape, "f32")], **attrs).compile()
     assert f"'{op_type}'" in str(err.value)
 
 
 @pytest.mark.parametrize("p", [0, 3, -2])
 def test_lp_norm_rejects_other_norms(p):
     with pytest.raises(nxe.InvalidArgumentError, match=f"'LpNorm'.*p must be 1 or 2, got {p}"):
-        build("LpNorm", [((4, 5), "f32")], p=p).compile()
+        build_op("LpNorm", [((4, 5), "f32")], p=p).compile()
 
 
 # ---- BatchNorm, InstanceNorm, GroupNorm -----------------------------------------------------
@@ -328,7 +303,8 @@ def test_batch_norm_matches_reference(shape, epsilon):
     c = shape[1]
     x, scale, bias, mean = normal(*shape), normal(c), normal(c), normal(c)
     var = RNG.uniform(0.1, 2.0, size=c).astype(np.float32)
-    y = run_op("BatchNorm", [x, scale, bias, mean, var], constants=(1, 2, 3, 4), epsilon=epsilon)
+    y = run_single("BatchNorm", [x, scale, bias, mean, var], constants=(1, 2, 3, 4),
+                   epsilon=epsilon)
     assert y.dtype == np.float32 and y.shape == x.shape
     np.testing.assert_allclose(y, batch_norm_reference(x, scale, bias, mean, var, epsilon), **TOL)
 
@@ -337,7 +313,7 @@ def test_batch_norm_matches_reference(shape, epsilon):
 def test_instance_norm_matches_reference(shape):
     c = shape[1]
     x, scale, bias = normal(*shape, loc=2.0), normal(c), normal(c)
-    y = run_op("InstanceNorm", [x, scale, bias], constants=(1, 2), epsilon=1e-3)
+    y = run_single("InstanceNorm", [x, scale, bias], constants=(1, 2), epsilon=1e-3)
     np.testing.assert_allclose(y, group_norm_reference(x, scale, bias, c, 1e-3), **TOL)
 
 
@@ -346,7 +322,7 @@ def test_instance_norm_matches_reference(shape):
 def test_group_norm_matches_reference(shape, groups):
     c = shape[1]
     x, scale, bias = normal(*shape), normal(c), normal(c)
-    y = run_op("GroupNorm", [x, scale, bias], constants=(1, 2), num_groups=groups)
+    y = run_single("GroupNorm", [x, scale, bias], constants=(1, 2), num_groups=groups)
     np.testing.assert_allclose(y, group_norm_reference(x, scale, bias, groups), **TOL)
 
 
@@ -356,8 +332,8 @@ def test_channel_norms_are_bit_identical_for_one_and_two_threads(op_type, inputs
     x = normal(4, 8, 40, 50)
     params = [normal(8) if i != 4 else np.full(8, 0.5, np.float32) for i in range(1, inputs)]
     attrs = {"num_groups": 4} if op_type == "GroupNorm" else {}
-    one = run_op(op_type, [x, *params], threads=1, **attrs)
-    two = run_op(op_type, [x, *params], threads=2, **attrs)
+    one = run_single(op_type, [x, *params], threads=1, **attrs)
+    two = run_single(op_type, [x, *params], threads=2, **attrs)
     assert np.array_equal(one, two)
 
 
@@ -374,7 +350,7 @@ def test_channel_norms_reject_mismatched_shapes(op_type, inputs, bad):
         match = r"must have shape \[3\] \(the channels of X\), got \[4\]"
     attrs = {"num_groups": 1} if op_type == "GroupNorm" else {}
     with pytest.raises(nxe.ShapeMismatchError, match=match) as err:
-        build(op_type, specs, **attrs).compile()
+        build_op(op_type, specs, **attrs).compile()
     assert f"'{op_type}'" in str(err.value)
 
 
@@ -384,7 +360,7 @@ def test_channel_norms_reject_bad_epsilon(op_type):
     specs = [((2, 4, 3), "f32")] + [((4,), "f32")] * (n - 1)
     attrs = {"num_groups": 2} if op_type == "GroupNorm" else {}
     with pytest.raises(nxe.InvalidArgumentError, match=f"'{op_type}'.*epsilon must be finite"):
-        build(op_type, specs, epsilon=-1.0, **attrs).compile()
+        build_op(op_type, specs, epsilon=-1.0, **attrs).compile()
 
 
 @pytest.mark.parametrize("groups", [0, 3, -2])
@@ -392,13 +368,13 @@ def test_group_norm_rejects_groups_that_do_not_divide_the_channels(groups):
     specs = [((2, 4, 3), "f32"), ((4,), "f32"), ((4,), "f32")]
     with pytest.raises(nxe.InvalidArgumentError,
                        match="'GroupNorm'.*num_groups must be >= 1 and divide the 4 channels"):
-        build("GroupNorm", specs, num_groups=groups).compile()
+        build_op("GroupNorm", specs, num_groups=groups).compile()
 
 
 def test_batch_norm_rejects_non_f32_statistics():
     specs = [((2, 4, 3), "f32")] + [((4,), "f32")] * 3 + [((4,), "i32")]
     with pytest.raises(nxe.DtypeMismatchError, match="'BatchNorm'.*i32"):
-        build("BatchNorm", specs).compile()
+        build_op("BatchNorm", specs).compile()
 
 
 # ---- RMSNorm --------------------------------------------------------------------------------
@@ -418,14 +394,14 @@ def rms_norm_reference(x, scale, axis=-1, epsilon=1e-5):
 def test_rms_norm_matches_reference(shape, axis, with_scale, epsilon):
     x = normal(*shape)
     scale = normal(*shape[axis % len(shape):]) if with_scale else None
-    y = run_op("RMSNorm", [x, scale], constants=(1,), axis=axis, epsilon=epsilon)
+    y = run_single("RMSNorm", [x, scale], constants=(1,), axis=axis, epsilon=epsilon)
     np.testing.assert_allclose(y, rms_norm_reference(x, scale, axis, epsilon), **TOL)
 
 
 def test_rms_norm_is_bit_identical_for_one_and_two_threads():
     x, scale = normal(600, 37), normal(37)
-    assert np.array_equal(run_op("RMSNorm", [x, scale], threads=1),
-                          run_op("RMSNorm", [x, scale], threads=2))
+    assert np.array_equal(run_single("RMSNorm", [x, scale], threads=1),
+                          run_single("RMSNorm", [x, scale], threads=2))
 
 
 @pytest.mark.parametrize("specs,attrs,error,match", [
@@ -438,7 +414,7 @@ def test_rms_norm_is_bit_identical_for_one_and_two_threads():
 ])
 def test_rms_norm_rejects_bad_input(specs, attrs, error, match):
     with pytest.raises(error, match=match) as err:
-        build("RMSNorm", specs, **attrs).compile()
+        build_op("RMSNorm", specs, **attrs).compile()
     assert "'RMSNorm'" in str(err.value)
 
 
@@ -460,19 +436,19 @@ def lrn_reference(x, size, alpha=1e-4, beta=0.75, bias=1.0):
 @pytest.mark.parametrize("size", [1, 2, 3, 4, 5, 11])
 def test_lrn_matches_reference(shape, size):
     x = normal(*shape, scale=4.0)
-    y = run_op("LRN", [x], size=size, alpha=0.05, beta=0.6, bias=2.0)
+    y = run_single("LRN", [x], size=size, alpha=0.05, beta=0.6, bias=2.0)
     np.testing.assert_allclose(y, lrn_reference(x, size, 0.05, 0.6, 2.0), **TOL)
 
 
 def test_lrn_defaults_follow_the_schema():
     x = normal(2, 6, 3, 3, scale=10.0)
-    np.testing.assert_allclose(run_op("LRN", [x], size=3), lrn_reference(x, 3), **TOL)
+    np.testing.assert_allclose(run_single("LRN", [x], size=3), lrn_reference(x, 3), **TOL)
 
 
 def test_lrn_is_bit_identical_for_one_and_two_threads():
     x = normal(4, 16, 30, 30)
-    assert np.array_equal(run_op("LRN", [x], threads=1, size=5),
-                          run_op("LRN", [x], threads=2, size=5))
+    assert np.array_equal(run_single("LRN", [x], threads=1, size=5),
+                          run_single("LRN", [x], threads=2, size=5))
 
 
 @pytest.mark.parametrize("shape,attrs,error,match", [
@@ -483,5 +459,5 @@ def test_lrn_is_bit_identical_for_one_and_two_threads():
 ])
 def test_lrn_rejects_bad_input(shape, attrs, error, match):
     with pytest.raises(error, match=match) as err:
-        build("LRN", [(shape, "f32")], **attrs).compile()
+        build_op("LRN", [(shape, "f32")], **attrs).compile()
     assert "'LRN'" in str(err.value)

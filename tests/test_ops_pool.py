@@ -8,23 +8,10 @@ import pytest
 
 import nxe
 
+from op_testing import build_op, run_single
+
 RNG = np.random.default_rng(20240612)
 TOL = {"rtol": 1e-5, "atol": 1e-6}
-
-
-def run_op(op_type, x, *, threads=1, **attrs):
-    g = nxe.Graph()
-    t = g.input("x", x.shape, x.dtype)
-    (y,) = g.op(op_type, [t], name="under_test", **attrs)
-    g.mark_output(y, name="y")
-    return g.compile(threads=threads).run({"x": x})["y"]
-
-
-def build(op_type, shape, dtype="f32", **attrs):
-    g = nxe.Graph()
-    (y,) = g.op(op_type, [g.input("x", shape, dtype)], name="under_test", **attrs)
-    g.mark_output(y)
-    return g
 
 
 def uniform(*shape):
@@ -99,7 +86,7 @@ CASES = [
 def test_pool_matches_reference(x_shape, attrs, kind):
     r = len(x_shape) - 2
     x = uniform(*x_shape)
-    y = run_op(f"{OP[kind]}{r}d", x, **attrs)
+    y = run_single(f"{OP[kind]}{r}d", [x], **attrs)
     ref = pool_reference(x, kind, **attrs)
     assert y.dtype == np.float32 and y.shape == ref.shape
     np.testing.assert_allclose(y, ref, **TOL)
@@ -109,7 +96,7 @@ def test_pool_matches_reference(x_shape, attrs, kind):
 def test_average_pool_count_include_pad_divides_by_the_padded_window(x_shape, attrs):
     r = len(x_shape) - 2
     x = uniform(*x_shape)
-    y = run_op(f"AveragePool{r}d", x, count_include_pad=1, **attrs)
+    y = run_single(f"AveragePool{r}d", [x], count_include_pad=1, **attrs)
     np.testing.assert_allclose(y, pool_reference(x, "average", count_include_pad=1, **attrs),
                                **TOL)
 
@@ -118,7 +105,7 @@ def test_average_pool_count_include_pad_divides_by_the_padded_window(x_shape, at
 def test_lp_pool_orders_other_than_two(p):
     x = uniform(1, 3, 7, 6)
     attrs = {"kernel_shape": [3, 2], "strides": [2, 1], "pads": [1, 0, 1, 1]}
-    y = run_op("LpPool2d", x, p=p, **attrs)
+    y = run_single("LpPool2d", [x], p=p, **attrs)
     np.testing.assert_allclose(y, pool_reference(x, "lp", p=p, **attrs), rtol=1e-5, atol=1e-5)
 
 
@@ -135,8 +122,8 @@ def test_pool_same_and_valid_padding(rank, padding, kind):
         small = [t // 2 for t in totals]
         big = [t - t // 2 for t in totals]
         pads = small + big if padding == "SAME" else big + small
-    y = run_op(f"{OP[kind]}{rank}d", x, kernel_shape=kernel, strides=strides, padding=padding,
-               pads=[5] * 2 * rank)
+    y = run_single(f"{OP[kind]}{rank}d", [x], kernel_shape=kernel, strides=strides, padding=padding,
+                   pads=[5] * 2 * rank)
     np.testing.assert_allclose(y, pool_reference(x, kind, kernel, strides, pads), **TOL)
     if padding != "VALID":
         assert y.shape[2:] == tuple(-(-s // t) for s, t in zip(sizes, strides))
@@ -150,7 +137,7 @@ def test_max_pool_integer_dtypes_are_exact(dtype, rank):
                      dtype=dtype)
     attrs = {"kernel_shape": [3] * rank, "strides": [2] * rank, "pads": [1] * 2 * rank,
              "ceil_mode": 1}
-    y = run_op(f"MaxPool{rank}d", x, **attrs)
+    y = run_single(f"MaxPool{rank}d", [x], **attrs)
     assert y.dtype == dtype
     assert np.array_equal(y, pool_reference(x, "max", **attrs).astype(dtype))
 
@@ -158,7 +145,7 @@ def test_max_pool_integer_dtypes_are_exact(dtype, rank):
 def test_max_pool_propagates_nan():
     x = uniform(1, 1, 6, 6)
     x[0, 0, 1, 4] = np.nan
-    y = run_op("MaxPool2d", x, kernel_shape=[2, 2], strides=[2, 2])
+    y = run_single("MaxPool2d", [x], kernel_shape=[2, 2], strides=[2, 2])
     expected_nan = np.zeros((1, 1, 3, 3), dtype=bool)
     expected_nan[0, 0, 0, 2] = True
     assert np.array_equal(np.isnan(y), expected_nan)
@@ -170,8 +157,8 @@ def test_max_pool_propagates_nan():
 def test_pool_is_bit_identical_for_one_and_three_threads(op_type):
     x = uniform(3, 5, 41, 37)
     attrs = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "ceil_mode": 1}
-    assert np.array_equal(run_op(op_type, x, threads=1, **attrs),
-                          run_op(op_type, x, threads=3, **attrs))
+    assert np.array_equal(run_single(op_type, [x], threads=1, **attrs),
+                          run_single(op_type, [x], threads=3, **attrs))
 
 
 # ---- Global pooling -----------------------------------------------------------------------
@@ -188,7 +175,7 @@ def test_global_pools_reduce_every_spatial_axis(shape):
              ("GlobalLpPool", {"p": 3},
               np.sum(np.abs(x64) ** 3, axis=axes, keepdims=True) ** (1 / 3))]
     for op_type, attrs, ref in cases:
-        y = run_op(op_type, x, **attrs)
+        y = run_single(op_type, [x], **attrs)
         assert y.shape == ref.shape, op_type
         np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5, err_msg=op_type)
 
@@ -197,14 +184,14 @@ def test_global_pools_reduce_every_spatial_axis(shape):
 def test_global_max_pool_integer_dtypes_are_exact(dtype):
     info = np.iinfo(dtype)
     x = RNG.integers(info.min, info.max, size=(2, 5, 3, 7), endpoint=True, dtype=dtype)
-    y = run_op("GlobalMaxPool", x)
+    y = run_single("GlobalMaxPool", [x])
     assert y.dtype == dtype and np.array_equal(y, x.max(axis=(2, 3), keepdims=True))
 
 
 def test_global_average_pool_is_bit_identical_for_one_and_three_threads():
     x = uniform(4, 64, 33, 35)
-    assert np.array_equal(run_op("GlobalAveragePool", x, threads=1),
-                          run_op("GlobalAveragePool", x, threads=3))
+    assert np.array_equal(run_single("GlobalAveragePool", [x], threads=1),
+                          run_single("GlobalAveragePool", [x], threads=3))
 
 
 # ---- Errors -------------------------------------------------------------------------------
@@ -253,13 +240,13 @@ def test_global_average_pool_is_bit_identical_for_one_and_three_threads():
 ])
 def test_pools_reject_bad_input(op_type, shape, dtype, attrs, error, match):
     with pytest.raises(error, match=match) as err:
-        build(op_type, shape, dtype, **attrs).compile()
+        build_op(op_type, [(shape, dtype)], **attrs).compile()
     assert f"'{op_type}'" in str(err.value)
 
 
 def test_pool_rejects_unknown_attribute():
     with pytest.raises(nxe.NotFoundError, match="'MaxPool2d'.*'kernel'"):
-        build("MaxPool2d", (1, 3, 8, 8), kernel=[2, 2])
+        build_op("MaxPool2d", [((1, 3, 8, 8), "f32")], kernel=[2, 2])
 
 
 # ---- ONNX import (MaxPool, AveragePool, LpPool, Global*Pool) against onnxruntime ----------

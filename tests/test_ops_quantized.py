@@ -8,29 +8,9 @@ import numpy as np
 import nxe
 import pytest
 
+from op_testing import compile_op, run_op
+
 Q8 = (np.uint8, np.int8)
-
-
-def run_op(op_type, arrays, threads=1, **attrs):
-    """One-op graph over `arrays` (None leaves an optional input absent); returns outputs."""
-    g = nxe.Graph()
-    inputs = [None if a is None else g.input(f"in{i}", a.shape, a.dtype)
-              for i, a in enumerate(arrays)]
-    outputs = g.op(op_type, inputs, **attrs)
-    for t in outputs:
-        g.mark_output(t)
-    feed = {f"in{i}": a for i, a in enumerate(arrays) if a is not None}
-    result = g.compile(threads=threads).run(feed)
-    return [result[t.name] for t in outputs]
-
-
-def compile_op(op_type, arrays, **attrs):
-    g = nxe.Graph()
-    inputs = [None if a is None else g.input(f"in{i}", a.shape, a.dtype)
-              for i, a in enumerate(arrays)]
-    for t in g.op(op_type, inputs, **attrs):
-        g.mark_output(t)
-    return g.compile(threads=1)
 
 
 def q8(rng, shape, dtype):

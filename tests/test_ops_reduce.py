@@ -6,25 +6,11 @@ import pytest
 
 import nxe
 
+from op_testing import build_op, run_single
+
 RNG = np.random.default_rng(20240614)
 # Floating sums accumulate in double: only the final rounding to float32 remains.
 TOL = {"rtol": 1e-6, "atol": 1e-6}
-
-
-def run_op(op_type, x, *, threads=1, **attrs):
-    g = nxe.Graph()
-    t = g.input("x", x.shape, x.dtype)
-    (y,) = g.op(op_type, [t], name="under_test", **attrs)
-    g.mark_output(y, name="y")
-    return g.compile(threads=threads).run({"x": x})["y"]
-
-
-def build(op_type, shape, dtype="f32", **attrs):
-    g = nxe.Graph()
-    t = g.input("x", shape, dtype)
-    (y,) = g.op(op_type, [t], name="under_test", **attrs)
-    g.mark_output(y)
-    return g
 
 
 def numpy_axes(axes, ndim):
@@ -44,7 +30,7 @@ AXES_CASES = [
 @pytest.mark.parametrize("keepdims", [0, 1])
 def test_reduce_sum_f32_matches_numpy(shape, axes, keepdims):
     x = np.asarray(RNG.standard_normal(shape), dtype=np.float32)
-    y = run_op("ReduceSum", x, axes=axes, keepdims=keepdims)
+    y = run_single("ReduceSum", [x], axes=axes, keepdims=keepdims)
     ref = np.sum(x.astype(np.float64), axis=numpy_axes(axes, x.ndim), keepdims=bool(keepdims))
     assert y.dtype == np.float32 and y.shape == ref.shape
     np.testing.assert_allclose(y, ref, **TOL)
@@ -54,7 +40,7 @@ def test_reduce_sum_f32_matches_numpy(shape, axes, keepdims):
 @pytest.mark.parametrize("keepdims", [0, 1])
 def test_reduce_mean_matches_numpy(shape, axes, keepdims):
     x = np.asarray(RNG.standard_normal(shape), dtype=np.float32)
-    y = run_op("ReduceMean", x, axes=axes, keepdims=keepdims)
+    y = run_single("ReduceMean", [x], axes=axes, keepdims=keepdims)
     ref = np.mean(x.astype(np.float64), axis=numpy_axes(axes, x.ndim), keepdims=bool(keepdims))
     assert y.dtype == np.float32 and y.shape == ref.shape
     np.testing.assert_allclose(y, ref, **TOL)
@@ -64,7 +50,7 @@ def test_reduce_mean_matches_numpy(shape, axes, keepdims):
 @pytest.mark.parametrize("shape,axes", AXES_CASES[:8])
 def test_reduce_sum_integers_match_numpy_exactly(dtype, shape, axes):
     x = np.asarray(RNG.integers(-1000, 1000, size=shape, dtype=dtype))
-    y = run_op("ReduceSum", x, axes=axes, keepdims=0)
+    y = run_single("ReduceSum", [x], axes=axes, keepdims=0)
     ref = np.sum(x, axis=numpy_axes(axes, x.ndim), dtype=dtype)
     assert y.dtype == dtype
     assert np.array_equal(y, ref)
@@ -74,29 +60,29 @@ def test_reduce_sum_integers_match_numpy_exactly(dtype, shape, axes):
 def test_reduce_sum_integers_wrap_around_like_numpy(dtype):
     info = np.iinfo(dtype)
     x = np.array([[info.max, 1, 5], [info.min, -1, -7], [info.max, info.max, info.max]], dtype)
-    y = run_op("ReduceSum", x, axes=[1], keepdims=0)
+    y = run_single("ReduceSum", [x], axes=[1], keepdims=0)
     assert np.array_equal(y, np.sum(x, axis=1, dtype=dtype))
 
 
 def test_reduce_defaults_keep_dims_and_reduce_everything():
     x = RNG.standard_normal((3, 4, 5)).astype(np.float32)
-    y = run_op("ReduceSum", x)
+    y = run_single("ReduceSum", [x])
     assert y.shape == (1, 1, 1)
     np.testing.assert_allclose(y, np.sum(x.astype(np.float64), keepdims=True), **TOL)
 
 
 def test_reduce_of_an_empty_axis_gives_zero_sum_and_nan_mean():
     x = np.zeros((3, 0, 2), np.float32)
-    assert np.array_equal(run_op("ReduceSum", x, axes=[1], keepdims=0), np.zeros((3, 2)))
-    assert np.all(np.isnan(run_op("ReduceMean", x, axes=[1], keepdims=0)))
+    assert np.array_equal(run_single("ReduceSum", [x], axes=[1], keepdims=0), np.zeros((3, 2)))
+    assert np.all(np.isnan(run_single("ReduceMean", [x], axes=[1], keepdims=0)))
 
 
 @pytest.mark.parametrize("op_type", ["ReduceSum", "ReduceMean"])
 @pytest.mark.parametrize("axes", [[1], [0, 2], []])
 def test_reduce_is_bit_identical_for_one_and_two_threads(op_type, axes):
     x = RNG.standard_normal((40, 30, 60)).astype(np.float32)
-    one = run_op(op_type, x, threads=1, axes=axes)
-    two = run_op(op_type, x, threads=2, axes=axes)
+    one = run_single(op_type, [x], threads=1, axes=axes)
+    two = run_single(op_type, [x], threads=2, axes=axes)
     assert np.array_equal(one, two)
 
 
@@ -109,7 +95,7 @@ def test_reduce_is_bit_identical_for_one_and_two_threads(op_type, axes):
 ])
 def test_reduce_rejects_bad_attribute_values(op_type, attrs, match):
     with pytest.raises(nxe.InvalidArgumentError, match=match) as err:
-        build(op_type, (2, 3, 4), **attrs).compile()
+        build_op(op_type, [((2, 3, 4), "f32")], **attrs).compile()
     assert f"'{op_type}'" in str(err.value)
 
 
@@ -118,13 +104,13 @@ def test_reduce_rejects_bad_attribute_values(op_type, attrs, match):
                                            ("ReduceMean", "i64")])
 def test_reduce_rejects_unsupported_dtypes(op_type, dtype):
     with pytest.raises(nxe.DtypeMismatchError, match=f"'{op_type}'.*{dtype}"):
-        build(op_type, (2, 3), dtype).compile()
+        build_op(op_type, [((2, 3), dtype)]).compile()
 
 
 @pytest.mark.parametrize("op_type", ["ReduceSum", "ReduceMean"])
 def test_reduce_rejects_unknown_attribute(op_type):
     with pytest.raises(nxe.NotFoundError, match=f"'{op_type}'.*'axis'"):
-        build(op_type, (2, 3), axis=1)
+        build_op(op_type, [((2, 3), "f32")], axis=1)
 
 
 # ---- the other reductions -------------------------------------------------------------------
@@ -176,7 +162,7 @@ def reduction_input(op_type, shape):
 @pytest.mark.parametrize("keepdims", [0, 1])
 def test_float_reductions_match_numpy(op_type, shape, axes, keepdims):
     x = reduction_input(op_type, shape)
-    y = run_op(op_type, x, axes=axes, keepdims=keepdims)
+    y = run_single(op_type, [x], axes=axes, keepdims=keepdims)
     ref = float_reference(op_type, x, numpy_axes(axes, x.ndim), bool(keepdims))
     assert y.dtype == np.float32 and y.shape == ref.shape
     np.testing.assert_allclose(y, ref, rtol=2e-6, atol=1e-6)
@@ -196,7 +182,7 @@ INT_REDUCTIONS = {
 @pytest.mark.parametrize("shape,axes", AXES_CASES[:8])
 def test_integer_reductions_match_numpy_exactly(op_type, dtype, shape, axes):
     x = np.asarray(RNG.integers(-9, 10, size=shape, dtype=dtype))
-    y = run_op(op_type, x, axes=axes, keepdims=0)
+    y = run_single(op_type, [x], axes=axes, keepdims=0)
     ref = INT_REDUCTIONS[op_type](x, numpy_axes(axes, x.ndim), dtype)
     assert y.dtype == dtype
     assert np.array_equal(y, ref)
@@ -207,7 +193,7 @@ def test_integer_reductions_match_numpy_exactly(op_type, dtype, shape, axes):
 def test_integer_reductions_wrap_around_like_numpy(op_type, dtype):
     info = np.iinfo(dtype)
     x = np.array([[info.max, 3, 5], [info.min, -1, 7], [info.max // 2, info.min, 11]], dtype)
-    y = run_op(op_type, x, axes=[1], keepdims=0)
+    y = run_single(op_type, [x], axes=[1], keepdims=0)
     with np.errstate(over="ignore"):
         ref = INT_REDUCTIONS[op_type](x, 1, dtype)
     assert np.array_equal(y, ref)
@@ -219,8 +205,8 @@ def test_bool_max_is_any_and_min_is_all(axes):
     x[0] = True
     x[1] = False
     ax = numpy_axes(axes, 2)
-    assert np.array_equal(run_op("ReduceMax", x, axes=axes, keepdims=0), np.any(x, axis=ax))
-    assert np.array_equal(run_op("ReduceMin", x, axes=axes, keepdims=0), np.all(x, axis=ax))
+    assert np.array_equal(run_single("ReduceMax", [x], axes=axes, keepdims=0), np.any(x, axis=ax))
+    assert np.array_equal(run_single("ReduceMin", [x], axes=axes, keepdims=0), np.all(x, axis=ax))
 
 
 @pytest.mark.parametrize("op_type,identity", [
@@ -229,7 +215,7 @@ def test_bool_max_is_any_and_min_is_all(axes):
     ("ReduceLogSumExp", -np.inf),
 ])
 def test_float_reduction_of_an_empty_set_gives_the_identity(op_type, identity):
-    y = run_op(op_type, np.zeros((3, 0, 2), np.float32), axes=[1], keepdims=1)
+    y = run_single(op_type, [np.zeros((3, 0, 2), np.float32)], axes=[1], keepdims=1)
     assert y.shape == (3, 1, 2)
     assert np.array_equal(y, np.full((3, 1, 2), identity, np.float32))
 
@@ -238,19 +224,19 @@ def test_float_reduction_of_an_empty_set_gives_the_identity(op_type, identity):
 def test_integer_and_bool_reductions_of_an_empty_set(dtype):
     info = np.iinfo(dtype)
     x = np.zeros((0, 4), dtype)
-    assert np.array_equal(run_op("ReduceMax", x, axes=[0], keepdims=0), np.full(4, info.min))
-    assert np.array_equal(run_op("ReduceMin", x, axes=[0], keepdims=0), np.full(4, info.max))
-    assert np.array_equal(run_op("ReduceProd", x, axes=[0], keepdims=0), np.ones(4, dtype))
+    assert np.array_equal(run_single("ReduceMax", [x], axes=[0], keepdims=0), np.full(4, info.min))
+    assert np.array_equal(run_single("ReduceMin", [x], axes=[0], keepdims=0), np.full(4, info.max))
+    assert np.array_equal(run_single("ReduceProd", [x], axes=[0], keepdims=0), np.ones(4, dtype))
     b = np.zeros((0, 4), bool)
-    assert np.array_equal(run_op("ReduceMax", b, axes=[0], keepdims=0), np.zeros(4, bool))
-    assert np.array_equal(run_op("ReduceMin", b, axes=[0], keepdims=0), np.ones(4, bool))
+    assert np.array_equal(run_single("ReduceMax", [b], axes=[0], keepdims=0), np.zeros(4, bool))
+    assert np.array_equal(run_single("ReduceMin", [b], axes=[0], keepdims=0), np.ones(4, bool))
 
 
 @pytest.mark.parametrize("op_type", ["ReduceMax", "ReduceMin", "ReduceLogSumExp"])
 def test_reductions_propagate_nan(op_type):
     x = RNG.standard_normal((4, 6)).astype(np.float32)
     x[1, 3] = np.nan
-    y = run_op(op_type, x, axes=[1], keepdims=0)
+    y = run_single(op_type, [x], axes=[1], keepdims=0)
     assert np.isnan(y[1]) and not np.any(np.isnan(np.delete(y, 1)))
 
 
@@ -258,7 +244,7 @@ def test_reduce_log_sum_exp_is_stable_for_large_and_infinite_inputs():
     x = RNG.normal(1000.0, 30.0, size=(3, 9)).astype(np.float32)
     x[2] = -np.inf
     x[1, 4] = np.inf
-    y = run_op("ReduceLogSumExp", x, axes=[1], keepdims=0)
+    y = run_single("ReduceLogSumExp", [x], axes=[1], keepdims=0)
     assert y[1] == np.inf and y[2] == -np.inf
     np.testing.assert_allclose(y[0], float_reference("ReduceLogSumExp", x[:1], (1,), False)[0],
                                rtol=1e-6)
@@ -267,8 +253,8 @@ def test_reduce_log_sum_exp_is_stable_for_large_and_infinite_inputs():
 @pytest.mark.parametrize("op_type", FLOAT_REDUCTIONS)
 def test_reductions_are_bit_identical_for_one_and_two_threads(op_type):
     x = np.abs(RNG.standard_normal((40, 30, 60)).astype(np.float32)) + 0.5
-    assert np.array_equal(run_op(op_type, x, threads=1, axes=[1]),
-                          run_op(op_type, x, threads=2, axes=[1]))
+    assert np.array_equal(run_single(op_type, [x], threads=1, axes=[1]),
+                          run_single(op_type, [x], threads=2, axes=[1]))
 
 
 @pytest.mark.parametrize("op_type,dtype", [
@@ -277,13 +263,13 @@ def test_reductions_are_bit_identical_for_one_and_two_threads(op_type):
 ])
 def test_reductions_reject_unsupported_dtypes(op_type, dtype):
     with pytest.raises(nxe.DtypeMismatchError, match=f"'{op_type}'.*{dtype}"):
-        build(op_type, (2, 3), dtype).compile()
+        build_op(op_type, [((2, 3), dtype)]).compile()
 
 
 @pytest.mark.parametrize("op_type", FLOAT_REDUCTIONS)
 def test_reductions_reject_bad_axes(op_type):
     with pytest.raises(nxe.InvalidArgumentError, match=r"axes names dimension 1 twice") as err:
-        build(op_type, (2, 3, 4), axes=[1, -2]).compile()
+        build_op(op_type, [((2, 3, 4), "f32")], axes=[1, -2]).compile()
     assert f"'{op_type}'" in str(err.value)
 
 
@@ -308,7 +294,7 @@ def arg_reference(op_type, x, axis, keepdims, last):
 @pytest.mark.parametrize("last", [0, 1])
 def test_arg_extremes_match_numpy_including_ties(op_type, dtype, shape, axis, keepdims, last):
     x = RNG.integers(-3, 4, size=shape).astype(dtype)  # few values: many ties
-    y = run_op(op_type, x, axis=axis, keepdims=keepdims, select_last_index=last)
+    y = run_single(op_type, [x], axis=axis, keepdims=keepdims, select_last_index=last)
     ref = arg_reference(op_type, x, axis % len(shape), keepdims, last)
     assert y.dtype == np.int64 and y.shape == ref.shape
     assert np.array_equal(y, ref)
@@ -317,7 +303,7 @@ def test_arg_extremes_match_numpy_including_ties(op_type, dtype, shape, axis, ke
 @pytest.mark.parametrize("op_type", ["ArgMax", "ArgMin"])
 def test_arg_extremes_default_to_axis_0_with_kept_dims(op_type):
     x = RNG.standard_normal((5, 4)).astype(np.float32)
-    assert np.array_equal(run_op(op_type, x), arg_reference(op_type, x, 0, 1, 0))
+    assert np.array_equal(run_single(op_type, [x]), arg_reference(op_type, x, 0, 1, 0))
 
 
 @pytest.mark.parametrize("op_type", ["ArgMax", "ArgMin"])
@@ -325,7 +311,7 @@ def test_arg_extremes_default_to_axis_0_with_kept_dims(op_type):
 def test_arg_extremes_pick_nan_like_numpy(op_type, last):
     x = RNG.standard_normal((3, 8)).astype(np.float32)
     x[0, 2] = x[0, 5] = np.nan
-    y = run_op(op_type, x, axis=1, keepdims=0, select_last_index=last)
+    y = run_single(op_type, [x], axis=1, keepdims=0, select_last_index=last)
     assert np.array_equal(y, arg_reference(op_type, x, 1, 0, last))
     assert y[0] == (5 if last else 2)
 
@@ -340,13 +326,13 @@ def test_arg_extremes_pick_nan_like_numpy(op_type, last):
 ])
 def test_arg_extremes_reject_bad_input(op_type, shape, attrs, error, match):
     with pytest.raises(error, match=match) as err:
-        build(op_type, shape, **attrs).compile()
+        build_op(op_type, [(shape, "f32")], **attrs).compile()
     assert f"'{op_type}'" in str(err.value)
 
 
 def test_arg_max_rejects_bool():
     with pytest.raises(nxe.DtypeMismatchError, match="'ArgMax'.*bool"):
-        build("ArgMax", (2, 3), "bool").compile()
+        build_op("ArgMax", [((2, 3), "bool")]).compile()
 
 
 # ---- TopK -----------------------------------------------------------------------------------
@@ -436,14 +422,20 @@ def test_top_k_rejects_bad_attributes(attrs, error, match):
 # ---- CumSum ---------------------------------------------------------------------------------
 
 
-def cumsum_reference(x, axis, exclusive, reverse, dtype):
+def scan_reference(scan, identity, x, axis, exclusive, reverse, dtype):
+    """numpy's running `scan` (np.cumsum, np.cumprod) with ONNX's exclusive and reverse: an
+    exclusive scan starts from `identity` and drops the last element."""
     if reverse:
         x = np.flip(x, axis)
-    y = np.cumsum(x, axis=axis, dtype=dtype)
+    y = scan(x, axis=axis, dtype=dtype)
     if exclusive:
-        y = np.concatenate([np.zeros_like(np.take(y, [0], axis=axis)),
+        y = np.concatenate([np.full_like(np.take(y, [0], axis=axis), identity),
                             np.take(y, np.arange(x.shape[axis] - 1), axis=axis)], axis=axis)
     return np.flip(y, axis) if reverse else y
+
+
+def cumsum_reference(x, axis, exclusive, reverse, dtype):
+    return scan_reference(np.cumsum, 0, x, axis, exclusive, reverse, dtype)
 
 
 @pytest.mark.parametrize("shape,axis", [((7, 13), 0), ((7, 13), -1), ((2, 3, 5), 1), ((13,), 0),
@@ -452,7 +444,7 @@ def cumsum_reference(x, axis, exclusive, reverse, dtype):
 @pytest.mark.parametrize("reverse", [0, 1])
 def test_cumsum_f32_matches_numpy(shape, axis, exclusive, reverse):
     x = RNG.standard_normal(shape).astype(np.float32)
-    y = run_op("CumSum", x, axis=axis, exclusive=exclusive, reverse=reverse)
+    y = run_single("CumSum", [x], axis=axis, exclusive=exclusive, reverse=reverse)
     ref = cumsum_reference(x.astype(np.float64), axis % len(shape), exclusive, reverse,
                            np.float64)
     assert y.dtype == np.float32 and y.shape == x.shape
@@ -466,7 +458,7 @@ def test_cumsum_integers_match_numpy_and_wrap(dtype, exclusive, reverse):
     info = np.iinfo(dtype)
     x = RNG.integers(-100, 100, size=(5, 6)).astype(dtype)
     x[2, 1:3] = info.max
-    y = run_op("CumSum", x, axis=1, exclusive=exclusive, reverse=reverse)
+    y = run_single("CumSum", [x], axis=1, exclusive=exclusive, reverse=reverse)
     with np.errstate(over="ignore"):
         ref = cumsum_reference(x, 1, exclusive, reverse, dtype)
     assert y.dtype == dtype and np.array_equal(y, ref)
@@ -474,8 +466,8 @@ def test_cumsum_integers_match_numpy_and_wrap(dtype, exclusive, reverse):
 
 def test_cumsum_is_bit_identical_for_one_and_two_threads():
     x = RNG.standard_normal((300, 200)).astype(np.float32)
-    assert np.array_equal(run_op("CumSum", x, threads=1, axis=0),
-                          run_op("CumSum", x, threads=2, axis=0))
+    assert np.array_equal(run_single("CumSum", [x], threads=1, axis=0),
+                          run_single("CumSum", [x], threads=2, axis=0))
 
 
 @pytest.mark.parametrize("shape,attrs,error,match", [
@@ -486,7 +478,7 @@ def test_cumsum_is_bit_identical_for_one_and_two_threads():
 ])
 def test_cumsum_rejects_bad_input(shape, attrs, error, match):
     with pytest.raises(error, match=match) as err:
-        build("CumSum", shape, **attrs).compile()
+        build_op("CumSum", [(shape, "f32")], **attrs).compile()
     assert "'CumSum'" in str(err.value)
 
 
@@ -505,13 +497,7 @@ def test_axis_ops_reject_unsupported_dtypes(op_type, dtype):
 
 
 def cumprod_reference(x, axis, exclusive, reverse, dtype):
-    if reverse:
-        x = np.flip(x, axis)
-    y = np.cumprod(x, axis=axis, dtype=dtype)
-    if exclusive:
-        y = np.concatenate([np.ones_like(np.take(y, [0], axis=axis)),
-                            np.take(y, np.arange(x.shape[axis] - 1), axis=axis)], axis=axis)
-    return np.flip(y, axis) if reverse else y
+    return scan_reference(np.cumprod, 1, x, axis, exclusive, reverse, dtype)
 
 
 @pytest.mark.parametrize("shape,axis", [((7, 13), 0), ((7, 13), -1), ((2, 3, 5), 1), ((13,), 0),
@@ -521,7 +507,7 @@ def cumprod_reference(x, axis, exclusive, reverse, dtype):
 def test_cumprod_f32_matches_numpy(shape, axis, exclusive, reverse):
     # Factors near 1 keep long products finite and comparable.
     x = (1.0 + 0.3 * RNG.standard_normal(shape)).astype(np.float32)
-    y = run_op("CumProd", x, axis=axis, exclusive=exclusive, reverse=reverse)
+    y = run_single("CumProd", [x], axis=axis, exclusive=exclusive, reverse=reverse)
     ref = cumprod_reference(x.astype(np.float64), axis % len(shape), exclusive, reverse,
                             np.float64)
     assert y.dtype == np.float32 and y.shape == x.shape
@@ -533,7 +519,7 @@ def test_cumprod_f32_matches_numpy(shape, axis, exclusive, reverse):
 @pytest.mark.parametrize("reverse", [0, 1])
 def test_cumprod_integers_match_numpy_and_wrap(dtype, exclusive, reverse):
     x = RNG.integers(-9, 10, size=(5, 30)).astype(dtype)
-    y = run_op("CumProd", x, axis=1, exclusive=exclusive, reverse=reverse)
+    y = run_single("CumProd", [x], axis=1, exclusive=exclusive, reverse=reverse)
     with np.errstate(over="ignore"):
         ref = cumprod_reference(x, 1, exclusive, reverse, dtype)
     assert y.dtype == dtype and np.array_equal(y, ref)
@@ -541,14 +527,14 @@ def test_cumprod_integers_match_numpy_and_wrap(dtype, exclusive, reverse):
 
 def test_cumprod_defaults_to_an_inclusive_forward_product_along_axis_0():
     x = (1.0 + 0.2 * RNG.standard_normal((4, 3))).astype(np.float32)
-    np.testing.assert_allclose(run_op("CumProd", x), np.cumprod(x.astype(np.float64), axis=0),
+    np.testing.assert_allclose(run_single("CumProd", [x]), np.cumprod(x.astype(np.float64), axis=0),
                                **TOL)
 
 
 def test_cumprod_is_bit_identical_for_one_and_two_threads():
     x = (1.0 + 0.01 * RNG.standard_normal((300, 200))).astype(np.float32)
-    assert np.array_equal(run_op("CumProd", x, threads=1, axis=0),
-                          run_op("CumProd", x, threads=2, axis=0))
+    assert np.array_equal(run_single("CumProd", [x], threads=1, axis=0),
+                          run_single("CumProd", [x], threads=2, axis=0))
 
 
 @pytest.mark.parametrize("shape,dtype,attrs,error,match", [
@@ -560,7 +546,7 @@ def test_cumprod_is_bit_identical_for_one_and_two_threads():
 ])
 def test_cumprod_rejects_bad_input(shape, dtype, attrs, error, match):
     with pytest.raises(error, match=match) as err:
-        build("CumProd", shape, dtype, **attrs).compile()
+        build_op("CumProd", [(shape, dtype)], **attrs).compile()
     assert "'CumProd'" in str(err.value)
 
 
@@ -571,7 +557,7 @@ def test_cumprod_rejects_bad_input(shape, dtype, attrs, error, match):
 @pytest.mark.parametrize("axes,keepdims", [([1], 1), ([0, 2], 0), ([], 1)])
 def test_f64_reductions_match_numpy_in_double(op_type, axes, keepdims):
     x = reduction_input(op_type, (3, 4, 5)).astype(np.float64) + RNG.uniform(0, 1e-9, (3, 4, 5))
-    y = run_op(op_type, x, axes=axes, keepdims=keepdims)
+    y = run_single(op_type, [x], axes=axes, keepdims=keepdims)
     na = numpy_axes(axes, x.ndim)
     if op_type in ("ReduceSum", "ReduceMean"):
         fn = np.sum if op_type == "ReduceSum" else np.mean
@@ -587,7 +573,7 @@ def test_f64_reductions_match_numpy_in_double(op_type, axes, keepdims):
 @pytest.mark.parametrize("exclusive,reverse", [(0, 0), (1, 0), (0, 1), (1, 1)])
 def test_f64_scans_match_numpy_in_double(op_type, reference, exclusive, reverse):
     x = RNG.uniform(0.5, 1.5, size=(3, 7, 2))
-    y = run_op(op_type, x, axis=1, exclusive=exclusive, reverse=reverse)
+    y = run_single(op_type, [x], axis=1, exclusive=exclusive, reverse=reverse)
     assert y.dtype == np.float64 and y.shape == x.shape
     np.testing.assert_allclose(y, reference(x, 1, exclusive, reverse, np.float64),
                                rtol=1e-13, atol=0)
@@ -596,7 +582,7 @@ def test_f64_scans_match_numpy_in_double(op_type, reference, exclusive, reverse)
 @pytest.mark.parametrize("op_type", ["ArgMax", "ArgMin"])
 def test_f64_arg_extremes_tell_apart_values_equal_in_f32(op_type):
     x = np.array([[1.0, 1.0 + 2.0**-40, 1.0 - 2.0**-40, 0.5]])
-    y = run_op(op_type, x, axis=1, keepdims=0)
+    y = run_single(op_type, [x], axis=1, keepdims=0)
     ref = np.argmax(x, axis=1) if op_type == "ArgMax" else np.argmin(x, axis=1)
     np.testing.assert_array_equal(y, ref)
 

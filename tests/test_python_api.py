@@ -17,7 +17,7 @@ import cffi
 import numpy as np
 import nxe
 import pytest
-from nxe import _binding, _cdef, errors, registry
+from nxe import _binding, _cdef, _dtypes, errors, registry
 from nxe._binding import ffi, lib
 
 REPO = Path(__file__).resolve().parents[1]
@@ -63,6 +63,18 @@ def test_api_version_is_the_header_version():
 
 def test_library_version_is_the_package_version():
     assert nxe.version() == nxe.__version__ == metadata.version("nxe")
+
+
+def test_library_version_is_the_api_version_and_the_header_patch():
+    major, minor = nxe.api_version()
+    assert nxe.__version__ == f"{major}.{minor}.{lib.NXE_VERSION_PATCH}"
+
+
+def test_build_takes_the_version_from_the_source_header():
+    result = subprocess.run([sys.executable, str(REPO / "tools" / "nxe_version.py"),
+                             str(REPO / "include" / "nxe" / "nxe.h")],
+                            capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == nxe.__version__
 
 
 def test_library_is_loaded_from_inside_the_package():
@@ -449,7 +461,21 @@ def test_run_names_the_input_at_fault():
         exe.run(good)
 
 
-@pytest.mark.parametrize("dtype", sorted(NUMPY_DTYPES))
+def test_python_dtypes_are_the_librarys_enum():
+    header_codes = {getattr(lib, name) for name in dir(lib) if name.startswith("NXE_DTYPE_")}
+    header_codes -= {lib.NXE_DTYPE_NONE, lib.NXE_DTYPE_COUNT}
+    assert header_codes == set(range(1, lib.NXE_DTYPE_COUNT))
+    name, size = ffi.new("const char **"), ffi.new("int32_t *")
+    for code in header_codes:
+        _binding.check(lib.nxe_dtype_info(code, name, size))
+        dtype = ffi.string(name[0]).decode()
+        assert getattr(lib, f"NXE_DTYPE_{dtype.upper()}") == code
+        assert dtype in nxe.DTYPES
+        assert _dtypes.numpy_of(code).itemsize == size[0]
+    assert len(nxe.DTYPES) == len(header_codes)
+
+
+@pytest.mark.parametrize("dtype", nxe.DTYPES)
 def test_every_dtype_crosses_with_its_numpy_dtype(rng, dtype):
     x = random_array(rng, (2, 3), dtype)
     assert x.dtype == NUMPY_DTYPES[dtype]

@@ -8,7 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nxe/nxe.h"
+/* The library implements both tiers of its ABI (nxe_experimental.h brings nxe.h). */
+#include "nxe/nxe_experimental.h"
 
 #if defined(__GNUC__)
 #define NXE_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))

@@ -1,10 +1,9 @@
 /* version.c — what version of the ABI and library the host actually loaded. */
 #include "core/core.h"
 
-/* The build passes the project version from meson.build, the one place it is written. */
-#ifndef NXE_VERSION_STRING
-#error "NXE_VERSION_STRING must be defined by the build"
-#endif
+/* nxe.h is the one place the version is written; the build reads it from there too. */
+#define NXE_STRINGIFY(x) #x
+#define NXE_NUMBER_TEXT(x) NXE_STRINGIFY(x)
 
 NXE_API uint32_t nxe_api_version(void)
 {
@@ -13,5 +12,6 @@ NXE_API uint32_t nxe_api_version(void)
 
 NXE_API const char *nxe_version_string(void)
 {
-    return NXE_VERSION_STRING;
+    return NXE_NUMBER_TEXT(NXE_API_VERSION_MAJOR) "." NXE_NUMBER_TEXT(NXE_API_VERSION_MINOR) "."
+        NXE_NUMBER_TEXT(NXE_VERSION_PATCH);
 }

@@ -34,10 +34,18 @@
  *   nxe_executable_release(exe); nxe_graph_release(g); nxe_context_release(ctx);
  *
  * Conventions: every call that can fail returns nxe_status (NXE_OK = 0) and leaves a message
- * for nxe_last_error() on the calling thread; out-params are set to NULL/0 on failure;
- * objects end with their _release function, and _release(NULL) does nothing. Pointers the
+ * for nxe_last_error() on the calling thread. Each function's comment says which codes it
+ * returns, what its out-params hold after a failure and who releases what it hands out; a
+ * function may also return codes added in later versions, which callers treat as failures.
+ * Objects end with their _release function, and _release(NULL) does nothing. Pointers the
  * caller passes are borrowed for the duration of the call. The library never aborts, exits,
  * prints or reads stdin: it logs only through nxe_set_log_callback.
+ *
+ * ABI tiers: this header is the stable tier. Within a major version its declarations are only
+ * added to, never changed or removed, and each is tagged with the API version
+ * (NXE_API_VERSION_MAJOR.NXE_API_VERSION_MINOR) that added it: "since 0.2". Introspection of
+ * the kernels a process runs (CPU features, ISA levels, kernel names) is the experimental tier,
+ * declared in nxe_experimental.h: it may change or go in any minor version.
  *
  * Threads: a graph is used from one thread at a time; an executable runs one request at a
  * time (calls on one executable must not overlap); distinct objects may be used from
@@ -67,19 +75,28 @@ extern "C" {
 
 /* ---- Versions ------------------------------------------------------------------------ */
 
+/* The library version is NXE_API_VERSION_MAJOR.NXE_API_VERSION_MINOR.NXE_VERSION_PATCH: the
+ * minor grows when declarations are added, the patch counts releases that change no
+ * declaration. The build reads all three from here (the meson project version, the shared
+ * library's version, the Python package's version). Since 0.1; NXE_VERSION_PATCH since 0.4. */
 #define NXE_API_VERSION_MAJOR 0
 #define NXE_API_VERSION_MINOR 4
+#define NXE_VERSION_PATCH 0
+/* Most dimensions a tensor may have. Since 0.1. */
 #define NXE_MAX_RANK 6
 
-/* (major << 16) | minor of the library actually loaded; compare with the macros above. */
+/* (major << 16) | minor of the library actually loaded; compare with the macros above. Cannot
+ * fail. Since 0.1. */
 NXE_API uint32_t nxe_api_version(void);
-/* Library version as "MAJOR.MINOR.PATCH"; static storage. */
+/* Library version as "MAJOR.MINOR.PATCH", the macros above of the library actually loaded;
+ * static storage, never released. Cannot fail. Since 0.1. */
 NXE_API const char *nxe_version_string(void);
 
 /* ---- Status and errors ------------------------------------------------------------------ */
 
+/* Since 0.1. */
 typedef int32_t nxe_status;
-/* Callers must accept codes not listed here (treat them as failures). */
+/* Callers must accept codes not listed here (treat them as failures). Since 0.1. */
 enum nxe_status_code {
     NXE_OK = 0,
     NXE_ERROR_INVALID_ARGUMENT = 1, /* NULL where a value is needed, out-of-range value */
@@ -97,31 +114,36 @@ enum nxe_status_code {
     NXE_ERROR_INTERNAL = 13
 };
 
-/* Message of the last failed call on this thread ("" if none). Valid until the next failing
- * call on the same thread. */
+/* Message of the last failed call on this thread ("" if none). Owned by the library, valid
+ * until the next failing call on the same thread. Cannot fail. Since 0.1. */
 NXE_API const char *nxe_last_error(void);
 /* Records `message` (copied, truncated to 1023 bytes; NULL = "") as this thread's last error
  * and returns `status`: how libraries layered on nxe (libnxe_sr) report through
  * nxe_last_error. */
 NXE_API nxe_status nxe_set_last_error(nxe_status status, const char *message);
-/* Short name of a status code, e.g. "NXE_ERROR_SHAPE_MISMATCH"; static storage. */
+/* Short name of a status code, e.g. "NXE_ERROR_SHAPE_MISMATCH", and "NXE_ERROR_UNKNOWN" for a
+ * code this version does not know; static storage, never released. Cannot fail. Since 0.1. */
 NXE_API const char *nxe_status_name(nxe_status status);
 
 /* ---- Logging --------------------------------------------------------------------------- */
 
+/* Since 0.1. */
 enum nxe_log_level {
     NXE_LOG_ERROR = 0,
     NXE_LOG_WARNING = 1,
     NXE_LOG_INFO = 2,
     NXE_LOG_DEBUG = 3
 };
-/* Called from any thread of the library; `message` lives for the call only. */
+/* Called from any thread of the library; `message` lives for the call only. Since 0.1. */
 typedef void (*nxe_log_fn)(void *user_data, int32_t level, const char *message);
-/* Sets the process-wide log callback (NULL: silence) and the most verbose level delivered. */
+/* Sets the process-wide log callback (NULL: silence) and the most verbose level delivered;
+ * `user_data` is handed to every call and stays the caller's. NXE_ERROR_INVALID_ARGUMENT when
+ * max_level is not an enum nxe_log_level (the previous callback then stays). Since 0.1. */
 NXE_API nxe_status nxe_set_log_callback(nxe_log_fn fn, void *user_data, int32_t max_level);
 
 /* ---- Data types ------------------------------------------------------------------------ */
 
+/* Since 0.1, but for the values marked otherwise. */
 enum nxe_dtype {
     NXE_DTYPE_NONE = 0,
     NXE_DTYPE_F32 = 1,
@@ -133,16 +155,18 @@ enum nxe_dtype {
     NXE_DTYPE_I32 = 7,
     NXE_DTYPE_I64 = 8,
     NXE_DTYPE_BOOL = 9,
-    NXE_DTYPE_F64 = 10, /* since API 0.2 */
-    NXE_DTYPE_U16 = 11,
-    NXE_DTYPE_U32 = 12,
-    NXE_DTYPE_U64 = 13,
+    NXE_DTYPE_F64 = 10, /* since 0.2 */
+    NXE_DTYPE_U16 = 11, /* since 0.2 */
+    NXE_DTYPE_U32 = 12, /* since 0.2 */
+    NXE_DTYPE_U64 = 13, /* since 0.2 */
     NXE_DTYPE_COUNT = 14 /* grows as dtypes are added: do not size stored data by it */
 };
-/* Name ("f32", ...) and element size in bytes of a dtype. */
+/* Name ("f32", ...; static storage, never released) and element size in bytes of a dtype;
+ * either out-param may be NULL. NXE_ERROR_INVALID_ARGUMENT for NXE_DTYPE_NONE or a value that
+ * is not a dtype; *name is then NULL and *size_bytes 0. Since 0.1. */
 NXE_API nxe_status nxe_dtype_info(int32_t dtype, const char **name, int32_t *size_bytes);
 
-/* DLPack type codes used by nxe_tensor_desc. */
+/* DLPack type codes used by nxe_tensor_desc. Since 0.1. */
 enum nxe_dlpack_code {
     NXE_DL_INT = 0,
     NXE_DL_UINT = 1,
@@ -150,12 +174,16 @@ enum nxe_dlpack_code {
     NXE_DL_BFLOAT = 4,
     NXE_DL_BOOL = 6
 };
-/* DLPack (code, bits) of a dtype, and back. */
+/* DLPack (code, bits) of a dtype. NXE_ERROR_INVALID_ARGUMENT when an out-param is NULL or
+ * dtype is not a dtype; both out-params are then 0. Since 0.1. */
 NXE_API nxe_status nxe_dtype_to_dlpack(int32_t dtype, int32_t *code, int32_t *bits);
+/* The dtype of a DLPack (code, bits). NXE_ERROR_INVALID_ARGUMENT when dtype is NULL,
+ * NXE_ERROR_DTYPE_MISMATCH when no dtype has that code and width; *dtype is then
+ * NXE_DTYPE_NONE. Since 0.1. */
 NXE_API nxe_status nxe_dtype_from_dlpack(int32_t code, int32_t bits, int32_t *dtype);
 
 /* The 80-byte tensor descriptor that crosses the ABI (the one NPU host clients use).
- * Shapes are row-major, outermost first; data is dense. */
+ * Shapes are row-major, outermost first; data is dense. Since 0.1. */
 typedef struct nxe_tensor_desc {
     void *data;
     size_t data_size;   /* bytes available at data */
@@ -172,22 +200,31 @@ _Static_assert(sizeof(nxe_tensor_desc) == 80, "nxe_tensor_desc must be 80 bytes"
 
 /* ---- Context --------------------------------------------------------------------------- */
 
+/* Opaque handles. Since 0.1. */
 typedef struct nxe_context nxe_context;
 typedef struct nxe_graph nxe_graph;
 typedef struct nxe_tensor nxe_tensor;
 typedef struct nxe_op nxe_op;
 typedef struct nxe_executable nxe_executable;
 
+/* Creates a context; the caller releases it with nxe_context_release.
+ * NXE_ERROR_INVALID_ARGUMENT (out is NULL), NXE_ERROR_OUT_OF_MEMORY; *out is then NULL.
+ * Since 0.1. */
 NXE_API nxe_status nxe_context_create(nxe_context **out);
-/* Graphs keep their context alive: releasing it while graphs exist is safe. */
+/* Graphs keep their context alive: releasing it while graphs exist is safe. Since 0.1. */
 NXE_API void nxe_context_release(nxe_context *ctx);
 
 /* ---- Graphs and tensors ---------------------------------------------------------------- */
 
+/* Creates an empty graph in `ctx`, which it keeps alive; the caller releases it with
+ * nxe_graph_release. NXE_ERROR_INVALID_ARGUMENT (ctx or out is NULL),
+ * NXE_ERROR_OUT_OF_MEMORY; *out is then NULL. Since 0.1. */
 NXE_API nxe_status nxe_graph_create(nxe_context *ctx, nxe_graph **out);
-/* Releases the graph with its tensors and ops. Executables compiled from it stay valid. */
+/* Releases the graph with its tensors and ops. Executables compiled from it stay valid.
+ * Since 0.1. */
 NXE_API void nxe_graph_release(nxe_graph *graph);
 
+/* Since 0.1. */
 enum nxe_tensor_kind {
     NXE_TENSOR_INPUT = 1,     /* fed on every run */
     NXE_TENSOR_OUTPUT = 2,    /* returned by every run; shape may be left to inference */
@@ -197,6 +234,7 @@ enum nxe_tensor_kind {
                                  across runs, readable and writable between runs */
 };
 
+/* Since 0.1. */
 typedef struct nxe_tensor_spec {
     uint32_t struct_size;  /* sizeof(nxe_tensor_spec) */
     const char *name;      /* unique within the graph; NULL or "" gets a generated name */
@@ -205,32 +243,52 @@ typedef struct nxe_tensor_spec {
     int32_t ndim;          /* 0..NXE_MAX_RANK; -1 = rank unknown (OUTPUT/TRANSIENT only) */
     const int64_t *shape;  /* ndim entries; -1 = dimension unknown (OUTPUT/TRANSIENT only) */
 } nxe_tensor_spec;
+/* Since 0.1. */
 #define NXE_TENSOR_SPEC_INIT {sizeof(nxe_tensor_spec), NULL, NXE_DTYPE_F32, NXE_TENSOR_TRANSIENT, -1, NULL}
 
-/* Adds a tensor to the graph; it belongs to the graph. A rank above NXE_MAX_RANK fails with
- * NXE_ERROR_INVALID_ARGUMENT, a negative dimension where none may be unknown with
- * NXE_ERROR_SHAPE_MISMATCH. */
+/* Adds a tensor to the graph; it belongs to the graph (no release of its own) and `spec` is
+ * copied. NXE_ERROR_INVALID_ARGUMENT for a NULL argument, a short struct_size, an unknown
+ * kind, a rank above NXE_MAX_RANK, a rank left unknown where it may not be, or a name already
+ * used or too long; NXE_ERROR_SHAPE_MISMATCH for a negative dimension where none may be unknown or
+ * a tensor too large; NXE_ERROR_DTYPE_MISMATCH for an unknown dtype or one left unknown where it may not be; NXE_ERROR_OUT_OF_MEMORY.
+ * *out is then NULL and the graph is unchanged. Since 0.1. */
 NXE_API nxe_status nxe_graph_add_tensor(nxe_graph *graph, const nxe_tensor_spec *spec,
                                         nxe_tensor **out);
+/* The tensor named `name`, owned by the graph. NXE_ERROR_INVALID_ARGUMENT (a NULL argument),
+ * NXE_ERROR_NOT_FOUND; *out is then NULL. Since 0.1. */
 NXE_API nxe_status nxe_graph_find_tensor(nxe_graph *graph, const char *name, nxe_tensor **out);
-/* Renames a tensor before compiling; the name must be unique within the graph. */
+/* Renames a tensor before compiling; `name` is copied and must be non-empty and unique within
+ * the graph. NXE_ERROR_INVALID_ARGUMENT (NULL, empty, too long or taken),
+ * NXE_ERROR_OUT_OF_MEMORY; the
+ * tensor then keeps its name. Since 0.1. */
 NXE_API nxe_status nxe_tensor_set_name(nxe_tensor *tensor, const char *name);
-/* Switches a tensor between TRANSIENT and OUTPUT before compiling (other kinds are fixed). */
+/* Switches a tensor between TRANSIENT and OUTPUT before compiling (other kinds are fixed:
+ * NXE_ERROR_INVALID_ARGUMENT, as for a NULL tensor; the kind is then unchanged). Since 0.1. */
 NXE_API nxe_status nxe_tensor_set_kind(nxe_tensor *tensor, int32_t kind);
 /* Changes the declared shape of an INPUT, OUTPUT or TRANSIENT tensor before compiling (the
- * rules of nxe_graph_add_tensor apply): a graph built for one input size is compiled for
- * another, shapes downstream being inferred again. CONSTANT and VARIABLE tensors keep theirs
- * (NXE_ERROR_INVALID_ARGUMENT). */
+ * rules and status codes of nxe_graph_add_tensor apply): a graph built for one input size is
+ * compiled for another, shapes downstream being inferred again. CONSTANT and VARIABLE tensors
+ * keep theirs (NXE_ERROR_INVALID_ARGUMENT). On failure the shape is unchanged. Since 0.4. */
 NXE_API nxe_status nxe_tensor_set_shape(nxe_tensor *tensor, int32_t ndim, const int64_t *shape);
-/* Copies `size` bytes (exactly the tensor's byte size) into a CONSTANT or VARIABLE tensor. */
+/* Copies `size` bytes (exactly the tensor's byte size) into a CONSTANT or VARIABLE tensor,
+ * replacing earlier data. NXE_ERROR_INVALID_ARGUMENT (a NULL argument or another kind),
+ * NXE_ERROR_SHAPE_MISMATCH (another size), NXE_ERROR_OUT_OF_MEMORY; the tensor then keeps its
+ * earlier data. Since 0.1. */
 NXE_API nxe_status nxe_tensor_set_data(nxe_tensor *tensor, const void *data, size_t size);
 
+/* Since 0.1. */
 enum nxe_quant_type {
     NXE_QUANT_NONE = 0,
     NXE_QUANT_ASYMMETRIC = 1,           /* real = scale * (q - zero_point), per tensor */
     NXE_QUANT_SYMMETRIC_PER_CHANNEL = 2, /* real = scales[c] * q along `axis` */
     NXE_QUANT_DYNAMIC_FIXED_POINT = 3   /* real = q * 2^-fractional_length */
 };
+/* Set a tensor's quantization, replacing any earlier one; `scales` is copied.
+ * NXE_ERROR_INVALID_ARGUMENT for a NULL tensor or scales, a scale that is not finite and
+ * positive, an axis out of range, a count of zero or less or a fractional length outside
+ * [-64, 64]; NXE_ERROR_SHAPE_MISMATCH when
+ * count is not the size of `axis`; NXE_ERROR_OUT_OF_MEMORY. The tensor then keeps its earlier
+ * quantization. Since 0.1. */
 NXE_API nxe_status nxe_tensor_set_quant_asymmetric(nxe_tensor *tensor, float scale,
                                                    int32_t zero_point);
 NXE_API nxe_status nxe_tensor_set_quant_per_channel(nxe_tensor *tensor, int32_t axis,
@@ -238,6 +296,7 @@ NXE_API nxe_status nxe_tensor_set_quant_per_channel(nxe_tensor *tensor, int32_t 
 NXE_API nxe_status nxe_tensor_set_quant_dynamic_fixed_point(nxe_tensor *tensor,
                                                             int32_t fractional_length);
 
+/* Since 0.1. */
 typedef struct nxe_tensor_info {
     uint32_t struct_size;  /* set by the caller: sizeof(nxe_tensor_info) */
     const char *name;      /* owned by the graph */
@@ -253,19 +312,30 @@ typedef struct nxe_tensor_info {
     const float *scales;   /* PER_CHANNEL; owned by the graph */
     int32_t fractional_length; /* DYNAMIC_FIXED_POINT */
 } nxe_tensor_info;
-/* Describes a tensor; shapes left to inference are filled in by nxe_graph_compile. */
+/* Describes a tensor; shapes left to inference are filled in by nxe_graph_compile. The
+ * pointers in *info are the graph's, valid until the tensor is renamed, requantized or the
+ * graph released. NXE_ERROR_INVALID_ARGUMENT (a NULL argument or a short struct_size); *info
+ * is then unchanged. Since 0.1. */
 NXE_API nxe_status nxe_tensor_get_info(const nxe_tensor *tensor, nxe_tensor_info *info);
 
 /* ---- Ops ------------------------------------------------------------------------------- */
 
-/* Adds an op of a registered type ("Conv2d", "Add", ...); `name` may be NULL. */
+/* Adds an op of a registered type ("Conv2d", "Add", ...); `name` may be NULL (a name is
+ * generated) and is copied. The op belongs to the graph. NXE_ERROR_INVALID_ARGUMENT (a NULL
+ * argument), NXE_ERROR_NOT_FOUND (no such op type), NXE_ERROR_OUT_OF_MEMORY; *out is then NULL
+ * and the graph unchanged. Since 0.1. */
 NXE_API nxe_status nxe_graph_add_op(nxe_graph *graph, const char *op_type, const char *name,
                                     nxe_op **out);
 /* Removes an op from the graph, undoing its bindings (e.g. after a failed attribute or
- * binding call). Tensors it produced lose their producer; the op handle becomes invalid. */
+ * binding call). Tensors it produced lose their producer; the op handle becomes invalid.
+ * NXE_ERROR_INVALID_ARGUMENT (a NULL argument), NXE_ERROR_NOT_FOUND (the op is not in this
+ * graph); the graph is then unchanged. Since 0.1. */
 NXE_API nxe_status nxe_graph_remove_op(nxe_graph *graph, nxe_op *op);
 /* Attributes are checked against the op's schema: an unknown name fails with
- * NXE_ERROR_NOT_FOUND, a wrong type with NXE_ERROR_INVALID_ARGUMENT. */
+ * NXE_ERROR_NOT_FOUND, a wrong type, a NULL argument or a count outside [0, 4096] with
+ * NXE_ERROR_INVALID_ARGUMENT; the op then keeps what it had. Strings and lists are copied.
+ * Setting an attribute again replaces it; after NXE_ERROR_OUT_OF_MEMORY its earlier value is
+ * lost: set it again or remove the op. Since 0.1. */
 NXE_API nxe_status nxe_op_set_attr_int(nxe_op *op, const char *name, int64_t value);
 NXE_API nxe_status nxe_op_set_attr_float(nxe_op *op, const char *name, double value);
 NXE_API nxe_status nxe_op_set_attr_string(nxe_op *op, const char *name, const char *value);
@@ -275,12 +345,16 @@ NXE_API nxe_status nxe_op_set_attr_floats(nxe_op *op, const char *name, const fl
                                           int32_t count);
 /* Binds tensors to the op's inputs/outputs in schema order, once per op (a second call fails
  * with NXE_ERROR_INVALID_STATE). A NULL entry leaves an optional input absent. A tensor may be
- * produced by one op only, and INPUT and CONSTANT tensors by none (NXE_ERROR_INVALID_GRAPH). */
+ * produced by one op only, and INPUT and CONSTANT tensors by none (NXE_ERROR_INVALID_GRAPH).
+ * NXE_ERROR_INVALID_ARGUMENT for a NULL op or array, a count the schema does not allow, a NULL
+ * required entry or a tensor of another graph; NXE_ERROR_OUT_OF_MEMORY. On failure nothing is
+ * bound. Since 0.1. */
 NXE_API nxe_status nxe_op_bind_inputs(nxe_op *op, nxe_tensor *const *tensors, int32_t count);
 NXE_API nxe_status nxe_op_bind_outputs(nxe_op *op, nxe_tensor *const *tensors, int32_t count);
 
 /* ---- The op registry ------------------------------------------------------------------- */
 
+/* Since 0.1. */
 enum nxe_attr_type {
     NXE_ATTR_INT = 1,
     NXE_ATTR_FLOAT = 2,
@@ -289,6 +363,7 @@ enum nxe_attr_type {
     NXE_ATTR_FLOATS = 5
 };
 
+/* Since 0.1. */
 typedef struct nxe_op_param_info {
     const char *name;
     const char *doc;
@@ -297,6 +372,7 @@ typedef struct nxe_op_param_info {
     int32_t variadic;    /* last parameter only: repeats (Concat inputs, Split outputs) */
 } nxe_op_param_info;
 
+/* Since 0.1. */
 typedef struct nxe_op_attr_info {
     const char *name;
     const char *doc;
@@ -304,6 +380,7 @@ typedef struct nxe_op_attr_info {
     const char *default_value;  /* JSON text of the default; NULL when required */
 } nxe_op_attr_info;
 
+/* Since 0.1. */
 typedef struct nxe_op_info {
     uint32_t struct_size;
     const char *name;
@@ -316,34 +393,48 @@ typedef struct nxe_op_info {
     const nxe_op_attr_info *attrs;
 } nxe_op_info;
 
-/* Registry entries are static: the pointers stay valid for the life of the process.
- * An index out of range fails with NXE_ERROR_NOT_FOUND. */
+/* Registry entries are static: the pointers stay valid for the life of the process and are
+ * never released. A NULL argument fails with NXE_ERROR_INVALID_ARGUMENT, an index out of
+ * range or an unknown op type with NXE_ERROR_NOT_FOUND; *info is then NULL (*count is left
+ * alone). Since 0.1. */
 NXE_API nxe_status nxe_op_registry_count(int32_t *count);
 NXE_API nxe_status nxe_op_registry_get(int32_t index, const nxe_op_info **info);
 NXE_API nxe_status nxe_op_registry_find(const char *op_type, const nxe_op_info **info);
 
 /* ---- Compilation ----------------------------------------------------------------------- */
 
+/* Since 0.1. */
 typedef struct nxe_compile_options {
     uint32_t struct_size;     /* sizeof(nxe_compile_options) */
     int32_t num_threads;      /* worker threads for the executable; 0 = one per online CPU */
     int32_t relax_precision;  /* nonzero: fp32 work may run in bf16 with fp32 accumulation */
 } nxe_compile_options;
+/* Since 0.1. */
 #define NXE_COMPILE_OPTIONS_INIT {sizeof(nxe_compile_options), 0, 0}
 
 /* Infers shapes, validates the graph (cycles, unbound and unconsumed tensors, dtypes, shapes),
- * plans memory and returns an executable that is independent of the graph. `options` may be
- * NULL for defaults. After compiling, nxe_tensor_get_info reports the inferred shapes. */
+ * plans memory and returns an executable that is independent of the graph; the caller
+ * releases it with nxe_executable_release. `options` may be NULL for defaults. After
+ * compiling, nxe_tensor_get_info reports the inferred shapes.
+ * NXE_ERROR_INVALID_ARGUMENT (a NULL graph or out, bad options, a bad attribute value),
+ * NXE_ERROR_INVALID_GRAPH, NXE_ERROR_SHAPE_MISMATCH, NXE_ERROR_DTYPE_MISMATCH,
+ * NXE_ERROR_UNSUPPORTED, NXE_ERROR_OUT_OF_MEMORY; *out is then NULL. Since 0.1. */
 NXE_API nxe_status nxe_graph_compile(nxe_graph *graph, const nxe_compile_options *options,
                                      nxe_executable **out);
 
 /* ---- Executables ----------------------------------------------------------------------- */
 
+/* Releases the executable with everything it owns (staging buffer, names, threads).
+ * Since 0.1. */
 NXE_API void nxe_executable_release(nxe_executable *exe);
+/* Number of inputs and outputs. NXE_ERROR_INVALID_ARGUMENT (a NULL argument); both counts are
+ * then 0. Since 0.1. */
 NXE_API nxe_status nxe_executable_io_count(const nxe_executable *exe, int32_t *num_inputs,
                                            int32_t *num_outputs);
 /* Shape and dtype of input/output `index` in `desc` (data = NULL, data_size = bytes needed).
- * `name` (may be NULL) receives a string owned by the executable. */
+ * `name` (may be NULL) receives a string owned by the executable. NXE_ERROR_INVALID_ARGUMENT
+ * (exe or desc is NULL), NXE_ERROR_NOT_FOUND (index out of range); *desc is then all zero and
+ * *name NULL. Since 0.1. */
 NXE_API nxe_status nxe_executable_input_desc(const nxe_executable *exe, int32_t index,
                                              nxe_tensor_desc *desc, const char **name);
 NXE_API nxe_status nxe_executable_output_desc(const nxe_executable *exe, int32_t index,
@@ -352,16 +443,27 @@ NXE_API nxe_status nxe_executable_output_desc(const nxe_executable *exe, int32_t
  * buffers, which must hold the output's dtype, shape and byte size. Descriptors are matched by
  * position. One run at a time per executable. The calling thread computes too: the kernels
  * use up to about 128 KiB of its stack (the library's own worker threads have the system
- * default). */
+ * default).
+ * NXE_ERROR_INVALID_ARGUMENT (a NULL argument, other counts, a nonzero reserved field, NULL
+ * data, an input inside the executable's input slots), NXE_ERROR_DTYPE_MISMATCH,
+ * NXE_ERROR_SHAPE_MISMATCH, NXE_ERROR_BUFFER_TOO_SMALL (data_size short of the tensor),
+ * NXE_ERROR_INVALID_STATE (no staging buffer), or the failing op's code (NXE_ERROR_RUNTIME for
+ * data-dependent failures such as an index out of range). On failure the output buffers are
+ * unchanged and the run is not counted in nxe_executable_stats. Since 0.1. */
 NXE_API nxe_status nxe_executable_run(nxe_executable *exe, const nxe_tensor_desc *inputs,
                                       int32_t num_inputs, nxe_tensor_desc *outputs,
                                       int32_t num_outputs);
-/* VARIABLE tensors, by name: copy the current value out, or overwrite it, between runs. */
+/* VARIABLE tensors, by name: copy the current value out into desc->data, or overwrite it
+ * from there, between runs; `desc` must match the variable as a run's descriptors do.
+ * NXE_ERROR_INVALID_ARGUMENT (a NULL argument), NXE_ERROR_NOT_FOUND (no such variable, or one
+ * no op uses), and the descriptor codes of nxe_executable_run; the caller's buffer or the
+ * variable is then unchanged. Since 0.1. */
 NXE_API nxe_status nxe_executable_read_variable(nxe_executable *exe, const char *name,
                                                 nxe_tensor_desc *desc);
 NXE_API nxe_status nxe_executable_write_variable(nxe_executable *exe, const char *name,
                                                  const nxe_tensor_desc *desc);
 
+/* Since 0.1. */
 typedef struct nxe_memory_info {
     uint32_t struct_size;      /* sizeof(nxe_memory_info) */
     uint64_t arena_bytes;      /* one arena shared by TRANSIENT tensors with disjoint lifetimes */
@@ -370,6 +472,8 @@ typedef struct nxe_memory_info {
     int32_t num_threads;
     int32_t num_steps;         /* kernel calls per run */
 } nxe_memory_info;
+/* NXE_ERROR_INVALID_ARGUMENT (a NULL argument or a short struct_size); *info is then
+ * unchanged. Since 0.1. */
 NXE_API nxe_status nxe_executable_memory_info(const nxe_executable *exe, nxe_memory_info *info);
 
 /* ---- Zero-copy I/O and run statistics ---------------------------------------------------
@@ -377,21 +481,27 @@ NXE_API nxe_status nxe_executable_memory_info(const nxe_executable *exe, nxe_mem
  * then room for inputs the caller creates with nxe_executable_create_input. A run copies an
  * input into its staging slot unless it already lies inside the staging buffer. */
 
-/* Allocates input `index` inside the staging buffer (64-byte aligned, after what is already
- * there) and describes it in `desc` (data, data_size, dtype, shape). The memory stays valid
- * until nxe_executable_reset_staging or release. Fails with NXE_ERROR_BUFFER_TOO_SMALL when
- * the staging buffer is full. */
+/* Allocates input `index` inside the staging buffer (64-byte aligned, zeroed, after what is
+ * already there) and describes it in `desc` (data, data_size, dtype, shape). The memory is the
+ * executable's, valid until nxe_executable_reset_staging or release; the caller does not free
+ * it. NXE_ERROR_INVALID_ARGUMENT (a NULL argument), NXE_ERROR_NOT_FOUND (index out of range),
+ * NXE_ERROR_BUFFER_TOO_SMALL (the staging buffer is full); *desc is then all zero.
+ * Since 0.1. */
 NXE_API nxe_status nxe_executable_create_input(nxe_executable *exe, int32_t index,
                                                nxe_tensor_desc *desc);
-/* Forgets every nxe_executable_create_input allocation; their memory may be reused. */
+/* Forgets every nxe_executable_create_input allocation; their memory may be reused.
+ * NXE_ERROR_INVALID_ARGUMENT when exe is NULL. Since 0.1. */
 NXE_API nxe_status nxe_executable_reset_staging(nxe_executable *exe);
 /* Runs once and describes each output in `outputs` (filled in, not read) with data pointing
  * into the executable's result buffer: no copy. Valid until the next run, reset or release of
- * the executable; the caller must not free it. */
+ * the executable; the caller must not free it. Status codes as nxe_executable_run; on failure
+ * the descriptors are all zero (when their count was right) and the run is not counted.
+ * Since 0.1. */
 NXE_API nxe_status nxe_executable_run_nocopy(nxe_executable *exe, const nxe_tensor_desc *inputs,
                                              int32_t num_inputs, nxe_tensor_desc *outputs,
                                              int32_t num_outputs);
 
+/* Since 0.1. */
 typedef struct nxe_run_stats {
     uint32_t struct_size;        /* sizeof(nxe_run_stats) */
     uint64_t runs;               /* completed runs since creation or load */
@@ -402,6 +512,8 @@ typedef struct nxe_run_stats {
     uint64_t staging_bytes;      /* capacity of the staging buffer */
     uint64_t staging_used;       /* the result area, the input slots and created inputs */
 } nxe_run_stats;
+/* NXE_ERROR_INVALID_ARGUMENT (a NULL argument or a short struct_size); *stats is then
+ * unchanged. Since 0.1. */
 NXE_API nxe_status nxe_executable_stats(const nxe_executable *exe, nxe_run_stats *stats);
 
 /* ---- Compiled binaries (.nxb) -----------------------------------------------------------
@@ -411,11 +523,14 @@ NXE_API nxe_status nxe_executable_stats(const nxe_executable *exe, nxe_run_stats
  * and folds epilogues as compiling does. */
 
 /* Compiles `graph` and serializes the result: with buffer NULL only *size is set; then call
- * again with a buffer of *size bytes (NXE_ERROR_BUFFER_TOO_SMALL reports the size needed). */
+ * again with a buffer of *size bytes. The codes of nxe_graph_compile, NXE_ERROR_INVALID_ARGUMENT
+ * when size is NULL, and NXE_ERROR_BUFFER_TOO_SMALL, after which *size is the size needed; on
+ * any other failure *size is 0. The buffer stays the caller's. Since 0.1. */
 NXE_API nxe_status nxe_graph_compile_to_binary(nxe_graph *graph,
                                                const nxe_compile_options *options,
                                                void *buffer, size_t *size);
 
+/* Since 0.1. */
 typedef struct nxe_load_options {
     uint32_t struct_size;     /* sizeof(nxe_load_options) */
     int32_t num_threads;      /* 0 = one per online CPU */
@@ -425,28 +540,40 @@ typedef struct nxe_load_options {
     uint64_t staging_bytes;   /* staging capacity; 0 = the result area plus room for every
                                  input twice */
 } nxe_load_options;
+/* Since 0.1. */
 #define NXE_LOAD_OPTIONS_INIT {sizeof(nxe_load_options), 0, 1, 1, 0}
 
 /* Maps the file read-only; constant data is used in place from the mapping, which lives as
- * long as the executable. */
+ * long as the executable. `options` may be NULL for defaults. The caller releases the
+ * executable with nxe_executable_release. NXE_ERROR_INVALID_ARGUMENT (a NULL argument, bad
+ * options), NXE_ERROR_IO (the file cannot be opened or mapped), NXE_ERROR_FORMAT (malformed,
+ * truncated or failing a checksum), NXE_ERROR_UNSUPPORTED (another format version, or an ISA
+ * or kernel ABI this machine lacks without allow_recompile), NXE_ERROR_OUT_OF_MEMORY, or a
+ * code of nxe_graph_compile when recompiling; *out is then NULL. Since 0.1. */
 NXE_API nxe_status nxe_executable_load_file(const char *path, const nxe_load_options *options,
                                             nxe_executable **out);
-/* Loads from memory the caller keeps: `data` is copied, the caller may free it afterwards. */
+/* Loads from memory the caller keeps: `data` is copied, the caller may free it afterwards.
+ * Status codes as nxe_executable_load_file but NXE_ERROR_IO; *out is then NULL. Since 0.1. */
 NXE_API nxe_status nxe_executable_load_memory(const void *data, size_t size,
                                               const nxe_load_options *options,
                                               nxe_executable **out);
 
+/* Since 0.1. */
 typedef struct nxe_executable_info {
     uint32_t struct_size;       /* sizeof(nxe_executable_info) */
     uint8_t fingerprint[32];    /* SHA-256 fingerprint of the source model; all zero for an
                                    executable compiled in memory from a graph not built from
                                    a model file */
-    char isa[16];               /* ISA the plan's kernels need, e.g. "ref" */
+    char isa[16];               /* ISA the plan's kernels need, e.g. "ref"; like kernel_abi, a
+                                   tag to compare, whose values are experimental (they follow
+                                   the kernel set, nxe_experimental.h) */
     int32_t kernel_abi;         /* kernel ABI version of the plan */
     int32_t loaded;             /* nonzero: loaded from a binary */
     int32_t recompiled;         /* nonzero: the binary was recompiled from its embedded model */
     int32_t num_constants;      /* distinct constant buffers after de-duplication */
 } nxe_executable_info;
+/* NXE_ERROR_INVALID_ARGUMENT (a NULL argument or a short struct_size); *info is then
+ * unchanged. Since 0.1. */
 NXE_API nxe_status nxe_executable_get_info(const nxe_executable *exe, nxe_executable_info *info);
 
 /* ---- Model files (.nxm) -----------------------------------------------------------------
@@ -454,87 +581,79 @@ NXE_API nxe_status nxe_executable_get_info(const nxe_executable *exe, nxe_execut
  * content (format major version, the graph, the metadata, and each tensor's name, dtype,
  * shape, quantization and bytes in name order), so re-aligning a file keeps it. */
 
+/* Since 0.1. */
 typedef struct nxe_model nxe_model;
 
+/* Since 0.1. */
 typedef struct nxe_model_options {
     uint32_t struct_size;  /* sizeof(nxe_model_options) */
     int32_t lazy;          /* nonzero: skip the tensor-data checksum and fingerprint check at
                               open; nxe_model_verify does them later */
 } nxe_model_options;
+/* Since 0.1. */
 #define NXE_MODEL_OPTIONS_INIT {sizeof(nxe_model_options), 0}
 
+/* Opens a model file (mapped read-only for the model's life); `options` may be NULL for
+ * defaults. The caller releases the model with nxe_model_release. NXE_ERROR_INVALID_ARGUMENT
+ * (a NULL argument or a short struct_size), NXE_ERROR_IO (the file cannot be opened or
+ * mapped), NXE_ERROR_FORMAT (malformed, truncated, or a checksum or fingerprint that does not
+ * match), NXE_ERROR_UNSUPPORTED (another format major version), NXE_ERROR_OUT_OF_MEMORY;
+ * *out is then NULL. Since 0.1. */
 NXE_API nxe_status nxe_model_open_file(const char *path, const nxe_model_options *options,
                                        nxe_model **out);
-/* `data` is copied. */
+/* `data` is copied: the caller may free it afterwards. Status codes as nxe_model_open_file
+ * but NXE_ERROR_IO; *out is then NULL. Since 0.1. */
 NXE_API nxe_status nxe_model_open_memory(const void *data, size_t size,
                                          const nxe_model_options *options, nxe_model **out);
+/* Since 0.1. */
 NXE_API void nxe_model_release(nxe_model *model);
-/* Checks every checksum and recomputes the fingerprint. */
+/* Checks every checksum and recomputes the fingerprint. NXE_ERROR_INVALID_ARGUMENT (model is
+ * NULL), NXE_ERROR_FORMAT (a mismatch). Since 0.1. */
 NXE_API nxe_status nxe_model_verify(const nxe_model *model);
+/* Copies the 32-byte fingerprint stored in the model. NXE_ERROR_INVALID_ARGUMENT (a NULL
+ * argument); the caller's bytes are then unchanged. Since 0.1. */
 NXE_API nxe_status nxe_model_fingerprint(const nxe_model *model, uint8_t fingerprint[32]);
-/* UTF-8 JSON, not NUL-terminated, owned by the model. `metadata` is part of the fingerprint;
- * `annotations` (provenance, parity reports) are not. */
+/* UTF-8 JSON, not NUL-terminated, owned by the model (valid until its release); "{}" when the
+ * file has none. `metadata` is part of the fingerprint; `annotations` (provenance, parity
+ * reports) are not. NXE_ERROR_INVALID_ARGUMENT (a NULL argument); *json is then NULL and
+ * *size 0. Since 0.1. */
 NXE_API nxe_status nxe_model_metadata(const nxe_model *model, const char **json, size_t *size);
 NXE_API nxe_status nxe_model_annotations(const nxe_model *model, const char **json,
                                          size_t *size);
+/* NXE_ERROR_INVALID_ARGUMENT (a NULL argument); *count is then 0. Since 0.1. */
 NXE_API nxe_status nxe_model_tensor_count(const nxe_model *model, int32_t *count);
-/* Describes stored tensor `index`; desc->data points into the model (read-only, valid until
- * release). info may be NULL. */
+/* Describes stored tensor `index`; desc->data and the pointers in *info point into the model
+ * (read-only, valid until its release). info may be NULL. NXE_ERROR_INVALID_ARGUMENT (model
+ * or desc is NULL, a short info->struct_size), NXE_ERROR_NOT_FOUND (index out of range);
+ * *desc is then all zero and *info unchanged. Since 0.1. */
 NXE_API nxe_status nxe_model_tensor(const nxe_model *model, int32_t index, nxe_tensor_info *info,
                                     nxe_tensor_desc *desc);
-/* Builds a new graph from the model; the graph remembers the model's fingerprint. */
+/* Builds a new graph from the model in `ctx`; the graph remembers the model's fingerprint,
+ * holds its own copy of the weights, and is released by the caller with nxe_graph_release.
+ * NXE_ERROR_INVALID_ARGUMENT (a NULL argument), NXE_ERROR_FORMAT (a graph section that does
+ * not decode), NXE_ERROR_NOT_FOUND (an op type this library lacks), the codes of
+ * nxe_graph_add_tensor and the binding calls, NXE_ERROR_OUT_OF_MEMORY; *out is then NULL.
+ * Since 0.1. */
 NXE_API nxe_status nxe_model_build_graph(const nxe_model *model, nxe_context *ctx,
                                          nxe_graph **out);
 
+/* Since 0.1. */
 typedef struct nxe_model_write_options {
     uint32_t struct_size;         /* sizeof(nxe_model_write_options) */
     const char *metadata_json;    /* NULL = "{}" */
     const char *annotations_json; /* NULL = "{}" */
     uint32_t alignment;           /* of sections and tensor data: power of two >= 64; 0 = 64 */
 } nxe_model_write_options;
+/* Since 0.1. */
 #define NXE_MODEL_WRITE_OPTIONS_INIT {sizeof(nxe_model_write_options), NULL, NULL, 0}
 
-/* Serializes the graph as a model file, two-call pattern as nxe_graph_compile_to_binary. */
+/* Serializes the graph as a model file, two-call pattern as nxe_graph_compile_to_binary:
+ * NXE_ERROR_BUFFER_TOO_SMALL sets *size to the size needed, any other failure to 0.
+ * NXE_ERROR_INVALID_ARGUMENT (a NULL graph or size, bad options, JSON that is not UTF-8, a
+ * graph beyond the format's limits), NXE_ERROR_INVALID_GRAPH (an op left unbound),
+ * NXE_ERROR_OUT_OF_MEMORY. The buffer stays the caller's. Since 0.1. */
 NXE_API nxe_status nxe_graph_save_model(nxe_graph *graph, const nxe_model_write_options *options,
                                         void *buffer, size_t *size);
-
-/* ---- CPU features and kernel dispatch --------------------------------------------------
- * The library picks one ISA level per process, the first time it needs one: the highest the
- * CPU and the OS allow, capped by the environment variable NXE_ISA=scalar|avx2|avx512|amx.
- * An NXE_ISA above what the machine allows keeps the machine's level; an unknown value is
- * ignored. Either way `reason` says so. */
-
-/* Bits of nxe_cpu_info.features. A bit is set only when CPUID reports the feature and the OS
- * has enabled its register state (XCR0); the AMX bits also need the Linux permission
- * (arch_prctl ARCH_REQ_XCOMP_PERM), which nxe requests once per process. */
-enum nxe_cpu_feature {
-    NXE_CPU_FEATURE_AVX2 = 0x1,
-    NXE_CPU_FEATURE_FMA = 0x2,
-    NXE_CPU_FEATURE_AVX512F = 0x4,
-    NXE_CPU_FEATURE_AVX512BW = 0x8,
-    NXE_CPU_FEATURE_AVX512VL = 0x10,
-    NXE_CPU_FEATURE_AVX512_BF16 = 0x20,
-    NXE_CPU_FEATURE_AVX512_VNNI = 0x40,
-    NXE_CPU_FEATURE_AVX_VNNI = 0x80,
-    NXE_CPU_FEATURE_AMX_TILE = 0x100,
-    NXE_CPU_FEATURE_AMX_BF16 = 0x200,
-    NXE_CPU_FEATURE_AMX_INT8 = 0x400
-};
-
-typedef struct nxe_cpu_info {
-    uint32_t struct_size;  /* set by the caller: sizeof(nxe_cpu_info) */
-    uint64_t features;     /* enum nxe_cpu_feature bits; 0 on CPUs other than x86-64 */
-    char isa[16];          /* the level chosen: "amx", "avx512", "avx2" or "scalar" */
-    char reason[256];      /* why that level, e.g. "NXE_ISA=avx2 caps avx512" */
-} nxe_cpu_info;
-/* Describes this process's CPU features and the ISA level its kernels are chosen for. */
-NXE_API nxe_status nxe_cpu_info_get(nxe_cpu_info *info);
-/* The matrix kernels this process runs, one "<precision>=<kernel>" entry per precision,
- * space-separated: "f32=f32-gemm-8x48-avx512 bf16=bf16-gemm-8x48-avx512bf16
- * int8=u8s8-gemm-4x48-avx512vnni", with "reference" where a precision runs the portable
- * reference kernels (bf16 work in relax mode then runs in f32). The string is NUL-terminated and
- * lives as long as the process. Since API 0.3. */
-NXE_API nxe_status nxe_cpu_kernels(const char **names);
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from ._binding import ffi, lib
+from ._dtypes import NAMES as DTYPES
 from .cpu import cpu_info
 from .errors import (
     BufferTooSmallError,
@@ -33,8 +34,6 @@ from .log import set_log_callback
 from .model import Model, save_model
 from .registry import ops
 from .vm import VirtualMachine
-
-DTYPES = ("f32", "f16", "bf16", "i8", "u8", "i16", "i32", "i64", "bool")
 
 
 def version() -> str:

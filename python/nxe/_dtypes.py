@@ -1,39 +1,49 @@
 """nxe dtypes on the Python side: names, C codes and the numpy dtype an array of each has.
 
-bf16 has no numpy dtype of its own: its arrays are np.uint16 holding the raw bits. Since
-API 0.2 np.uint16 names u16; bf16 is named "bf16" or given as ml_dtypes.bfloat16 (when that
-package is installed).
+The table is the library's: every code below NXE_DTYPE_COUNT is asked for its name
+(nxe_dtype_info) and its DLPack kind and width (nxe_dtype_to_dlpack), from which the numpy
+dtype follows. bf16 has no numpy dtype of its own: its arrays are np.uint16 holding the raw
+bits. Since API 0.2 np.uint16 names u16; bf16 is named "bf16" or given as ml_dtypes.bfloat16
+(when that package is installed).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._binding import lib
+from ._binding import check, ffi, lib
 
-# name, C code, numpy dtype
-_TABLE = (
-    ("f32", lib.NXE_DTYPE_F32, np.dtype(np.float32)),
-    ("f16", lib.NXE_DTYPE_F16, np.dtype(np.float16)),
-    ("bf16", lib.NXE_DTYPE_BF16, np.dtype(np.uint16)),
-    ("i8", lib.NXE_DTYPE_I8, np.dtype(np.int8)),
-    ("u8", lib.NXE_DTYPE_U8, np.dtype(np.uint8)),
-    ("i16", lib.NXE_DTYPE_I16, np.dtype(np.int16)),
-    ("i32", lib.NXE_DTYPE_I32, np.dtype(np.int32)),
-    ("i64", lib.NXE_DTYPE_I64, np.dtype(np.int64)),
-    ("bool", lib.NXE_DTYPE_BOOL, np.dtype(np.bool_)),
-    ("f64", lib.NXE_DTYPE_F64, np.dtype(np.float64)),
-    ("u16", lib.NXE_DTYPE_U16, np.dtype(np.uint16)),
-    ("u32", lib.NXE_DTYPE_U32, np.dtype(np.uint32)),
-    ("u64", lib.NXE_DTYPE_U64, np.dtype(np.uint64)),
-)
+# numpy kind of each DLPack type code; bfloat has none, so its arrays hold the raw bits.
+_NUMPY_KIND = {lib.NXE_DL_INT: "i", lib.NXE_DL_UINT: "u", lib.NXE_DL_FLOAT: "f",
+               lib.NXE_DL_BFLOAT: "u", lib.NXE_DL_BOOL: "b"}
 
-NAMES = tuple(name for name, _, _ in _TABLE)
-_CODE_BY_NAME = {name: code for name, code, _ in _TABLE}
-_NAME_BY_CODE = {code: name for name, code, _ in _TABLE}
-_NUMPY_BY_CODE = {code: dt for _, code, dt in _TABLE}
-# np.uint16 is u16 (the later entry wins over bf16's raw bits).
-_CODE_BY_NUMPY = {dt: code for _, code, dt in _TABLE}
+
+def _c_table() -> tuple[tuple[str, int, np.dtype, bool], ...]:
+    """(name, C code, numpy dtype, whether numpy holds raw bits) of every dtype the library
+    knows, in code order."""
+    name = ffi.new("const char **")
+    size = ffi.new("int32_t *")
+    dl_code = ffi.new("int32_t *")
+    bits = ffi.new("int32_t *")
+    table = []
+    for code in range(lib.NXE_DTYPE_NONE + 1, lib.NXE_DTYPE_COUNT):
+        check(lib.nxe_dtype_info(code, name, size))
+        check(lib.nxe_dtype_to_dlpack(code, dl_code, bits))
+        numpy_dtype = np.dtype(f"{_NUMPY_KIND[dl_code[0]]}{size[0]}")
+        table.append((ffi.string(name[0]).decode(), code, numpy_dtype,
+                      dl_code[0] == lib.NXE_DL_BFLOAT))
+    return tuple(table)
+
+
+_TABLE = _c_table()
+
+NAMES = tuple(name for name, _, _, _ in _TABLE)
+_CODE_BY_NAME = {name: code for name, code, _, _ in _TABLE}
+_NAME_BY_CODE = {code: name for name, code, _, _ in _TABLE}
+_NUMPY_BY_CODE = {code: dt for _, code, dt, _ in _TABLE}
+# A numpy dtype names the dtype whose values it holds, never one whose raw bits it carries
+# (np.uint16 is u16, not bf16).
+_CODE_BY_NUMPY = {dt: code for _, code, dt, raw_bits in _TABLE if not raw_bits}
 try:
     import ml_dtypes
 

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "nxe/nxe.h"
+#include "nxe/nxe_experimental.h" /* nxe_cpu_info_get */
 #include "core/threadpool.h"
 #include "dispatch.h"
 #include "gemm.h"
