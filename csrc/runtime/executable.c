@@ -16,8 +16,8 @@
  * for any thread. Outputs are always produced in the result area. A run copies each input into
  * its slot, except an input lying entirely inside the created-input region, which is read in
  * place. An input inside a result area (a run_nocopy result) is copied, so a run never reads
- * what it is overwriting. The default capacity is one run's staging plus as much again for
- * the created inputs: room for one created copy of every input. */
+ * what it is overwriting. The default capacity is one run's staging plus a created-input
+ * region with room for one copy of every input. */
 #define _POSIX_C_SOURCE 200809L /* pthread_rwlock_t */
 #include <pthread.h>
 #include <string.h>
