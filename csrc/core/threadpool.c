@@ -1,7 +1,10 @@
 /* threadpool.c — fixed workers that share one parallel-for. Chunks are claimed from an
  * atomic counter; the caller works too and waits for the rest. Between jobs a worker spins
  * briefly before it sleeps, and so does a caller waiting for workers: a model runs hundreds
- * of short parallel loops, and waking a sleeping thread costs more than most of them. */
+ * of short parallel loops, and waking a sleeping thread costs more than most of them.
+ * The workers serve one caller at a time; a caller that finds them taken does not queue
+ * behind it (runs of one executable from several threads would all wait on each other) but
+ * runs its loop alone. */
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -35,6 +38,9 @@ struct nxe_thread_pool {
     int sleeping_workers;            /* guarded by mutex */
     int caller_sleeping;             /* guarded by mutex */
     atomic_bool stopping;
+    /* Set by the caller that owns the workers, from before it writes the job until every
+     * worker has finished it. */
+    atomic_bool taken;
     /* the current job */
     nxe_range_fn fn;
     void *ctx;
@@ -170,7 +176,9 @@ void nxe_parallel_for(nxe_thread_pool *pool, int64_t n, int64_t grain, nxe_range
         return;
     if (grain < 1)
         grain = 1;
-    if (!pool || pool->num_workers == 0 || n <= grain) {
+    bool idle = false;
+    if (!pool || pool->num_workers == 0 || n <= grain ||
+        !atomic_compare_exchange_strong(&pool->taken, &idle, true)) {
         fn(ctx, 0, n);
         return;
     }
@@ -180,8 +188,8 @@ void nxe_parallel_for(nxe_thread_pool *pool, int64_t n, int64_t grain, nxe_range
     if (chunk < grain)
         chunk = grain;
 
-    /* Every worker has finished the previous job (the caller waited), so the job fields are
-     * free to write; the generation bump publishes them. */
+    /* Every worker has finished the previous job (its caller waited before it let go of the
+     * pool), so the job fields are free to write; the generation bump publishes them. */
     pool->fn = fn;
     pool->ctx = ctx;
     pool->n = n;
@@ -206,4 +214,5 @@ void nxe_parallel_for(nxe_thread_pool *pool, int64_t n, int64_t grain, nxe_range
         pool->caller_sleeping = 0;
         pthread_mutex_unlock(&pool->mutex);
     }
+    atomic_store(&pool->taken, false);
 }

@@ -516,7 +516,7 @@ nxe_status nxe_compile_graph(nxe_graph *graph, const nxe_compile_request *reques
         if (graph->has_source_fingerprint)
             memcpy(exe->fingerprint, graph->source_fingerprint, sizeof exe->fingerprint);
         /* A plan to be written keeps every step: the loader prepares it for its own CPU. */
-        status = request->serialize_only ? nxe_executable_plan_arena(exe, true)
+        status = request->serialize_only ? nxe_executable_plan_arena(exe)
                                          : nxe_executable_prepare(exe);
     }
     if (status == NXE_OK && !request->serialize_only)

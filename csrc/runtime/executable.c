@@ -1,14 +1,25 @@
 /* executable.c — running a compiled plan: checks the caller's descriptors, stages inputs,
  * calls each step's op and hands outputs back by copy (run) or in place (run_nocopy).
- * One run at a time per executable: runs, create_input and reset_staging must not overlap.
  *
- * Staging buffer, allocated once (64-byte aligned, every region 64-byte aligned):
- *   [result area: output 0, output 1, ...][input slots: input 0, input 1, ...][created inputs]
- * Outputs are always produced in the result area. A run copies each input into its slot,
- * except an input lying entirely inside the created-input region (nxe_executable_create_input),
- * which is read in place. An input inside the result area (a previous run_nocopy result) is
- * copied, so a run never reads what it is overwriting. The default capacity is the result
- * area plus twice the input slots: room for one created copy of every input. */
+ * Runs from several threads at once are each correct: a run takes a run context (its own
+ * arena, workspace, staging and value descriptors) from the executable's pool, and the plan
+ * itself is only read. The pool starts with one context and grows by one whenever a run
+ * finds every context in use, so it holds as many as the most runs ever under way at once
+ * plus the threads still holding run_nocopy results; it shrinks only when the executable is
+ * released. A host that wants less memory runs fewer calls at once. Contexts are not tied to
+ * threads, except that run_nocopy leaves its context held by the calling thread, whose
+ * results live there until that thread's next run (which takes the same context back).
+ *
+ * A run context's staging (64-byte aligned, every region 64-byte aligned):
+ *   [result area: output 0, output 1, ...][input slots: input 0, input 1, ...]
+ * and one created-input region per executable, where nxe_executable_create_input allocates
+ * for any thread. Outputs are always produced in the result area. A run copies each input into
+ * its slot, except an input lying entirely inside the created-input region, which is read in
+ * place. An input inside a result area (a run_nocopy result) is copied, so a run never reads
+ * what it is overwriting. The default capacity is one run's staging plus a created-input
+ * region with room for one copy of every input. */
+#define _POSIX_C_SOURCE 200809L /* pthread_rwlock_t */
+#include <pthread.h>
 #include <string.h>
 
 #include "runtime/executable_internal.h"
@@ -17,12 +28,187 @@
 
 const nxe_quant nxe_no_quant = {.type = NXE_QUANT_NONE};
 
+/* ---- run contexts ---- */
+
+/* What one run writes. */
+typedef struct nxe_run_context nxe_run_context;
+struct nxe_run_context {
+    nxe_run_context *next;
+    void **data;        /* per tensor: where it lives during this context's runs */
+    void *arena;
+    void *workspace;
+    uint8_t *staging;   /* [result area][input slots] */
+    nxe_value *values;  /* one step's input and output descriptors, filled in for each call */
+    /* Guarded by the pool's lock. */
+    bool busy;          /* a run is using it */
+    bool held;          /* `holder` has run_nocopy results in it */
+    pthread_t holder;
+};
+
+struct nxe_run_pool {
+    pthread_mutex_t lock;        /* guards the fields after it */
+    nxe_run_context *contexts;   /* busy or not */
+    uint64_t created_used;       /* bytes of the created-input region handed out */
+    nxe_run_stats stats;
+    /* Runs share it, or hold it alone when a step writes a variable; reading and writing a
+     * variable by name take it too. */
+    pthread_rwlock_t variables;
+};
+
+static void run_context_release(nxe_run_context *context)
+{
+    if (!context)
+        return;
+    nxe_free(context->data);
+    nxe_free(context->arena);
+    nxe_free(context->workspace);
+    nxe_free(context->staging);
+    nxe_free(context->values);
+    nxe_free(context);
+}
+
+static nxe_status run_context_create(const nxe_executable *exe, nxe_run_context **out)
+{
+    *out = NULL;
+    int32_t values = 0;
+    for (int32_t s = 0; s < exe->num_steps; s++)
+        if (exe->steps[s].num_inputs + exe->steps[s].num_outputs > values)
+            values = exe->steps[s].num_inputs + exe->steps[s].num_outputs;
+    nxe_run_context *context = nxe_alloc_zeroed(sizeof *context);
+    if (context) {
+        context->data = nxe_alloc(sizeof(void *) * (size_t)(exe->num_tensors + 1));
+        context->arena = nxe_alloc((size_t)exe->arena_bytes);
+        context->workspace = nxe_alloc(exe->workspace_bytes);
+        context->staging = nxe_alloc((size_t)exe->io_bytes);
+        context->values = nxe_alloc(sizeof(nxe_value) * (size_t)(values + 1));
+    }
+    if (!context || !context->data || !context->arena || !context->workspace ||
+        !context->staging || !context->values) {
+        run_context_release(context);
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY,
+                         "out of memory for a run's %llu-byte arena, %zu-byte workspace and "
+                         "%llu-byte staging",
+                         (unsigned long long)exe->arena_bytes, exe->workspace_bytes,
+                         (unsigned long long)exe->io_bytes);
+    }
+    memcpy(context->data, exe->data, sizeof(void *) * (size_t)exe->num_tensors);
+    for (int32_t i = 0; i < exe->num_tensors; i++)
+        if (exe->tensors[i].in_arena)
+            context->data[i] = (uint8_t *)context->arena + exe->tensors[i].arena_offset;
+    for (int32_t i = 0; i < exe->num_outputs; i++)
+        context->data[exe->output_ids[i]] = context->staging + exe->output_offsets[i];
+    for (int32_t i = 0; i < exe->num_inputs; i++)
+        context->data[exe->input_ids[i]] = context->staging + exe->input_offsets[i];
+    *out = context;
+    return NXE_OK;
+}
+
+/* A context for a run on this thread: the one holding this thread's run_nocopy results, else
+ * an idle one, else a new one. `*was_held` says whether it held results. */
+static nxe_status acquire_run_context(nxe_executable *exe, const char *where,
+                                      nxe_run_context **out, bool *was_held)
+{
+    const pthread_t self = pthread_self();
+    nxe_run_context *context = NULL;
+    pthread_mutex_lock(&exe->runs->lock);
+    for (nxe_run_context *c = exe->runs->contexts; c; c = c->next) {
+        if (c->held && pthread_equal(c->holder, self)) {
+            context = c;
+            break;
+        }
+        if (!context && !c->busy && !c->held)
+            context = c;
+    }
+    if (context) {
+        *was_held = context->held;
+        context->busy = true;
+        context->held = false;
+    }
+    pthread_mutex_unlock(&exe->runs->lock);
+    if (context) {
+        *out = context;
+        return NXE_OK;
+    }
+    /* Allocated outside the lock: other runs go on meanwhile. */
+    *was_held = false;
+    nxe_status status = run_context_create(exe, &context);
+    if (status != NXE_OK) {
+        nxe_error_prefix("%s: ", where);
+        return status;
+    }
+    context->busy = true;
+    pthread_mutex_lock(&exe->runs->lock);
+    context->next = exe->runs->contexts;
+    exe->runs->contexts = context;
+    pthread_mutex_unlock(&exe->runs->lock);
+    *out = context;
+    return NXE_OK;
+}
+
+/* Gives the context back; `hold`: it keeps this thread's run_nocopy results. `delta` (NULL
+ * for a failed run) is added to the statistics. */
+static void release_run_context(nxe_executable *exe, nxe_run_context *context, bool hold,
+                                const nxe_run_stats *delta)
+{
+    nxe_run_pool *runs = exe->runs;
+    pthread_mutex_lock(&runs->lock);
+    context->busy = false;
+    context->held = hold;
+    if (hold)
+        context->holder = pthread_self();
+    if (delta) {
+        runs->stats.runs++;
+        runs->stats.inputs_copied += delta->inputs_copied;
+        runs->stats.inputs_in_place += delta->inputs_in_place;
+        runs->stats.bytes_copied_in += delta->bytes_copied_in;
+        runs->stats.bytes_copied_out += delta->bytes_copied_out;
+    }
+    pthread_mutex_unlock(&runs->lock);
+}
+
+static nxe_run_pool *run_pool_create(void)
+{
+    nxe_run_pool *runs = nxe_alloc_zeroed(sizeof *runs);
+    if (!runs)
+        return NULL;
+    if (pthread_mutex_init(&runs->lock, NULL) != 0) {
+        nxe_free(runs);
+        return NULL;
+    }
+    if (pthread_rwlock_init(&runs->variables, NULL) != 0) {
+        pthread_mutex_destroy(&runs->lock);
+        nxe_free(runs);
+        return NULL;
+    }
+    runs->stats.struct_size = sizeof(nxe_run_stats);
+    return runs;
+}
+
+static void run_pool_release(nxe_run_pool *runs)
+{
+    if (!runs)
+        return;
+    while (runs->contexts) {
+        nxe_run_context *next = runs->contexts->next;
+        run_context_release(runs->contexts);
+        runs->contexts = next;
+    }
+    pthread_rwlock_destroy(&runs->variables);
+    pthread_mutex_destroy(&runs->lock);
+    nxe_free(runs);
+}
+
 nxe_status nxe_executable_alloc(int32_t num_tensors, int32_t num_steps, nxe_executable **out)
 {
     *out = NULL;
     nxe_executable *exe = nxe_alloc_zeroed(sizeof *exe);
     if (!exe)
         return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "executable: out of memory");
+    exe->runs = run_pool_create();
+    if (!exe->runs) {
+        nxe_free(exe);
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "executable: out of memory");
+    }
     exe->tensors = nxe_alloc_zeroed(sizeof(nxe_exe_tensor) * (size_t)(num_tensors + 1));
     exe->data = nxe_alloc_zeroed(sizeof(void *) * (size_t)(num_tensors + 1));
     exe->steps = nxe_alloc_zeroed(sizeof(nxe_exe_step) * (size_t)(num_steps + 1));
@@ -36,7 +222,6 @@ nxe_status nxe_executable_alloc(int32_t num_tensors, int32_t num_steps, nxe_exec
         exe->tensors[i].constant = -1;
     exe->kernel_abi = NXE_KERNEL_ABI_VERSION;
     memcpy(exe->isa, NXE_ISA_REF, sizeof NXE_ISA_REF);
-    exe->stats.struct_size = sizeof(nxe_run_stats);
     *out = exe;
     return NXE_OK;
 }
@@ -46,6 +231,7 @@ NXE_API void nxe_executable_release(nxe_executable *exe)
     if (!exe)
         return;
     nxe_thread_pool_release(exe->pool);
+    run_pool_release(exe->runs);
     for (int32_t i = 0; exe->tensors && i < exe->num_tensors; i++) {
         nxe_free(exe->tensors[i].name);
         nxe_free(exe->tensors[i].scales);
@@ -71,9 +257,7 @@ NXE_API void nxe_executable_release(nxe_executable *exe)
     nxe_free(exe->steps);
     nxe_free(exe->input_ids);
     nxe_free(exe->output_ids);
-    nxe_free(exe->arena);
-    nxe_free(exe->workspace);
-    nxe_free(exe->staging);
+    nxe_free(exe->created);
     nxe_free(exe->output_offsets);
     nxe_free(exe->input_offsets);
     nxe_file_map_release(&exe->file);
@@ -139,26 +323,31 @@ nxe_status nxe_executable_init_staging(nxe_executable *exe, uint64_t capacity, c
     exe->input_offsets = nxe_alloc(sizeof(uint64_t) * (size_t)(exe->num_inputs + 1));
     /* Never zeroed as a whole: only what create_input hands out is cleared, so a large
      * capacity costs address space, not pages. */
-    exe->staging = nxe_alloc((size_t)capacity);
-    if (!exe->output_offsets || !exe->input_offsets || !exe->staging)
+    exe->created = nxe_alloc((size_t)(capacity - minimum));
+    if (!exe->output_offsets || !exe->input_offsets || !exe->created)
         return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "%s: out of memory for a %llu-byte staging "
                          "buffer", where, (unsigned long long)capacity);
     uint64_t offset = 0;
     for (int32_t i = 0; i < exe->num_outputs; i++) {
         exe->output_offsets[i] = offset;
-        exe->data[exe->output_ids[i]] = exe->staging + offset;
         offset += staging_round(exe->tensors[exe->output_ids[i]].bytes);
     }
     for (int32_t i = 0; i < exe->num_inputs; i++) {
         exe->input_offsets[i] = offset;
-        exe->data[exe->input_ids[i]] = exe->staging + offset;
         offset += staging_round(exe->tensors[exe->input_ids[i]].bytes);
     }
-    exe->slots_end = exe->created_end = offset;
+    exe->io_bytes = offset;
     exe->staging_bytes = capacity;
-    exe->stats.staging_bytes = capacity;
-    exe->stats.staging_used = offset;
-    return NXE_OK;
+    for (int32_t s = 0; s < exe->num_steps; s++)
+        for (int32_t j = 0; j < exe->steps[s].num_outputs; j++)
+            if (exe->tensors[exe->steps[s].output_ids[j]].kind == NXE_TENSOR_VARIABLE)
+                exe->writes_variables = true;
+    /* The first run context is made now, so that a caller running from one thread allocates
+     * nothing per run and learns of a lack of memory here. */
+    nxe_status status = run_context_create(exe, &exe->runs->contexts);
+    if (status != NXE_OK)
+        nxe_error_prefix("%s: ", where);
+    return status;
 }
 
 NXE_API nxe_status nxe_executable_create_input(nxe_executable *exe, int32_t index,
@@ -173,20 +362,25 @@ NXE_API nxe_status nxe_executable_create_input(nxe_executable *exe, int32_t inde
         return nxe_error(NXE_ERROR_NOT_FOUND, "%s: index %d is outside [0, %d)", where, index,
                          exe->num_inputs);
     const nxe_exe_tensor *t = &exe->tensors[exe->input_ids[index]];
-    uint64_t needed = staging_round(t->bytes);
-    if (needed > exe->staging_bytes - exe->created_end)
+    const uint64_t needed = staging_round(t->bytes);
+    const uint64_t region = exe->staging_bytes - exe->io_bytes;
+    pthread_mutex_lock(&exe->runs->lock);
+    const uint64_t used = exe->runs->created_used;
+    if (needed <= region - used)
+        exe->runs->created_used += needed;
+    pthread_mutex_unlock(&exe->runs->lock);
+    if (needed > region - used)
         return nxe_error(NXE_ERROR_BUFFER_TOO_SMALL,
                          "%s: input %d ('%s') needs %llu bytes but the staging buffer has "
                          "%llu of its capacity of %llu bytes in use (%llu free); call "
                          "nxe_executable_reset_staging or load with a larger staging_bytes",
                          where, index, t->name, (unsigned long long)needed,
-                         (unsigned long long)exe->created_end,
+                         (unsigned long long)(exe->io_bytes + used),
                          (unsigned long long)exe->staging_bytes,
-                         (unsigned long long)(exe->staging_bytes - exe->created_end));
-    uint8_t *data = exe->staging + exe->created_end;
+                         (unsigned long long)(region - used));
+    /* [used, used + needed) is this call's alone now. */
+    uint8_t *data = exe->created + used;
     memset(data, 0, (size_t)needed);
-    exe->created_end += needed;
-    exe->stats.staging_used = exe->created_end;
     describe(t, desc);
     desc->data = data;
     return NXE_OK;
@@ -196,8 +390,9 @@ NXE_API nxe_status nxe_executable_reset_staging(nxe_executable *exe)
 {
     if (!exe)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_executable_reset_staging: exe is NULL");
-    exe->created_end = exe->slots_end;
-    exe->stats.staging_used = exe->created_end;
+    pthread_mutex_lock(&exe->runs->lock);
+    exe->runs->created_used = 0;
+    pthread_mutex_unlock(&exe->runs->lock);
     return NXE_OK;
 }
 
@@ -212,7 +407,11 @@ NXE_API nxe_status nxe_executable_stats(const nxe_executable *exe, nxe_run_stats
                          "%s: stats.struct_size is %u, expected at least %zu", where,
                          stats->struct_size, sizeof(nxe_run_stats));
     uint32_t struct_size = stats->struct_size;
-    *stats = exe->stats;
+    pthread_mutex_lock(&exe->runs->lock);
+    *stats = exe->runs->stats;
+    stats->staging_used = exe->io_bytes + exe->runs->created_used;
+    pthread_mutex_unlock(&exe->runs->lock);
+    stats->staging_bytes = exe->staging_bytes;
     stats->struct_size = struct_size;
     return NXE_OK;
 }
@@ -325,18 +524,16 @@ static nxe_status check_desc(const nxe_exe_tensor *t, const nxe_tensor_desc *des
 
 /* ---- running ---- */
 
-static bool within_staging(const nxe_executable *exe, const void *data, size_t bytes,
-                           uint64_t begin, uint64_t end)
+static bool within(const void *region, uint64_t region_bytes, const void *data, size_t bytes)
 {
-    uintptr_t base = (uintptr_t)exe->staging, p = (uintptr_t)data;
-    return p >= base + begin && p - base <= end && bytes <= end - (p - base);
+    uintptr_t base = (uintptr_t)region, p = (uintptr_t)data;
+    return p >= base && p - base <= region_bytes && bytes <= region_bytes - (p - base);
 }
 
-static bool overlaps_staging(const nxe_executable *exe, const void *data, size_t bytes,
-                             uint64_t begin, uint64_t end)
+static bool overlaps(const void *region, uint64_t region_bytes, const void *data, size_t bytes)
 {
-    uintptr_t base = (uintptr_t)exe->staging, p = (uintptr_t)data;
-    return bytes > 0 && begin < end && p < base + end && base + begin < p + bytes;
+    uintptr_t base = (uintptr_t)region, p = (uintptr_t)data;
+    return bytes > 0 && region_bytes > 0 && p < base + region_bytes && base < p + bytes;
 }
 
 /* Every descriptor is checked before anything is copied, so a refused run changes nothing. */
@@ -346,7 +543,7 @@ static nxe_status check_run_args(const nxe_executable *exe, const nxe_tensor_des
 {
     if (!exe)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: exe is NULL", where);
-    if (!exe->staging)
+    if (!exe->created)
         return nxe_error(NXE_ERROR_INVALID_STATE, "%s: the executable has no staging buffer",
                          where);
     if (num_inputs != exe->num_inputs || num_outputs != exe->num_outputs)
@@ -356,18 +553,11 @@ static nxe_status check_run_args(const nxe_executable *exe, const nxe_tensor_des
     if ((num_inputs > 0 && !inputs) || (num_outputs > 0 && !outputs))
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", where,
                          num_inputs > 0 && !inputs ? "inputs" : "outputs");
-    uint64_t slots_begin = exe->num_inputs > 0 ? exe->input_offsets[0] : exe->slots_end;
     for (int32_t i = 0; i < num_inputs; i++) {
         const nxe_exe_tensor *t = &exe->tensors[exe->input_ids[i]];
         nxe_status status = check_desc(t, &inputs[i], where, "input", i);
         if (status != NXE_OK)
             return status;
-        /* Only pointer arithmetic on staging memory the caller was never given lands here. */
-        if (overlaps_staging(exe, inputs[i].data, t->bytes, slots_begin, exe->slots_end))
-            return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
-                             "%s: input %d ('%s') overlaps the executable's input slots; pass "
-                             "caller memory or a buffer from nxe_executable_create_input",
-                             where, i, t->name);
     }
     for (int32_t i = 0; outputs_are_buffers && i < num_outputs; i++) {
         const nxe_exe_tensor *t = &exe->tensors[exe->output_ids[i]];
@@ -378,46 +568,76 @@ static nxe_status check_run_args(const nxe_executable *exe, const nxe_tensor_des
     return NXE_OK;
 }
 
-/* Points each input at its data: in place when it lies inside the created inputs (suitably
- * aligned for its dtype), else copied into its slot. */
-static void stage_inputs(nxe_executable *exe, const nxe_tensor_desc *inputs, nxe_run_stats *delta)
+/* Copying an input into a slot must not overwrite another input still to be copied. Only
+ * pointer arithmetic on staging memory the caller was never given lands here. */
+static nxe_status check_inputs_outside_slots(const nxe_executable *exe,
+                                             const nxe_run_context *context,
+                                             const nxe_tensor_desc *inputs, const char *where)
 {
+    if (exe->num_inputs == 0)
+        return NXE_OK;
+    const uint8_t *slots = context->staging + exe->input_offsets[0];
+    const uint64_t slots_bytes = exe->io_bytes - exe->input_offsets[0];
+    for (int32_t i = 0; i < exe->num_inputs; i++) {
+        const nxe_exe_tensor *t = &exe->tensors[exe->input_ids[i]];
+        if (overlaps(slots, slots_bytes, inputs[i].data, t->bytes))
+            return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                             "%s: input %d ('%s') overlaps the executable's input slots; pass "
+                             "caller memory or a buffer from nxe_executable_create_input",
+                             where, i, t->name);
+    }
+    return NXE_OK;
+}
+
+/* Points each input at its data: in place when it lies inside the created-input region
+ * (suitably aligned for its dtype), else copied into its slot. */
+static void stage_inputs(const nxe_executable *exe, nxe_run_context *context,
+                         const nxe_tensor_desc *inputs, nxe_run_stats *delta)
+{
+    const uint64_t region = exe->staging_bytes - exe->io_bytes;
     for (int32_t i = 0; i < exe->num_inputs; i++) {
         int32_t id = exe->input_ids[i];
         const nxe_exe_tensor *t = &exe->tensors[id];
         const void *data = inputs[i].data;
         size_t element = nxe_dtype_size(t->dtype);
+        /* The whole region, not just what is handed out now: which bytes a run reads does
+         * not depend on it, and another thread may be creating or resetting meanwhile. */
         if (t->bytes > 0 && (uintptr_t)data % element == 0 &&
-            within_staging(exe, data, t->bytes, exe->slots_end, exe->created_end)) {
-            exe->data[id] = (void *)(uintptr_t)data;
+            within(exe->created, region, data, t->bytes)) {
+            context->data[id] = (void *)(uintptr_t)data;
             delta->inputs_in_place++;
             continue;
         }
-        uint8_t *slot = exe->staging + exe->input_offsets[i];
+        uint8_t *slot = context->staging + exe->input_offsets[i];
         if (t->bytes > 0)
             memcpy(slot, data, t->bytes);
-        exe->data[id] = slot;
+        context->data[id] = slot;
         delta->inputs_copied++;
         delta->bytes_copied_in += t->bytes;
     }
 }
 
-static nxe_status run_steps(nxe_executable *exe, const char *where)
+static nxe_status run_steps(const nxe_executable *exe, nxe_run_context *context,
+                            const char *where)
 {
     for (int32_t s = 0; s < exe->num_steps; s++) {
-        nxe_exe_step *step = &exe->steps[s];
+        const nxe_exe_step *step = &exe->steps[s];
+        /* The step's descriptors are shared by every run: this run's copies carry its data. */
+        nxe_value *inputs = context->values, *outputs = context->values + step->num_inputs;
+        memcpy(inputs, step->input_values, sizeof(nxe_value) * (size_t)step->num_inputs);
+        memcpy(outputs, step->output_values, sizeof(nxe_value) * (size_t)step->num_outputs);
         for (int32_t j = 0; j < step->num_inputs; j++)
             if (step->input_ids[j] >= 0)
-                step->input_values[j].data = exe->data[step->input_ids[j]];
+                inputs[j].data = context->data[step->input_ids[j]];
         for (int32_t j = 0; j < step->num_outputs; j++)
-            step->output_values[j].data = exe->data[step->output_ids[j]];
+            outputs[j].data = context->data[step->output_ids[j]];
         nxe_status status =
             step->prepared
                 ? step->def->run_prepared(step->params, step->prepared, &step->fused,
-                                          exe->workspace, step->input_values, step->num_inputs,
-                                          step->output_values, step->num_outputs, exe->pool)
-                : step->def->run(step->params, step->input_values, step->num_inputs,
-                                 step->output_values, step->num_outputs, exe->pool);
+                                          context->workspace, inputs, step->num_inputs,
+                                          outputs, step->num_outputs, exe->pool)
+                : step->def->run(step->params, inputs, step->num_inputs, outputs,
+                                 step->num_outputs, exe->pool);
         if (status != NXE_OK) {
             nxe_error_prefix("%s: op '%s' ('%s'): ", where, step->def->info.name, step->op_name);
             return status;
@@ -426,60 +646,67 @@ static nxe_status run_steps(nxe_executable *exe, const char *where)
     return NXE_OK;
 }
 
-static void add_stats(nxe_executable *exe, const nxe_run_stats *delta)
+/* One run in a context of its own. `outputs` are caller buffers to copy into, or, with
+ * `nocopy`, descriptors to point at the results, which stay in the context. */
+static nxe_status run(nxe_executable *exe, const nxe_tensor_desc *inputs, int32_t num_inputs,
+                      nxe_tensor_desc *outputs, int32_t num_outputs, bool nocopy,
+                      const char *where)
 {
-    exe->stats.runs++;
-    exe->stats.inputs_copied += delta->inputs_copied;
-    exe->stats.inputs_in_place += delta->inputs_in_place;
-    exe->stats.bytes_copied_in += delta->bytes_copied_in;
-    exe->stats.bytes_copied_out += delta->bytes_copied_out;
+    nxe_status status =
+        check_run_args(exe, inputs, num_inputs, outputs, num_outputs, !nocopy, where);
+    if (status != NXE_OK)
+        return status;
+    nxe_run_context *context;
+    bool was_held;
+    status = acquire_run_context(exe, where, &context, &was_held);
+    if (status != NXE_OK)
+        return status;
+    status = check_inputs_outside_slots(exe, context, inputs, where);
+    if (status != NXE_OK) {
+        release_run_context(exe, context, was_held, NULL);
+        return status;
+    }
+    nxe_run_stats delta = {0};
+    if (exe->writes_variables)
+        pthread_rwlock_wrlock(&exe->runs->variables);
+    else
+        pthread_rwlock_rdlock(&exe->runs->variables);
+    stage_inputs(exe, context, inputs, &delta);
+    status = run_steps(exe, context, where);
+    pthread_rwlock_unlock(&exe->runs->variables);
+    for (int32_t i = 0; status == NXE_OK && i < num_outputs; i++) {
+        const nxe_exe_tensor *t = &exe->tensors[exe->output_ids[i]];
+        uint8_t *result = context->staging + exe->output_offsets[i];
+        if (nocopy) {
+            describe(t, &outputs[i]);
+            outputs[i].data = result;
+            continue;
+        }
+        /* memmove: the caller may hand back staging memory (a created input) as a buffer. */
+        if (t->bytes > 0)
+            memmove(outputs[i].data, result, t->bytes);
+        delta.bytes_copied_out += t->bytes;
+    }
+    release_run_context(exe, context, nocopy && status == NXE_OK,
+                        status == NXE_OK ? &delta : NULL);
+    return status;
 }
 
 NXE_API nxe_status nxe_executable_run(nxe_executable *exe, const nxe_tensor_desc *inputs,
                                       int32_t num_inputs, nxe_tensor_desc *outputs,
                                       int32_t num_outputs)
 {
-    const char *where = "nxe_executable_run";
-    nxe_status status = check_run_args(exe, inputs, num_inputs, outputs, num_outputs, true, where);
-    if (status != NXE_OK)
-        return status;
-    nxe_run_stats delta = {0};
-    stage_inputs(exe, inputs, &delta);
-    status = run_steps(exe, where);
-    if (status != NXE_OK)
-        return status;
-    for (int32_t i = 0; i < num_outputs; i++) {
-        size_t bytes = exe->tensors[exe->output_ids[i]].bytes;
-        /* memmove: the caller may hand back staging memory (a created input) as a buffer. */
-        if (bytes > 0)
-            memmove(outputs[i].data, exe->staging + exe->output_offsets[i], bytes);
-        delta.bytes_copied_out += bytes;
-    }
-    add_stats(exe, &delta);
-    return NXE_OK;
+    return run(exe, inputs, num_inputs, outputs, num_outputs, false, "nxe_executable_run");
 }
 
 NXE_API nxe_status nxe_executable_run_nocopy(nxe_executable *exe, const nxe_tensor_desc *inputs,
                                              int32_t num_inputs, nxe_tensor_desc *outputs,
                                              int32_t num_outputs)
 {
-    const char *where = "nxe_executable_run_nocopy";
     if (outputs && exe && num_outputs == exe->num_outputs)
         memset(outputs, 0, sizeof *outputs * (size_t)num_outputs);
-    nxe_status status = check_run_args(exe, inputs, num_inputs, outputs, num_outputs, false, where);
-    if (status != NXE_OK)
-        return status;
-    nxe_run_stats delta = {0};
-    stage_inputs(exe, inputs, &delta);
-    status = run_steps(exe, where);
-    if (status != NXE_OK)
-        return status;
-    for (int32_t i = 0; i < num_outputs; i++) {
-        describe(&exe->tensors[exe->output_ids[i]], &outputs[i]);
-        outputs[i].data = exe->staging + exe->output_offsets[i];
-    }
-    add_stats(exe, &delta);
-    return NXE_OK;
+    return run(exe, inputs, num_inputs, outputs, num_outputs, true,
+               "nxe_executable_run_nocopy");
 }
 
 /* ---- variables and memory ---- */
@@ -517,7 +744,9 @@ NXE_API nxe_status nxe_executable_read_variable(nxe_executable *exe, const char 
     status = check_desc(t, desc, where, "variable", 0);
     if (status != NXE_OK)
         return status;
+    pthread_rwlock_rdlock(&exe->runs->variables);
     memcpy(desc->data, t->storage, t->bytes);
+    pthread_rwlock_unlock(&exe->runs->variables);
     return NXE_OK;
 }
 
@@ -534,7 +763,9 @@ NXE_API nxe_status nxe_executable_write_variable(nxe_executable *exe, const char
     status = check_desc(t, desc, where, "variable", 0);
     if (status != NXE_OK)
         return status;
+    pthread_rwlock_wrlock(&exe->runs->variables);
     memmove(t->storage, desc->data, t->bytes);
+    pthread_rwlock_unlock(&exe->runs->variables);
     return NXE_OK;
 }
 

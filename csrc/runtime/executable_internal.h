@@ -1,6 +1,6 @@
 /* executable_internal.h — a compiled plan: tensors as the executable keeps them, the steps
- * (one op run each), the arena, the constants and the staging buffer. Independent of the
- * graph it came from; the compiler and the binary loader both fill one in. */
+ * (one op run each), the constants, the memory plan and the run contexts that carry it out.
+ * Independent of the graph it came from; the compiler and the binary loader both fill one in. */
 #ifndef NXE_EXECUTABLE_INTERNAL_H
 #define NXE_EXECUTABLE_INTERNAL_H
 
@@ -68,20 +68,25 @@ typedef struct nxe_exe_step {
     nxe_fused_epilogue fused; /* what runtime/prepare.c folded into this step */
 } nxe_exe_step;
 
+/* What changes while runs are under way (executable.c): the run contexts, each holding what
+ * one run writes (arena, workspace, staging, the steps' value descriptors) so that runs from
+ * several threads at once each have their own; the created inputs handed out; the statistics;
+ * the locks. */
+typedef struct nxe_run_pool nxe_run_pool;
+
 struct nxe_executable {
     nxe_exe_tensor *tensors;
     int32_t num_tensors;
-    void **data;          /* per tensor: where it lives during the current run */
-    nxe_exe_step *steps;
+    void **data;          /* per tensor: where constants and variables live; NULL for arena
+                             and I/O tensors, which each run context places in its own memory */
+    nxe_exe_step *steps;  /* read-only once prepared: runs never write them */
     int32_t num_steps;
     int32_t *input_ids;
     int32_t num_inputs;
     int32_t *output_ids;
     int32_t num_outputs;
-    void *arena;
-    uint64_t arena_bytes;
-    void *workspace;          /* scratch shared by prepared steps (runtime/prepare.c) */
-    size_t workspace_bytes;
+    uint64_t arena_bytes;     /* per run context */
+    size_t workspace_bytes;   /* per run context: scratch for prepared steps (prepare.c) */
     uint64_t transient_bytes;
     uint64_t constant_bytes;  /* distinct constants plus variables */
     nxe_exe_constant *constants;
@@ -97,14 +102,16 @@ struct nxe_executable {
     bool recompiled;
     nxe_file_map file;    /* a loaded binary: constants point into it */
 
-    /* Staging (layout in executable.c): [result area][input slots][created inputs]. */
-    uint8_t *staging;
-    uint64_t staging_bytes;   /* capacity */
-    uint64_t *output_offsets; /* per output: offset of its result in staging */
-    uint64_t *input_offsets;  /* per input: offset of its slot in staging */
-    uint64_t slots_end;       /* end of the input slots = start of created inputs */
-    uint64_t created_end;     /* end of the created inputs */
-    nxe_run_stats stats;
+    /* Staging (layout in executable.c): each run context has [result area][input slots];
+     * created inputs share one region owned by the executable. */
+    uint64_t staging_bytes;   /* capacity: one run's result area and input slots plus the
+                                 created-input region */
+    uint64_t *output_offsets; /* per output: offset of its result in a run's staging */
+    uint64_t *input_offsets;  /* per input: offset of its slot in a run's staging */
+    uint64_t io_bytes;        /* a run's staging: the result area and the input slots */
+    uint8_t *created;         /* the created-input region: staging_bytes - io_bytes bytes */
+    bool writes_variables;    /* a step produces a VARIABLE: runs hold the variables alone */
+    nxe_run_pool *runs;       /* made by nxe_executable_alloc */
 };
 
 /* An executable with `num_tensors` zeroed tensor slots (constant index -1) and `num_steps`
@@ -116,19 +123,20 @@ uint64_t nxe_executable_staging_minimum(const nxe_executable *exe);
 /* The default capacity: the result area plus room for every input twice (its slot and one
  * created copy), each rounded up to 64 bytes. */
 uint64_t nxe_executable_staging_default(const nxe_executable *exe);
-/* Lays out and allocates the staging buffer once tensors and I/O ids are final;
- * `capacity` 0 means the default. `where` names the caller in messages. */
+/* Lays out staging, allocates the created-input region and the first run context once the
+ * steps, tensors and I/O ids are final; `capacity` 0 means the default. `where` names the
+ * caller in messages. */
 nxe_status nxe_executable_init_staging(nxe_executable *exe, uint64_t capacity,
                                        const char *where);
 
 /* Prepares every step for this process's kernels (packing constant weights, sizing the
- * shared workspace), folds activations and residual additions into the steps that can apply
- * them as epilogues, then plans and allocates the arena for the steps that remain. Run by the
- * compiler and by the binary loader, so a loaded plan runs the same steps as a compiled one. */
+ * workspace), folds activations and residual additions into the steps that can apply them as
+ * epilogues, then plans the arena for the steps that remain. Run by the compiler and by the
+ * binary loader, so a loaded plan runs the same steps as a compiled one. */
 nxe_status nxe_executable_prepare(nxe_executable *exe);
 /* Gives every arena tensor an offset (largest first, lowest free offset among overlapping
- * lifetimes) from the steps as they are, and allocates the arena unless `plan_only`. */
-nxe_status nxe_executable_plan_arena(nxe_executable *exe, bool plan_only);
+ * lifetimes) from the steps as they are; each run context allocates an arena of the size. */
+nxe_status nxe_executable_plan_arena(nxe_executable *exe);
 
 /* Options of the internal compile shared by nxe_graph_compile, the binary writer and the
  * loader's recompile path. */

@@ -207,16 +207,10 @@ static nxe_status prepare_steps(nxe_executable *exe)
             return status;
         }
     }
-    if (exe->workspace_bytes > 0) {
-        exe->workspace = nxe_alloc(exe->workspace_bytes);
-        if (!exe->workspace)
-            return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "prepare: out of memory for a %zu-byte "
-                             "workspace", exe->workspace_bytes);
-    }
     return NXE_OK;
 }
 
-nxe_status nxe_executable_plan_arena(nxe_executable *exe, bool plan_only)
+nxe_status nxe_executable_plan_arena(nxe_executable *exe)
 {
     size_t n = (size_t)exe->num_tensors + 1;
     nxe_buffer_request *requests = nxe_alloc_zeroed(sizeof(nxe_buffer_request) * n);
@@ -259,20 +253,7 @@ nxe_status nxe_executable_plan_arena(nxe_executable *exe, bool plan_only)
     nxe_free(first);
     nxe_free(last);
     nxe_free(offsets);
-    if (status != NXE_OK || plan_only)
-        return status;
-    nxe_free(exe->arena);
-    exe->arena = NULL;
-    if (exe->arena_bytes > 0) {
-        exe->arena = nxe_alloc((size_t)exe->arena_bytes);
-        if (!exe->arena)
-            return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "out of memory for a %llu-byte arena",
-                             (unsigned long long)exe->arena_bytes);
-    }
-    for (int32_t i = 0; i < exe->num_tensors; i++)
-        if (exe->tensors[i].in_arena)
-            exe->data[i] = (char *)exe->arena + exe->tensors[i].arena_offset;
-    return NXE_OK;
+    return status;
 }
 
 nxe_status nxe_executable_prepare(nxe_executable *exe)
@@ -281,6 +262,6 @@ nxe_status nxe_executable_prepare(nxe_executable *exe)
     if (status == NXE_OK)
         status = fold_epilogues(exe);
     if (status == NXE_OK)
-        status = nxe_executable_plan_arena(exe, false);
+        status = nxe_executable_plan_arena(exe);
     return status;
 }

@@ -47,9 +47,9 @@
  * the kernels a process runs (CPU features, ISA levels, kernel names) is the experimental tier,
  * declared in nxe_experimental.h: it may change or go in any minor version.
  *
- * Threads: a graph is used from one thread at a time; an executable runs one request at a
- * time (calls on one executable must not overlap); distinct objects may be used from
- * distinct threads freely.
+ * Threads: a graph is used from one thread at a time; an executable may be run from several
+ * threads at once, each run correct on its own (see nxe_executable_run); distinct objects may
+ * be used from distinct threads freely.
  */
 #ifndef NXE_NXE_H
 #define NXE_NXE_H
@@ -441,7 +441,10 @@ NXE_API nxe_status nxe_executable_output_desc(const nxe_executable *exe, int32_t
                                               nxe_tensor_desc *desc, const char **name);
 /* Runs once. Inputs are read from the caller's buffers; outputs are copied into the caller's
  * buffers, which must hold the output's dtype, shape and byte size. Descriptors are matched by
- * position. One run at a time per executable. The calling thread computes too: the kernels
+ * position. Runs from several threads at once are each correct: each takes its own arena,
+ * workspace and staging from a pool that grows to the most runs ever under way at once (plus
+ * threads holding nxe_executable_run_nocopy results) and shrinks only on release; runs that
+ * write a VARIABLE take turns. The calling thread computes too: the kernels
  * use up to about 128 KiB of its stack (the library's own worker threads have the system
  * default).
  * NXE_ERROR_INVALID_ARGUMENT (a NULL argument, other counts, a nonzero reserved field, NULL
@@ -482,21 +485,22 @@ NXE_API nxe_status nxe_executable_memory_info(const nxe_executable *exe, nxe_mem
  * input into its staging slot unless it already lies inside the staging buffer. */
 
 /* Allocates input `index` inside the staging buffer (64-byte aligned, zeroed, after what is
- * already there) and describes it in `desc` (data, data_size, dtype, shape). The memory is the
- * executable's, valid until nxe_executable_reset_staging or release; the caller does not free
- * it. NXE_ERROR_INVALID_ARGUMENT (a NULL argument), NXE_ERROR_NOT_FOUND (index out of range),
+ * already there) and describes it in `desc` (data, data_size, dtype, shape). The memory belongs
+ * to the executable, not to a thread: any thread's run may read it in place. It stays valid
+ * until nxe_executable_reset_staging or release; the caller does not free it.
+ * NXE_ERROR_INVALID_ARGUMENT (a NULL argument), NXE_ERROR_NOT_FOUND (index out of range),
  * NXE_ERROR_BUFFER_TOO_SMALL (the staging buffer is full); *desc is then all zero.
  * Since 0.1. */
 NXE_API nxe_status nxe_executable_create_input(nxe_executable *exe, int32_t index,
                                                nxe_tensor_desc *desc);
-/* Forgets every nxe_executable_create_input allocation; their memory may be reused.
- * NXE_ERROR_INVALID_ARGUMENT when exe is NULL. Since 0.1. */
+/* Forgets every nxe_executable_create_input allocation; their memory may be reused, so no
+ * thread may still be using one. NXE_ERROR_INVALID_ARGUMENT when exe is NULL. Since 0.1. */
 NXE_API nxe_status nxe_executable_reset_staging(nxe_executable *exe);
 /* Runs once and describes each output in `outputs` (filled in, not read) with data pointing
- * into the executable's result buffer: no copy. Valid until the next run, reset or release of
- * the executable; the caller must not free it. Status codes as nxe_executable_run; on failure
- * the descriptors are all zero (when their count was right) and the run is not counted.
- * Since 0.1. */
+ * into a result buffer of the executable: no copy. Valid until the calling thread's next run
+ * of the executable (either function) or its release; other threads' runs leave it alone.
+ * The caller must not free it. Status codes as nxe_executable_run; on failure the descriptors
+ * are all zero (when their count was right) and the run is not counted. Since 0.1. */
 NXE_API nxe_status nxe_executable_run_nocopy(nxe_executable *exe, const nxe_tensor_desc *inputs,
                                              int32_t num_inputs, nxe_tensor_desc *outputs,
                                              int32_t num_outputs);

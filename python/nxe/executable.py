@@ -3,6 +3,10 @@
 Inputs are checked here against the executable's own descriptions so a wrong array gets a
 message naming the input. run() returns fresh arrays the caller owns; run_nocopy() and
 create_input() return arrays living in the executable's staging buffer, which keep it alive.
+
+Every call into the library releases the GIL. The library lets several threads use one
+executable at once (each run has its own memory), so no lock is taken here; each method reads
+the handle once, and a run under way keeps it alive through a concurrent ``close``.
 """
 
 from __future__ import annotations
@@ -106,7 +110,8 @@ def _staging_array(owner: Any, desc: Any, io: _Io, what: str) -> np.ndarray:
 
 
 class Executable:
-    """Runs one request at a time. Independent of the Graph it came from.
+    """Runs on numpy arrays, from any number of threads at once. Independent of the Graph it
+    came from.
 
     The C executable is released when ``close()`` has been called (or this object is gone)
     and no array from ``run_nocopy`` or ``create_input`` still uses its memory.
@@ -149,9 +154,11 @@ class Executable:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _require_open(self) -> None:
-        if self._handle is None:
+    def _open_handle(self) -> Any:
+        handle = self._handle
+        if handle is None:
             raise InvalidStateError("the executable is closed")
+        return handle
 
     # -- description ---------------------------------------------------------------------
 
@@ -167,10 +174,10 @@ class Executable:
 
     def memory_info(self) -> dict[str, int]:
         """Arena, transient and constant bytes, threads and kernel calls per run."""
-        self._require_open()
+        handle = self._open_handle()
         info = ffi.new("nxe_memory_info *")
         info.struct_size = ffi.sizeof("nxe_memory_info")
-        check(lib.nxe_executable_memory_info(self._handle, info))
+        check(lib.nxe_executable_memory_info(handle, info))
         return {
             "arena_bytes": int(info.arena_bytes),
             "transient_bytes": int(info.transient_bytes),
@@ -231,29 +238,30 @@ class Executable:
         Returns a new array per output, keyed by output name, owned by the caller: later runs
         leave it alone. An input made by ``create_input`` is used where it lies, without a copy.
         """
-        self._require_open()
+        handle = self._open_handle()
         in_descs, arrays = self._input_descs(args)
         results = [np.empty(io.shape, _dtypes.numpy_of(io.dtype)) for io in self._outputs]
         out_descs = ffi.new("nxe_tensor_desc[]", max(len(results), 1))
         for i, (io, array) in enumerate(zip(self._outputs, results)):
             _fill_desc(out_descs[i], array, io.dtype)
-        check(lib.nxe_executable_run(self._handle, in_descs, len(arrays), out_descs, len(results)))
+        check(lib.nxe_executable_run(handle, in_descs, len(arrays), out_descs, len(results)))
         return {io.name: array for io, array in zip(self._outputs, results)}
 
     def run_nocopy(self, *args: Any) -> dict[str, np.ndarray]:
-        """Runs once like ``run``, but each output is a view into the executable's result
-        buffer: nothing is copied out.
+        """Runs once like ``run``, but each output is a view into a result buffer of the
+        executable: nothing is copied out.
 
-        The views are valid until the next run, ``reset_staging`` or ``close``: a later run
-        overwrites them with its own results. They keep the executable's memory alive, and
-        ``np.from_dlpack`` (or ``torch.from_dlpack``) takes them without a copy.
+        The views are valid until this thread's next run of the executable: that run
+        overwrites them with its own results; other threads' runs leave them alone. They keep
+        the executable's memory alive, and ``np.from_dlpack`` (or ``torch.from_dlpack``) takes
+        them without a copy.
         """
-        self._require_open()
+        handle = self._open_handle()
         in_descs, arrays = self._input_descs(args)
         out_descs = ffi.new("nxe_tensor_desc[]", max(len(self._outputs), 1))
-        check(lib.nxe_executable_run_nocopy(self._handle, in_descs, len(arrays), out_descs,
+        check(lib.nxe_executable_run_nocopy(handle, in_descs, len(arrays), out_descs,
                                             len(self._outputs)))
-        return {io.name: _staging_array(self._handle, out_descs[i], io, "output")
+        return {io.name: _staging_array(handle, out_descs[i], io, "output")
                 for i, io in enumerate(self._outputs)}
 
     # -- zero-copy inputs and statistics -------------------------------------------------
@@ -301,38 +309,39 @@ class Executable:
         and pass it to ``run``/``run_nocopy``, which then use it in place instead of copying.
 
         The input is chosen by index or name, or by the ``shape`` and/or ``dtype`` that
-        exactly one input has (none given: input 0). The array is valid until
-        ``reset_staging`` or ``close``; a full staging buffer raises BufferTooSmallError.
+        exactly one input has (none given: input 0). The array belongs to the executable, not
+        to the thread: any thread may pass it to a run. It is valid until ``reset_staging``;
+        a full staging buffer raises BufferTooSmallError.
         """
-        self._require_open()
+        handle = self._open_handle()
         index = self._input_index(index_or_name, shape, dtype)
         desc = ffi.new("nxe_tensor_desc *")
-        check(lib.nxe_executable_create_input(self._handle, index, desc))
-        return _staging_array(self._handle, desc, self._inputs[index], "input")
+        check(lib.nxe_executable_create_input(handle, index, desc))
+        return _staging_array(handle, desc, self._inputs[index], "input")
 
     def reset_staging(self) -> None:
         """Forgets every ``create_input`` allocation. Arrays made before must not be used
-        afterwards: their memory is handed out again."""
-        self._require_open()
-        check(lib.nxe_executable_reset_staging(self._handle))
+        afterwards, by any thread: their memory is handed out again."""
+        handle = self._open_handle()
+        check(lib.nxe_executable_reset_staging(handle))
 
     def stats(self) -> dict[str, int]:
         """Run statistics since creation or load: runs, inputs copied into staging and used in
         place, bytes copied in and out, staging capacity and use."""
-        self._require_open()
+        handle = self._open_handle()
         stats = ffi.new("nxe_run_stats *")
         stats.struct_size = ffi.sizeof("nxe_run_stats")
-        check(lib.nxe_executable_stats(self._handle, stats))
+        check(lib.nxe_executable_stats(handle, stats))
         return {field: int(getattr(stats, field)) for field in _STATS_FIELDS}
 
     def info(self) -> dict[str, Any]:
         """Where the plan came from: the source model's fingerprint (hex), the ISA and kernel
         ABI it needs, whether it was loaded from a binary or recompiled from the model
         embedded in one, and the number of distinct constant buffers."""
-        self._require_open()
+        handle = self._open_handle()
         info = ffi.new("nxe_executable_info *")
         info.struct_size = ffi.sizeof("nxe_executable_info")
-        check(lib.nxe_executable_get_info(self._handle, info))
+        check(lib.nxe_executable_get_info(handle, info))
         return {
             "fingerprint": bytes(ffi.buffer(info.fingerprint)).hex(),
             "isa": ffi.string(info.isa).decode("utf-8", "replace"),
@@ -353,20 +362,20 @@ class Executable:
 
     def read_variable(self, name: str) -> np.ndarray:
         """A copy of a VARIABLE tensor's current value."""
-        self._require_open()
+        handle = self._open_handle()
         shape, dtype = self._variable(name)
         array = np.empty(shape, _dtypes.numpy_of(dtype))
         desc = ffi.new("nxe_tensor_desc *")
         _fill_desc(desc, array, dtype)
-        check(lib.nxe_executable_read_variable(self._handle, name.encode(), desc))
+        check(lib.nxe_executable_read_variable(handle, name.encode(), desc))
         return array
 
     def write_variable(self, name: str, value: Any) -> None:
         """Overwrites a VARIABLE tensor's value between runs."""
-        self._require_open()
+        handle = self._open_handle()
         shape, dtype = self._variable(name)
         io = _Io(0, name, shape, dtype)
         array = self._array_for(io, value, "variable")
         desc = ffi.new("nxe_tensor_desc *")
         _fill_desc(desc, array, dtype)
-        check(lib.nxe_executable_write_variable(self._handle, name.encode(), desc))
+        check(lib.nxe_executable_write_variable(handle, name.encode(), desc))

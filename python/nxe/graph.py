@@ -3,6 +3,9 @@
 One method per registered op type is generated from the C registry at import. Names, shapes,
 dtypes and bindings are checked by the library alone, so each mistake has one message;
 Python checks only what C cannot see (Python types, tensors of another Graph object).
+
+The library lets one thread at a time use a graph, and every call into it releases the GIL;
+so each Graph has a lock, and every call on it or its tensors holds it.
 """
 
 from __future__ import annotations
@@ -12,8 +15,10 @@ import json
 import keyword
 import operator
 import os
+import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from functools import wraps
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -40,6 +45,20 @@ _QUANT_NAMES = {
 
 Shape = Sequence["int | None"]
 
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _locked(method: _Method) -> _Method:
+    """Runs a Graph or Tensor method under its graph's lock."""
+
+    @wraps(method)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        graph = self if isinstance(self, Graph) else self._graph
+        with graph._lock:
+            return method(self, *args, **kwargs)
+
+    return call  # type: ignore[return-value]
+
 
 def _shape_array(shape: Shape | None) -> tuple[int, Any]:
     """(ndim, int64_t[]) for the C spec; None means rank unknown, a None dim means unknown."""
@@ -63,6 +82,7 @@ class Tensor:
     def graph(self) -> Graph:
         return self._graph
 
+    @_locked
     def _info(self) -> Any:
         self._graph._require_open()
         info = ffi.new("nxe_tensor_info *")
@@ -106,6 +126,7 @@ class Tensor:
             result.update(fractional_length=int(info.fractional_length))
         return result
 
+    @_locked
     def set_shape(self, shape: Shape) -> None:
         """Declares a new shape for an input, output or transient tensor before compiling; a
         graph built for one input size compiles for another (shapes downstream are inferred
@@ -114,12 +135,14 @@ class Tensor:
         ndim, dims = _shape_array(shape)
         check(lib.nxe_tensor_set_shape(self._handle, ndim, dims))
 
+    @_locked
     def set_quant_asymmetric(self, scale: float, zero_point: int) -> None:
         """real = scale * (q - zero_point), one scale for the whole tensor."""
         self._graph._require_open()
         check(lib.nxe_tensor_set_quant_asymmetric(self._handle, float(scale),
                                                   operator.index(zero_point)))
 
+    @_locked
     def set_quant_per_channel(self, axis: int, scales: Sequence[float]) -> None:
         """real = scales[c] * q along ``axis``."""
         self._graph._require_open()
@@ -128,6 +151,7 @@ class Tensor:
         check(lib.nxe_tensor_set_quant_per_channel(self._handle, operator.index(axis), array,
                                                    len(values)))
 
+    @_locked
     def set_quant_dynamic_fixed_point(self, fractional_length: int) -> None:
         """real = q * 2^-fractional_length."""
         self._graph._require_open()
@@ -153,11 +177,12 @@ class Graph:
 
     Besides the generic ``op``, every registered op type is a method (``g.Conv2d(x, w, None,
     strides=[1, 1])``): inputs positionally in schema order, attributes as keywords.
-    Use from one thread at a time.
+    Calls from several threads take turns.
     """
 
     def __init__(self) -> None:
         self._handle = None
+        self._lock = threading.RLock()
         context = ffi.new("nxe_context **")
         check(lib.nxe_context_create(context))
         graph = ffi.new("nxe_graph **")
@@ -177,6 +202,7 @@ class Graph:
         compiled from it can read and write them by name."""
         graph = cls.__new__(cls)
         graph._handle = handle
+        graph._lock = threading.RLock()
         graph._used_names = set()
         graph._op_count = 0
         graph._variables = []
@@ -191,6 +217,7 @@ class Graph:
 
     # -- lifetime ------------------------------------------------------------------------
 
+    @_locked
     def close(self) -> None:
         """Releases the C graph; executables compiled from it stay valid."""
         if self._handle is not None:
@@ -214,6 +241,7 @@ class Graph:
 
     # -- tensors -------------------------------------------------------------------------
 
+    @_locked
     def _add_tensor(self, name: str | None, dtype: int, kind: int, shape: Shape | None) -> Tensor:
         self._require_open()
         ndim, dims = _shape_array(shape)
@@ -232,6 +260,7 @@ class Graph:
         self._used_names.add(tensor.name)
         return tensor
 
+    @_locked
     def _add_data_tensor(self, value: Any, name: str | None, dtype: Any, kind: int) -> Tensor:
         if dtype is None:
             array = np.asarray(value, order="C")
@@ -270,12 +299,14 @@ class Graph:
             self._variables.append(tensor)
         return tensor
 
+    @_locked
     def find_tensor(self, name: str) -> Tensor:
         self._require_open()
         out = ffi.new("nxe_tensor **")
         check(lib.nxe_graph_find_tensor(self._handle, name.encode(), out))
         return Tensor(self, out[0])
 
+    @_locked
     def mark_output(self, tensor: Tensor, name: str | None = None) -> None:
         """Makes an op's result a graph output, renamed to ``name`` if given: the key it gets
         in the results of Executable.run."""
@@ -312,6 +343,7 @@ class Graph:
         """
         return self._add_op(op_type, inputs, num_outputs, name, outputs, attrs)
 
+    @_locked
     def _add_op(self, op_type: str, inputs: Sequence[Tensor | None], num_outputs: int | None,
                 name: str | None, outputs: Sequence[Tensor] | None,
                 attrs: dict[str, Any]) -> list[Tensor]:
@@ -359,6 +391,7 @@ class Graph:
 
     # -- compile -------------------------------------------------------------------------
 
+    @_locked
     def compile(self, threads: int = 0, relax: bool = False) -> Executable:
         """Infers shapes, validates and plans the graph. ``threads`` = 0 uses every online CPU;
         ``relax`` lets fp32 work run in bf16 with fp32 accumulation."""
@@ -372,6 +405,7 @@ class Graph:
         variables = {t.name: (t.shape, t.dtype) for t in self._variables}
         return Executable(out[0], variables=variables)
 
+    @_locked
     def compile_to_binary(self, path: str | os.PathLike[str] | None = None, threads: int = 0,
                           relax: bool = False) -> bytes:
         """Compiles the graph as ``compile`` does and returns the compiled binary (.nxb), which

@@ -41,7 +41,8 @@ class VirtualMachine:
     every section's checksum first; ``allow_recompile`` lets a binary made for an ISA or
     kernel ABI this machine lacks be recompiled from the model embedded in it (otherwise that
     is an UnsupportedError); ``staging_bytes`` sets the staging capacity (0: the result area
-    plus room for every input twice).
+    plus room for every input twice). Like Executable, it may be run from several threads at
+    once.
 
         with nxe.VirtualMachine("edsr.nxb") as vm:
             frame = vm.create_input((1, 3, 270, 480), "f32")
@@ -129,8 +130,8 @@ class VirtualMachine:
         return Function(self, name)
 
     def run_nocopy(self, *arrays: Any) -> np.ndarray | tuple[np.ndarray, ...]:
-        """Runs like ``vm["main"]`` but returns views into the result buffer, valid until the
-        next run, ``reset_staging`` or ``close``: see Executable.run_nocopy."""
+        """Runs like ``vm["main"]`` but returns views into a result buffer, valid until this
+        thread's next run: see Executable.run_nocopy."""
         return _unpack(self._open().run_nocopy(*arrays))
 
     def create_input(self, shape: Sequence[int] | None = None, dtype: Any = None, *,
