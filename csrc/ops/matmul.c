@@ -1,5 +1,6 @@
 /* matmul.c — the matmul op family: MatMul (numpy semantics), Gemm (ONNX) and FullyConnected.
- * Schemas, shape rules and lowering onto the one strided GEMM of kernels/ref/matmul. */
+ * Schemas, shape rules and lowering: onto the packed GEMM (kernels/gemm.h) wherever the level
+ * has a microkernel, onto the reference GEMM of kernels/ref/matmul at the scalar level. */
 #include <inttypes.h>
 #include <string.h>
 
@@ -170,7 +171,7 @@ static void matmul_rows(void *ctx, int64_t begin, int64_t end)
             .c = NULL, .c_stride_m = 0, .c_stride_n = 0,
             .y = job->y + batch * p->m * p->n, .y_stride_m = p->n,
         };
-        nxe_kernels()->f32_gemm(&args, first, last);
+        nxe_ref_f32_gemm(&args, first, last);
         row += last - first;
     }
 }
@@ -324,7 +325,7 @@ static void gemm_rows(void *ctx, int64_t begin, int64_t end)
         .c = job->c, .c_stride_m = p->c_stride_m, .c_stride_n = p->c_stride_n,
         .y = job->y, .y_stride_m = p->n,
     };
-    nxe_kernels()->f32_gemm(&args, begin, end);
+    nxe_ref_f32_gemm(&args, begin, end);
 }
 
 /* Shared by Gemm and FullyConnected: inputs are (A, B, optional addend). */
@@ -340,18 +341,20 @@ static nxe_status gemm_run(const void *params_in, const nxe_value *inputs, int32
     return NXE_OK;
 }
 
-/* ---- the packed path: constant B packed once for this level's GEMM kernel ---- */
+/* ---- the packed path: B packed for this level's GEMM kernel, once or at every run ---- */
 
 typedef struct gemm_prepared {
     const nxe_kernel_table *kernels;
     const nxe_gemm_kernel *kernel;
     int64_t m, n, k;
     int64_t a_stride_m, a_stride_k;
+    int64_t b_stride_k, b_stride_n; /* of B as the op reads it */
     float alpha;
-    int32_t bias_input; /* input index of a [N] bias used as given, -1 for none */
-    const float *bias;  /* a scaled copy inside this block, or NULL */
-    void *b_packed;     /* inside this block */
-    int32_t b_per_run;  /* MatMul: B is packed into the workspace at every run */
+    float beta;
+    int32_t has_c;                  /* input 2 is an addend, the epilogue's bias */
+    int64_t c_stride_m, c_stride_n;
+    void *b_packed;     /* inside this block, or NULL when B is packed at every run */
+    int32_t b_per_run;  /* B is packed into the workspace at every run */
 } gemm_prepared;
 
 static const nxe_gemm_kernel *packed_kernel(const nxe_prepare_context *context)
@@ -361,65 +364,57 @@ static const nxe_gemm_kernel *packed_kernel(const nxe_prepare_context *context)
                                                                  : kernels->f32_gemm_kernel;
 }
 
-/* Packs B (element (k, j) at b[k * stride_k + j * stride_n]) and copies `bias_values` (n
- * values scaled by bias_scale, element j at bias_values[j * bias_stride]) when given. */
-static nxe_status pack_gemm(const nxe_prepare_context *context, const gemm_prepared *shape,
-                            const float *b, int64_t stride_k, int64_t stride_n,
-                            const float *bias_values, int64_t bias_stride, float bias_scale,
-                            void **prepared)
+static size_t packed_b_bytes(const gemm_prepared *p)
 {
-    const nxe_gemm_kernel *kernel = shape->kernel;
-    size_t bias_bytes = bias_values ? (size_t)nxe_round_up(shape->n, 16) * sizeof(float) : 0;
-    size_t bytes = nxe_gemm_packed_bytes(kernel, shape->k, shape->n, kernel->nr);
+    return nxe_gemm_packed_bytes(p->kernel, p->k, p->n, p->kernel->nr);
+}
+
+/* The prepared block for `shape`: B packed from `b` when it is given (a constant), else asked
+ * for in the workspace, `slots` times, to be packed at every run. */
+static nxe_status prepare_packed(const nxe_prepare_context *context, const gemm_prepared *shape,
+                                 const float *b, int64_t slots, void **prepared,
+                                 size_t *workspace_bytes)
+{
+    const size_t bytes = b ? packed_b_bytes(shape) : 0;
     void *data;
-    gemm_prepared *p = nxe_prepared_alloc(sizeof *p, bias_bytes + bytes, &data);
+    gemm_prepared *p = nxe_prepared_alloc(sizeof *p, bytes, &data);
     if (!p)
         return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "out of memory for %zu bytes of packed weights",
                          bytes);
     *p = *shape;
     p->kernels = context->kernels;
-    if (bias_values) {
-        float *bias = data;
-        for (int64_t j = 0; j < shape->n; j++)
-            bias[j] = bias_scale * bias_values[j * bias_stride];
-        p->bias = bias;
+    if (b) {
+        p->b_packed = data;
+        nxe_gemm_pack(p->kernel, p->kernel->nr, b, p->b_stride_k, p->b_stride_n, p->k, p->n,
+                      p->b_packed);
+    } else {
+        p->b_per_run = 1;
+        /* At least one cache line, so that slots never sit at a NULL workspace. */
+        *workspace_bytes = (size_t)slots * packed_b_bytes(p) + 64;
     }
-    p->b_packed = (char *)data + bias_bytes;
-    nxe_gemm_pack(kernel, kernel->nr, b, stride_k, stride_n, shape->k, shape->n, p->b_packed);
     *prepared = p;
     return NXE_OK;
 }
 
-/* Gemm and FullyConnected with a constant B. C becomes the epilogue's bias when it is one row
- * broadcast down the output (constant, or beta = 1 and contiguous); other addends keep the
- * reference path. */
+/* Gemm and FullyConnected: B packed once when constant, else at every run; C, any broadcast
+ * of it, is the epilogue's bias (scaled by beta). */
 static nxe_status gemm_prepare(const void *params_in, const nxe_value *inputs,
                                int32_t num_inputs, const nxe_prepare_context *context,
                                void **prepared, size_t *workspace_bytes)
 {
-    (void)workspace_bytes;
+    (void)num_inputs;
     const gemm_params *p = params_in;
     *prepared = NULL;
     const nxe_gemm_kernel *kernel = packed_kernel(context);
-    if (!kernel || !inputs[1].data || inputs[0].dtype != NXE_DTYPE_F32)
+    if (!kernel || inputs[0].dtype != NXE_DTYPE_F32)
         return NXE_OK;
-    gemm_prepared shape = {
+    const gemm_prepared shape = {
         .kernel = kernel, .m = p->m, .n = p->n, .k = p->k, .a_stride_m = p->a_stride_m,
-        .a_stride_k = p->a_stride_k, .alpha = p->alpha, .bias_input = -1,
+        .a_stride_k = p->a_stride_k, .b_stride_k = p->b_stride_k, .b_stride_n = p->b_stride_n,
+        .alpha = p->alpha, .beta = p->beta, .has_c = p->has_c, .c_stride_m = p->c_stride_m,
+        .c_stride_n = p->c_stride_n,
     };
-    const float *bias_values = NULL;
-    if (p->has_c && input_present(inputs, num_inputs, 2)) {
-        if (p->c_stride_m != 0)
-            return NXE_OK;
-        if (inputs[2].data)
-            bias_values = inputs[2].data;
-        else if (p->beta == 1.0f && p->c_stride_n == 1)
-            shape.bias_input = 2;
-        else
-            return NXE_OK;
-    }
-    return pack_gemm(context, &shape, inputs[1].data, p->b_stride_k, p->b_stride_n, bias_values,
-                     p->c_stride_n, p->beta, prepared);
+    return prepare_packed(context, &shape, inputs[1].data, 1, prepared, workspace_bytes);
 }
 
 /* MatMul. A constant B shared by every batch, over an A whose batches follow each other, is
@@ -444,26 +439,13 @@ static nxe_status matmul_prepare(const void *params_in, const nxe_value *inputs,
             shared_b = false;
         expected *= p->batch_shape[d];
     }
-    if (shared_b) {
-        gemm_prepared shape = {
-            .kernel = kernel, .m = p->batch_count * p->m, .n = p->n, .k = p->k,
-            .a_stride_m = p->k, .a_stride_k = 1, .alpha = 1.0f, .bias_input = -1,
-        };
-        return pack_gemm(context, &shape, inputs[1].data, p->n, 1, NULL, 0, 1.0f, prepared);
-    }
-    void *unused;
-    gemm_prepared *runtime = nxe_prepared_alloc(sizeof *runtime, 0, &unused);
-    if (!runtime)
-        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "out of memory");
-    *runtime = (gemm_prepared){
-        .kernels = context->kernels, .kernel = kernel, .m = p->m, .n = p->n, .k = p->k,
-        .a_stride_m = p->k, .a_stride_k = 1, .alpha = 1.0f, .bias_input = -1,
-        .b_per_run = 1,
+    const gemm_prepared shape = {
+        .kernel = kernel, .m = shared_b ? p->batch_count * p->m : p->m, .n = p->n, .k = p->k,
+        .a_stride_m = p->k, .a_stride_k = 1, .b_stride_k = p->n, .b_stride_n = 1,
+        .alpha = 1.0f, .beta = 1.0f,
     };
-    /* At least one cache line, so that slots never sit at a NULL workspace. */
-    *workspace_bytes = (size_t)p->batch_count * nxe_gemm_packed_bytes(kernel, p->k, p->n, kernel->nr) + 64;
-    *prepared = runtime;
-    return NXE_OK;
+    return prepare_packed(context, &shape, shared_b ? inputs[1].data : NULL, p->batch_count,
+                          prepared, workspace_bytes);
 }
 
 typedef struct gemm_packed_job {
@@ -510,13 +492,30 @@ static nxe_gemm_packed_args packed_args(const gemm_prepared *p, const nxe_fused_
         .kernel = p->kernel, .m = p->m, .n = p->n, .k = p->k,
         .a = inputs[0].data, .a_stride_m = p->a_stride_m, .a_stride_k = p->a_stride_k,
         .b_packed = p->b_packed, .y = outputs[0].data, .y_stride_m = p->n,
-        .bias = p->bias_input >= 0 ? inputs[p->bias_input].data : p->bias,
+        .bias = p->has_c ? inputs[2].data : NULL,
+        .bias_stride_m = p->c_stride_m, .bias_stride_n = p->c_stride_n,
         .residual = fused->residual_input >= 0 ? inputs[fused->residual_input].data : NULL,
         .residual_stride_m = p->n,
         .epilogue = fused->epilogue,
     };
     args.epilogue.scale *= p->alpha;
+    args.epilogue.bias_scale *= p->beta;
     return args;
+}
+
+/* B packed into the workspace at every run: items are panels of B. */
+typedef struct pack_job {
+    const gemm_prepared *prepared;
+    const float *b;
+    void *packed;
+} pack_job;
+
+static void pack_panels(void *ctx, int64_t begin, int64_t end)
+{
+    const pack_job *job = ctx;
+    const gemm_prepared *p = job->prepared;
+    nxe_gemm_pack_panels(p->kernel, p->kernel->nr, job->b, p->b_stride_k, p->b_stride_n, p->k,
+                         p->n, begin, end, job->packed);
 }
 
 static nxe_status gemm_run_prepared(const void *params, const void *prepared_in,
@@ -526,14 +525,20 @@ static nxe_status gemm_run_prepared(const void *params, const void *prepared_in,
                                     nxe_thread_pool *pool)
 {
     (void)params;
-    (void)workspace;
     (void)num_inputs;
     (void)num_outputs;
     const gemm_prepared *p = prepared_in;
     gemm_packed_job job = {p, packed_args(p, fused, inputs, outputs), 0, 1, 0};
+    job.panels = (p->n + p->kernel->nr - 1) / p->kernel->nr;
+    if (p->b_per_run) {
+        pack_job pack = {p, inputs[1].data, workspace};
+        nxe_parallel_for(pool, job.panels,
+                         nxe_parallel_grain((double)p->k * (double)p->kernel->nr, MATMUL_TASK_WORK),
+                         pack_panels, &pack);
+        job.args.b_packed = workspace;
+    }
     const int64_t tiles = p->kernels->gemm_packed_tiles(&job.args);
     const int64_t threads = pool ? nxe_thread_pool_size(pool) : 1;
-    job.panels = (p->n + p->kernel->nr - 1) / p->kernel->nr;
     if (tiles < 2 * threads && threads > 1 && job.panels > 1) {
         /* Few rows (one sentence): split B's panels instead, so that the threads share the
          * reading of the weights rather than each reading all of them. */
@@ -569,8 +574,9 @@ static void pack_batches(void *ctx, int64_t begin, int64_t end)
         const int64_t batch = item / panels, panel = item % panels;
         int64_t a_offset, b_offset;
         batch_offsets(job->params, batch, &a_offset, &b_offset);
-        nxe_gemm_pack_panels(p->kernel, p->kernel->nr, job->b + b_offset, p->n, 1, p->k, p->n,
-                             panel, panel + 1, job->slots + (size_t)batch * job->slot_bytes);
+        nxe_gemm_pack_panels(p->kernel, p->kernel->nr, job->b + b_offset, p->b_stride_k,
+                             p->b_stride_n, p->k, p->n, panel, panel + 1,
+                             job->slots + (size_t)batch * job->slot_bytes);
     }
 }
 
@@ -611,7 +617,7 @@ static nxe_status matmul_run_prepared(const void *params, const void *prepared_i
         .args = packed_args(p, fused, inputs, outputs),
         .b = inputs[1].data,
         .slots = workspace,
-        .slot_bytes = nxe_gemm_packed_bytes(p->kernel, p->k, p->n, p->kernel->nr),
+        .slot_bytes = packed_b_bytes(p),
     };
     job.tiles_per_batch = p->kernels->gemm_packed_tiles(&job.args);
     if (mp->batch_count == 0 || job.tiles_per_batch == 0)

@@ -1,7 +1,7 @@
 /* f32-gemm-6x16-avx2.c — the f32 packed-GEMM microkernel for AVX2+FMA (kernels/gemm.h): a 6-row
  * by 16-column tile of C in 12 ymm accumulators, one broadcast of A and two vectors of B per k
  * step, masked loads and stores for column tails. Built only for x86-64 with -mavx2 -mfma. */
-#include "x86/gemm-x86.h"
+#include "list.h"
 
 #if defined(__x86_64__)
 

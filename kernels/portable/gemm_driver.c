@@ -1,13 +1,13 @@
 /* gemm_driver.c — the loops around a packed-GEMM microkernel (kernels/gemm.h): GEMM with a
  * prepacked B, and convolution as implicit GEMM that gathers one panel of the im2col matrix at
- * a time onto the stack. Portable C built once per ISA level (see vector.h) so the gathers
+ * a time onto the stack. Portable C built once per ISA level (see portable.h) so the gathers
  * vectorize with that level's flags; the microkernel and epilogue come from the descriptor.
  * Every C element is produced by one tile, over the reduction in increasing order, so the
  * result does not depend on how callers split the tiles. */
 #include <stdbool.h>
 #include <string.h>
 
-#include "generic/vector.h"
+#include "portable/portable.h"
 
 /* Columns of B per block of the GEMM driver: with a reduction block of NXE_GEMM_KC, the block
  * of B (at most 480 KiB) stays in L2 while every row tile of A passes over it. */
@@ -196,8 +196,11 @@ void NXE_ISA_NAME(nxe_gemm_packed_run)(const nxe_gemm_packed_args *args, int64_t
                                     k0 > 0);
                     if (last) {
                         nxe_epilogue_operands ops = {
-                            .bias = args->bias ? args->bias + j0 : NULL,
-                            .bias_per_row = 0,
+                            .bias = args->bias ? args->bias + i0 * args->bias_stride_m +
+                                                     j0 * args->bias_stride_n
+                                               : NULL,
+                            .bias_stride_m = args->bias_stride_m,
+                            .bias_stride_n = args->bias_stride_n,
                             .residual = args->residual
                                             ? args->residual + i0 * args->residual_stride_m + j0
                                             : NULL,
@@ -472,7 +475,8 @@ void NXE_ISA_NAME(nxe_conv_gemm_run)(const nxe_conv_gemm_args *args, int64_t til
                     if (last) {
                         nxe_epilogue_operands ops = {
                             .bias = args->bias ? args->bias + o_first + o0 : NULL,
-                            .bias_per_row = 1,
+                            .bias_stride_m = 1,
+                            .bias_stride_n = 0,
                             .residual = args->residual ? args->residual + offset : NULL,
                             .ldr = s.out_pixels,
                         };
@@ -504,7 +508,8 @@ void NXE_ISA_NAME(nxe_conv_gemm_run)(const nxe_conv_gemm_args *args, int64_t til
                     if (last) {
                         nxe_epilogue_operands ops = {
                             .bias = args->bias ? args->bias + o_first + j0 : NULL,
-                            .bias_per_row = 0,
+                            .bias_stride_m = 0,
+                            .bias_stride_n = 1,
                             .residual = args->residual ? args->residual + offset : NULL,
                             .ldr = g->out_channels,
                         };
