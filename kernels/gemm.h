@@ -137,8 +137,9 @@ const void *nxe_gemm_panel_block(const nxe_gemm_kernel *kernel, const void *pack
 
 /* ---- GEMM with a packed B ---- */
 
-/* y[m x n] = epilogue(a[m x k] * B), a addressed by strides, B packed once (width kernel->nr)
- * from a [k x n] operand, y dense rows y_stride_m apart. Bias is per column. */
+/* y[m x n] = epilogue(a[m x k] * B), a addressed by strides, B packed (width kernel->nr) from a
+ * [k x n] operand or, for an f32 kernel, read in place from rows of B with n contiguous, y
+ * dense rows y_stride_m apart. */
 typedef struct nxe_gemm_packed_args {
     const nxe_gemm_kernel *kernel;
     int64_t m;
@@ -148,6 +149,10 @@ typedef struct nxe_gemm_packed_args {
     int64_t a_stride_m;
     int64_t a_stride_k;
     const void *b_packed;
+    /* When b_packed is NULL (f32 kernels only): element (k, j) of B at b[k * b_stride_k + j],
+     * whose rows the microkernel reads where they are. */
+    const float *b;
+    int64_t b_stride_k;
     float *y;
     int64_t y_stride_m;
     /* An addend scaled by epilogue.bias_scale, or NULL: element (i, j) at

@@ -343,6 +343,12 @@ static nxe_status gemm_run(const void *params_in, const nxe_value *inputs, int32
 
 /* ---- the packed path: B packed for this level's GEMM kernel, once or at every run ---- */
 
+enum b_source {
+    B_PREPACKED,      /* a constant, packed once */
+    B_PACKED_PER_RUN, /* packed into the workspace at every run */
+    B_IN_PLACE,       /* f32 rows with n contiguous: the microkernel reads them where they are */
+};
+
 typedef struct gemm_prepared {
     const nxe_kernel_table *kernels;
     const nxe_gemm_kernel *kernel;
@@ -353,8 +359,8 @@ typedef struct gemm_prepared {
     float beta;
     int32_t has_c;                  /* input 2 is an addend, the epilogue's bias */
     int64_t c_stride_m, c_stride_n;
-    void *b_packed;     /* inside this block, or NULL when B is packed at every run */
-    int32_t b_per_run;  /* B is packed into the workspace at every run */
+    int32_t b_source;               /* where a run finds B: enum b_source */
+    void *b_packed;                 /* B_PREPACKED: inside this block */
 } gemm_prepared;
 
 static const nxe_gemm_kernel *packed_kernel(const nxe_prepare_context *context)
@@ -369,8 +375,9 @@ static size_t packed_b_bytes(const gemm_prepared *p)
     return nxe_gemm_packed_bytes(p->kernel, p->k, p->n, p->kernel->nr);
 }
 
-/* The prepared block for `shape`: B packed from `b` when it is given (a constant), else asked
- * for in the workspace, `slots` times, to be packed at every run. */
+/* The prepared block for `shape`: B packed from `b` when it is given (a constant), else read in
+ * place where an f32 kernel can, else packed at every run into workspace asked for here,
+ * `slots` times. */
 static nxe_status prepare_packed(const nxe_prepare_context *context, const gemm_prepared *shape,
                                  const float *b, int64_t slots, void **prepared,
                                  size_t *workspace_bytes)
@@ -384,11 +391,14 @@ static nxe_status prepare_packed(const nxe_prepare_context *context, const gemm_
     *p = *shape;
     p->kernels = context->kernels;
     if (b) {
+        p->b_source = B_PREPACKED;
         p->b_packed = data;
         nxe_gemm_pack(p->kernel, p->kernel->nr, b, p->b_stride_k, p->b_stride_n, p->k, p->n,
                       p->b_packed);
+    } else if (p->kernel->type == NXE_GEMM_F32 && p->b_stride_n == 1) {
+        p->b_source = B_IN_PLACE;
     } else {
-        p->b_per_run = 1;
+        p->b_source = B_PACKED_PER_RUN;
         /* At least one cache line, so that slots never sit at a NULL workspace. */
         *workspace_bytes = (size_t)slots * packed_b_bytes(p) + 64;
     }
@@ -396,8 +406,8 @@ static nxe_status prepare_packed(const nxe_prepare_context *context, const gemm_
     return NXE_OK;
 }
 
-/* Gemm and FullyConnected: B packed once when constant, else at every run; C, any broadcast
- * of it, is the epilogue's bias (scaled by beta). */
+/* Gemm and FullyConnected: B packed once when constant, else read in place or packed at every
+ * run; C, any broadcast of it, is the epilogue's bias (scaled by beta). */
 static nxe_status gemm_prepare(const void *params_in, const nxe_value *inputs,
                                int32_t num_inputs, const nxe_prepare_context *context,
                                void **prepared, size_t *workspace_bytes)
@@ -419,8 +429,8 @@ static nxe_status gemm_prepare(const void *params_in, const nxe_value *inputs,
 
 /* MatMul. A constant B shared by every batch, over an A whose batches follow each other, is
  * packed once: one GEMM of batch * M rows. Any other B (computed at run time, as in
- * attention, or different per batch) is packed into the workspace at every run, one slot per
- * batch, at a cost of 1/M of the product. */
+ * attention, or different per batch) is read in place by f32 kernels, or packed into the
+ * workspace at every run (bf16), one slot per batch, at a cost of 1/M of the product. */
 static nxe_status matmul_prepare(const void *params_in, const nxe_value *inputs,
                                  int32_t num_inputs, const nxe_prepare_context *context,
                                  void **prepared, size_t *workspace_bytes)
@@ -491,7 +501,9 @@ static nxe_gemm_packed_args packed_args(const gemm_prepared *p, const nxe_fused_
     nxe_gemm_packed_args args = {
         .kernel = p->kernel, .m = p->m, .n = p->n, .k = p->k,
         .a = inputs[0].data, .a_stride_m = p->a_stride_m, .a_stride_k = p->a_stride_k,
-        .b_packed = p->b_packed, .y = outputs[0].data, .y_stride_m = p->n,
+        .b_packed = p->b_packed,
+        .b = p->b_source == B_IN_PLACE ? inputs[1].data : NULL, .b_stride_k = p->b_stride_k,
+        .y = outputs[0].data, .y_stride_m = p->n,
         .bias = p->has_c ? inputs[2].data : NULL,
         .bias_stride_m = p->c_stride_m, .bias_stride_n = p->c_stride_n,
         .residual = fused->residual_input >= 0 ? inputs[fused->residual_input].data : NULL,
@@ -530,7 +542,7 @@ static nxe_status gemm_run_prepared(const void *params, const void *prepared_in,
     const gemm_prepared *p = prepared_in;
     gemm_packed_job job = {p, packed_args(p, fused, inputs, outputs), 0, 1, 0};
     job.panels = (p->n + p->kernel->nr - 1) / p->kernel->nr;
-    if (p->b_per_run) {
+    if (p->b_source == B_PACKED_PER_RUN) {
         pack_job pack = {p, inputs[1].data, workspace};
         nxe_parallel_for(pool, job.panels,
                          nxe_parallel_grain((double)p->k * (double)p->kernel->nr, MATMUL_TASK_WORK),
@@ -552,12 +564,12 @@ static nxe_status gemm_run_prepared(const void *params, const void *prepared_in,
     return NXE_OK;
 }
 
-/* A MatMul whose B is packed per run: batches' B into workspace slots, then every (batch, row
- * tile) item. */
+/* A MatMul whose B changes per run and per batch: read in place, or packed into workspace slots
+ * first; then every (batch, row tile) item. */
 typedef struct batched_job {
     const gemm_prepared *prepared;
     const matmul_params *params;
-    nxe_gemm_packed_args args; /* batch 0; other batches shift a, b_packed, y, residual */
+    nxe_gemm_packed_args args; /* batch 0; other batches shift a, B, y, residual */
     const float *b;
     unsigned char *slots;
     size_t slot_bytes;
@@ -591,7 +603,10 @@ static void batched_tiles(void *ctx, int64_t begin, int64_t end)
         nxe_gemm_packed_args args = job->args;
         const int64_t y_offset = batch * job->params->m * job->params->n;
         args.a += a_offset;
-        args.b_packed = job->slots + (size_t)batch * job->slot_bytes;
+        if (args.b)
+            args.b += b_offset;
+        else
+            args.b_packed = job->slots + (size_t)batch * job->slot_bytes;
         args.y += y_offset;
         if (args.residual)
             args.residual += y_offset;
@@ -607,7 +622,7 @@ static nxe_status matmul_run_prepared(const void *params, const void *prepared_i
                                       nxe_thread_pool *pool)
 {
     const gemm_prepared *p = prepared_in;
-    if (!p->b_per_run)
+    if (p->b_source == B_PREPACKED)
         return gemm_run_prepared(params, prepared_in, fused, workspace, inputs, num_inputs,
                                  outputs, num_outputs, pool);
     const matmul_params *mp = params;
@@ -622,10 +637,12 @@ static nxe_status matmul_run_prepared(const void *params, const void *prepared_i
     job.tiles_per_batch = p->kernels->gemm_packed_tiles(&job.args);
     if (mp->batch_count == 0 || job.tiles_per_batch == 0)
         return NXE_OK;
-    const int64_t panels = (p->n + p->kernel->nr - 1) / p->kernel->nr;
-    const double pack_work = (double)p->k * (double)p->kernel->nr;
-    nxe_parallel_for(pool, mp->batch_count * panels, nxe_parallel_grain(pack_work, MATMUL_TASK_WORK),
-                     pack_batches, &job);
+    if (p->b_source == B_PACKED_PER_RUN) {
+        const int64_t panels = (p->n + p->kernel->nr - 1) / p->kernel->nr;
+        const double pack_work = (double)p->k * (double)p->kernel->nr;
+        nxe_parallel_for(pool, mp->batch_count * panels,
+                         nxe_parallel_grain(pack_work, MATMUL_TASK_WORK), pack_batches, &job);
+    }
     const int64_t items = mp->batch_count * job.tiles_per_batch;
     nxe_parallel_for(pool, items, packed_grain(p, items, pool), batched_tiles, &job);
     return NXE_OK;

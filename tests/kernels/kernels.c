@@ -253,6 +253,7 @@ static void test_gemm_driver(const nxe_kernel_table *table, const nxe_gemm_kerne
             /* The addend as a bias per column, per row, one value or a whole matrix, in turn. */
             const int form = (int)(2 * s + (size_t)trans) % 4;
             const int64_t bias_stride_m[] = {0, 1, 0, n}, bias_stride_n[] = {1, 0, 0, 1};
+            const bool in_place = kernel->type == NXE_GEMM_F32 && trans;
             float *bias = random_floats((size_t)(m * n)), *residual = random_floats((size_t)(m * n));
             float *y = malloc(sizeof(float) * (size_t)(m * n + 1));
             float *ref = malloc(sizeof(float) * (size_t)(m * n + 1));
@@ -261,7 +262,9 @@ static void test_gemm_driver(const nxe_kernel_table *table, const nxe_gemm_kerne
             nxe_gemm_packed_args args = {
                 .kernel = kernel, .m = m, .n = n, .k = k, .a = a,
                 .a_stride_m = trans ? 1 : k, .a_stride_k = trans ? m : 1,
-                .b_packed = packed, .y = y, .y_stride_m = n, .bias = bias,
+                /* f32 kernels read B in place in half the cases. */
+                .b_packed = in_place ? NULL : packed, .b = in_place ? b : NULL, .b_stride_k = n,
+                .y = y, .y_stride_m = n, .bias = bias,
                 .bias_stride_m = bias_stride_m[form], .bias_stride_n = bias_stride_n[form],
                 .residual = trans ? residual : NULL, .residual_stride_m = n,
                 .epilogue = {.scale = 1.5f,
@@ -289,8 +292,8 @@ static void test_gemm_driver(const nxe_kernel_table *table, const nxe_gemm_kerne
                     if (trans && v < 0)
                         v = 0.0;
                     double tol = (bf16 ? 1.6e-2 : 1e-5) * 1.5 * mag + 1e-5 * (fabs(v) + 1.0);
-                    CHECK(fabs(y[i * n + j] - v) <= tol, "%s gemm %lldx%lldx%lld trans=%d bias form %d (%lld,%lld): %g vs %g",
-                          kernel->name, (long long)m, (long long)n, (long long)k, trans, form,
+                    CHECK(fabs(y[i * n + j] - v) <= tol, "%s gemm %lldx%lldx%lld trans=%d bias form %d B in place %d (%lld,%lld): %g vs %g",
+                          kernel->name, (long long)m, (long long)n, (long long)k, trans, form, in_place,
                           (long long)i, (long long)j, y[i * n + j], v);
                 }
             }
