@@ -1,9 +1,8 @@
-/* dispatch.c — CPU feature detection (CPUID, XCR0 and the Linux AMX permission), the NXE_ISA
- * cap, and the kernel table chosen from them, once per process. On x86-64 the avx2 and
- * avx512 tables carry their own packed-GEMM microkernels, drivers and activations; the avx512
- * table's bf16 kernel needs AVX512-BF16 and its 8-bit kernel AVX512-VNNI, each dropped
- * without its feature. amx runs the avx512 table:
- * no tile kernel is built yet. */
+/* dispatch.c — CPU feature detection (CPUID and XCR0), the NXE_ISA cap, and the kernel table
+ * chosen from them once per process: the richest row at or below the level and, per dtype,
+ * the last microkernel of kernels/list.h that the level and the features allow. The Linux AMX
+ * tile-data permission is asked for only when a chosen microkernel needs AMX tiles. Plain data
+ * for csrc/core/cpu.c: nothing above kernels/ is called. */
 #if defined(__linux__)
 #define _GNU_SOURCE /* syscall() */
 #endif
@@ -11,84 +10,50 @@
 #include "dispatch.h"
 
 #include <pthread.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core.h"
-#include "generic/vector.h"
-#include "x86/f32-gemm-x86.h"
-#include "x86/gemm-x86.h"
+#include "nxe/nxe_experimental.h" /* enum nxe_cpu_feature */
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define NXE_DISPATCH_X86 1
 #include <cpuid.h>
-#if defined(__linux__)
+#endif
+#if defined(__linux__) && defined(__x86_64__)
 #include <errno.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
-#endif
 
-static const char *const level_names[] = {"scalar", "avx2", "avx512", "amx"};
-#define LEVEL_COUNT ((int)(sizeof level_names / sizeof level_names[0]))
-
-#if defined(__x86_64__)
-static const nxe_gemm_kernel f32_gemm_6x16_avx2 = {
-    "f32-gemm-6x16-avx2", NXE_GEMM_F32, 6, 16, 1, nxe_f32_gemm_6x16_avx2, nxe_epilogue_avx2,
-    nxe_f32_gemm_6x16_rows_avx2,
-};
-static const nxe_gemm_kernel f32_gemm_8x48_avx512 = {
-    "f32-gemm-8x48-avx512", NXE_GEMM_F32, 8, 48, 1, nxe_f32_gemm_8x48_avx512,
-    nxe_epilogue_avx512, nxe_f32_gemm_8x48_rows_avx512,
-};
-static const nxe_q8_gemm_kernel u8s8_gemm_4x48_avx512vnni = {
-    "u8s8-gemm-4x48-avx512vnni", 4, 48, nxe_u8s8_gemm_4x48_avx512vnni,
-};
-static const nxe_gemm_kernel bf16_gemm_8x48_avx512bf16 = {
-    "bf16-gemm-8x48-avx512bf16", NXE_GEMM_BF16, 8, 48, 2, nxe_bf16_gemm_8x48_avx512bf16,
-    nxe_epilogue_avx512,
-};
-#endif
-
-#define DRIVERS(suffix)                                                                      \
-    nxe_q8_gemm_tiles_##suffix, nxe_q8_gemm_run_##suffix, nxe_gemm_packed_tiles_##suffix,      \
-        nxe_gemm_packed_run_##suffix, nxe_conv_gemm_tiles_##suffix,                          \
-        nxe_conv_gemm_tile_work_##suffix, nxe_conv_gemm_run_##suffix,                        \
-        nxe_conv_bf16_pairs_##suffix, nxe_depthwise_rows_##suffix, nxe_depthwise_run_##suffix, \
-        nxe_f32_activation_##suffix, nxe_f32_softmax_rows_##suffix,                          \
-        nxe_f32_layer_norm_rows_##suffix, nxe_x32_depth_to_space_##suffix
-
-/* One row per level that has kernels of its own, in increasing level order. */
-static const nxe_kernel_table kernel_tables[] = {
-    {NXE_ISA_LEVEL_SCALAR, "scalar", nxe_ref_f32_gemm, nxe_ref_f32_conv_ncdhw,
-     nxe_ref_f32_conv_ndhwc, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-     NULL, NULL, NULL, NULL, NULL, NULL},
-#if defined(__x86_64__)
-    {NXE_ISA_LEVEL_AVX2, "avx2", nxe_f32_gemm_avx2, nxe_ref_f32_conv_ncdhw,
-     nxe_ref_f32_conv_ndhwc, &f32_gemm_6x16_avx2, NULL, NULL, DRIVERS(avx2)},
-    {NXE_ISA_LEVEL_AVX512, "avx512", nxe_f32_gemm_avx512, nxe_ref_f32_conv_ncdhw,
-     nxe_ref_f32_conv_ndhwc, &f32_gemm_8x48_avx512, &bf16_gemm_8x48_avx512bf16,
-     &u8s8_gemm_4x48_avx512vnni, DRIVERS(avx512)},
-#endif
+static const char *const level_names[] = {
+#define LEVEL_NAME(NAME, name) #name,
+    NXE_ISA_LEVELS(LEVEL_NAME)
+#undef LEVEL_NAME
 };
 
-typedef struct cpu_detection {
-    uint64_t features;             /* usable: CPUID, XCR0 and (AMX) the OS permission */
-    nxe_isa_level machine_level;   /* the highest level the features allow */
-    char missing[160];             /* why the machine stops below amx ("" at amx) */
-    nxe_isa_level level;           /* after the NXE_ISA cap */
-    char reason[256];
-    const nxe_kernel_table *table;
-    nxe_kernel_table table_storage; /* the chosen row, less what the features lack */
-    char kernels[192];              /* nxe_cpu_kernels */
-} cpu_detection;
+/* ---- the lists of kernels/list.h as data ---- */
 
-static cpu_detection detected;
-_Static_assert(sizeof detected.reason == sizeof ((nxe_cpu_info *)0)->reason,
-               "the reason is copied whole into nxe_cpu_info");
-static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
+/* The scalar row is empty: its ops run the reference kernels. */
+#define ROW(level) NXE_ROW_INIT(level),
+static const nxe_kernel_table rows[] = {
+    {.level = NXE_ISA_LEVEL_SCALAR, .name = "scalar"},
+    NXE_ROW_LEVELS(ROW)
+};
+#undef ROW
+
+NXE_GEMM_UKERNELS(NXE_DEFINE_GEMM_UKERNEL)
+NXE_Q8_UKERNELS(NXE_DEFINE_Q8_UKERNEL)
+
+/* Ends with an empty entry, not counted: the lists are empty off x86-64, and C has no empty
+ * arrays. */
+static const nxe_ukernel_entry entries[] = {
+    NXE_GEMM_UKERNELS(NXE_GEMM_UKERNEL_ENTRY) NXE_Q8_UKERNELS(NXE_Q8_UKERNEL_ENTRY)
+    {.gemm = NULL},
+};
+#define ENTRY_COUNT ((int32_t)(sizeof entries / sizeof entries[0]) - 1)
+
+/* ---- detection ---- */
 
 #define AVX2_LEVEL_FEATURES (NXE_CPU_FEATURE_AVX2 | NXE_CPU_FEATURE_FMA)
 #define AVX512_LEVEL_FEATURES                                                                \
@@ -121,20 +86,7 @@ static bool bit(uint32_t word, int index)
     return (word >> index) & 1u;
 }
 
-/* Asks Linux for the AMX tile-data permission; 0 or the errno of the refusal. */
-static int request_amx_permission(void)
-{
-#if defined(__linux__) && defined(SYS_arch_prctl)
-    enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
-    if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0)
-        return 0;
-    return errno ? errno : -1;
-#else
-    return -1;
-#endif
-}
-
-static void detect_x86(cpu_detection *d)
+static void detect_x86(nxe_cpu_detection *d, char *missing, size_t size)
 {
     uint32_t eax, ebx, ecx, edx;
     unsigned max_leaf = __get_cpuid_max(0, NULL);
@@ -183,19 +135,13 @@ static void detect_x86(cpu_detection *d)
     bool avx512_state = (xcr0 & XCR0_AVX512_STATE) == XCR0_AVX512_STATE;
     bool amx_state = (xcr0 & XCR0_AMX_STATE) == XCR0_AMX_STATE;
 
-    int amx_refusal = 0;
     if (avx_state)
         d->features |= avx_group;
     if (avx_state && avx512_state)
         d->features |= avx512_group;
-    if (amx_group && amx_state) {
-        amx_refusal = request_amx_permission();
-        if (amx_refusal == 0)
-            d->features |= amx_group;
-    }
+    if (amx_state)
+        d->features |= amx_group;
 
-    char *missing = d->missing;
-    size_t size = sizeof d->missing;
     if (!has_all(avx_group, AVX2_LEVEL_FEATURES)) {
         snprintf(missing, size, "no AVX2/FMA in CPUID");
     } else if (!avx_state) {
@@ -212,13 +158,6 @@ static void detect_x86(cpu_detection *d)
     } else if (!amx_state) {
         d->machine_level = NXE_ISA_LEVEL_AVX512;
         snprintf(missing, size, "no AMX tile state in XCR0 (the OS has not enabled it)");
-    } else if (amx_refusal > 0) {
-        d->machine_level = NXE_ISA_LEVEL_AVX512;
-        snprintf(missing, size, "the OS refused the AMX permission (arch_prctl errno %d)",
-                 amx_refusal);
-    } else if (amx_refusal < 0) {
-        d->machine_level = NXE_ISA_LEVEL_AVX512;
-        snprintf(missing, size, "no way to ask this OS for the AMX permission");
     } else {
         d->machine_level = NXE_ISA_LEVEL_AMX;
     }
@@ -226,14 +165,15 @@ static void detect_x86(cpu_detection *d)
 
 #endif
 
-static void detect_machine(cpu_detection *d)
+
+static void detect_machine(nxe_cpu_detection *d, char *missing, size_t size)
 {
     d->features = 0;
     d->machine_level = NXE_ISA_LEVEL_SCALAR;
 #if defined(NXE_DISPATCH_X86)
-    detect_x86(d);
+    detect_x86(d, missing, size);
 #else
-    snprintf(d->missing, sizeof d->missing, "not an x86-64 CPU: only scalar kernels apply");
+    snprintf(missing, size, "not an x86-64 CPU: only scalar kernels apply");
 #endif
 }
 
@@ -242,25 +182,39 @@ static int requested_level(const char *value)
 {
     if (!value || !value[0])
         return -1;
-    for (int level = 0; level < LEVEL_COUNT; level++)
+    for (int level = 0; level < NXE_ISA_LEVEL_COUNT; level++)
         if (strcmp(value, level_names[level]) == 0)
             return level;
     return -2;
 }
 
-static void apply_cap(cpu_detection *d, const char *value)
+/* "scalar, avx2, avx512 or amx" */
+static void level_list(char *out, size_t size)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (int level = 0; level < NXE_ISA_LEVEL_COUNT && used < size; level++) {
+        const char *separator = level == 0                         ? ""
+                                : level == NXE_ISA_LEVEL_COUNT - 1 ? " or "
+                                                                   : ", ";
+        used += (size_t)snprintf(out + used, size - used, "%s%s", separator, level_names[level]);
+    }
+}
+
+static void apply_cap(nxe_cpu_detection *d, const char *missing, const char *value)
 {
     const char *machine = level_names[d->machine_level];
-    const char *why_not_higher = d->missing[0] ? d->missing : "no higher level exists";
+    const char *why_not_higher = missing[0] ? missing : "no higher level exists";
     int requested = requested_level(value);
     d->level = d->machine_level;
     if (requested == -1) {
         snprintf(d->reason, sizeof d->reason, "the best this machine allows: %s",
                  why_not_higher);
     } else if (requested == -2) {
-        snprintf(d->reason, sizeof d->reason,
-                 "NXE_ISA=%.32s is not scalar, avx2, avx512 or amx: ignored; %s", value,
-                 why_not_higher);
+        char levels[64];
+        level_list(levels, sizeof levels);
+        snprintf(d->reason, sizeof d->reason, "NXE_ISA=%.32s is not %s: ignored; %s", value,
+                 levels, why_not_higher);
     } else if (requested < (int)d->machine_level) {
         d->level = (nxe_isa_level)requested;
         snprintf(d->reason, sizeof d->reason, "NXE_ISA=%s caps %s", level_names[requested],
@@ -270,31 +224,124 @@ static void apply_cap(cpu_detection *d, const char *value)
                  machine);
     } else {
         snprintf(d->reason, sizeof d->reason, "NXE_ISA=%s is above this machine, kept %s: %s",
-                 level_names[requested], machine, d->missing);
+                 level_names[requested], machine, missing);
     }
 }
 
+/* Asks Linux for the AMX tile-data permission; 0 or the errno of the refusal (-1: this OS
+ * has no way to ask). */
+static int request_tile_permission(void)
+{
+#if defined(__linux__) && defined(__x86_64__) && defined(SYS_arch_prctl)
+    enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
+    if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0)
+        return 0;
+    return errno ? errno : -1;
+#else
+    return -1;
+#endif
+}
+
+static bool needs_tiles(const nxe_ukernel_entry *entry)
+{
+    return (entry->features & NXE_CPU_FEATURE_AMX_TILE) != 0;
+}
+
+bool nxe_ukernel_runnable(const nxe_ukernel_entry *entry, nxe_isa_level level,
+                          uint64_t features, char *why, size_t why_size)
+{
+    const uint64_t lacking = entry->features & ~features;
+    if (entry->level > level) {
+        if (why)
+            snprintf(why, why_size, "needs the %s level, this process runs %s",
+                     level_names[entry->level], level_names[level]);
+        return false;
+    }
+    if (lacking) {
+        if (why)
+            snprintf(why, why_size, "needs CPU feature bits 0x%llx (enum nxe_cpu_feature) "
+                     "this CPU lacks", (unsigned long long)lacking);
+        return false;
+    }
+    return true;
+}
+
+typedef struct choice {
+    nxe_isa_level level;
+    uint64_t features;
+    int (*ask_tile_permission)(void);
+    bool *asked;
+    int *refusal;
+} choice;
+
+static bool take(const choice *c, const nxe_ukernel_entry *entry)
+{
+    if (!nxe_ukernel_runnable(entry, c->level, c->features, NULL, 0))
+        return false;
+    if (!needs_tiles(entry))
+        return true;
+    if (!*c->asked) {
+        *c->asked = true;
+        *c->refusal = c->ask_tile_permission();
+    }
+    return *c->refusal == 0;
+}
+
+void nxe_choose_ukernels(const nxe_ukernel_entry *entries_in, int32_t count, nxe_isa_level level,
+                         uint64_t features, int (*ask_tile_permission)(void),
+                         nxe_kernel_table *table, bool *asked, int *refusal)
+{
+    const choice c = {level, features, ask_tile_permission, asked, refusal};
+    *asked = false;
+    *refusal = 0;
+    table->f32_gemm_kernel = table->bf16_gemm_kernel = NULL;
+    table->q8_gemm_kernel = NULL;
+    for (int32_t i = count - 1; i >= 0; i--) {
+        const nxe_ukernel_entry *e = &entries_in[i];
+        if (e->q8) {
+            if (!table->q8_gemm_kernel && take(&c, e))
+                table->q8_gemm_kernel = e->q8;
+        } else if (e->gemm->type == NXE_GEMM_BF16) {
+            if (!table->bf16_gemm_kernel && take(&c, e))
+                table->bf16_gemm_kernel = e->gemm;
+        } else if (!table->f32_gemm_kernel && take(&c, e)) {
+            table->f32_gemm_kernel = e->gemm;
+        }
+    }
+}
+
+static nxe_cpu_detection detected;
+static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
+
 static void detect(void)
 {
-    detect_machine(&detected);
-    apply_cap(&detected, getenv("NXE_ISA"));
-    detected.table_storage = kernel_tables[0];
-    for (size_t i = 0; i < sizeof kernel_tables / sizeof kernel_tables[0]; i++)
-        if (kernel_tables[i].level <= detected.level)
-            detected.table_storage = kernel_tables[i];
-    if (!(detected.features & NXE_CPU_FEATURE_AVX512_BF16))
-        detected.table_storage.bf16_gemm_kernel = NULL;
-    if (!(detected.features & NXE_CPU_FEATURE_AVX512_VNNI))
-        detected.table_storage.q8_gemm_kernel = NULL;
-    detected.table = &detected.table_storage;
-    const nxe_kernel_table *t = detected.table;
-    snprintf(detected.kernels, sizeof detected.kernels, "f32=%s bf16=%s int8=%s",
+    nxe_cpu_detection *d = &detected;
+    char missing[160] = "";
+    detect_machine(d, missing, sizeof missing);
+    apply_cap(d, missing, getenv("NXE_ISA"));
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        if (rows[i].level <= d->level)
+            d->table = rows[i];
+    int refusal;
+    nxe_choose_ukernels(entries, ENTRY_COUNT, d->level, d->features, request_tile_permission,
+                        &d->table, &d->tile_permission_asked, &refusal);
+    if (refusal != 0) {
+        const size_t used = strlen(d->reason);
+        if (refusal > 0)
+            snprintf(d->reason + used, sizeof d->reason - used,
+                     "; the OS refused the AMX tile permission (arch_prctl errno %d)", refusal);
+        else
+            snprintf(d->reason + used, sizeof d->reason - used,
+                     "; no way to ask this OS for the AMX tile permission");
+    }
+    const nxe_kernel_table *t = &d->table;
+    snprintf(d->kernel_names, sizeof d->kernel_names, "f32=%s bf16=%s int8=%s",
              t->f32_gemm_kernel ? t->f32_gemm_kernel->name : "reference",
              t->bf16_gemm_kernel ? t->bf16_gemm_kernel->name : "reference",
              t->q8_gemm_kernel ? t->q8_gemm_kernel->name : "reference");
 }
 
-static const cpu_detection *detection(void)
+const nxe_cpu_detection *nxe_cpu_detect(void)
 {
     pthread_once(&detect_once, detect);
     return &detected;
@@ -302,41 +349,22 @@ static const cpu_detection *detection(void)
 
 const nxe_kernel_table *nxe_kernels(void)
 {
-    return detection()->table;
+    return &nxe_cpu_detect()->table;
 }
 
-const nxe_kernel_table *nxe_kernel_tables(int32_t *count)
+const char *nxe_isa_level_name(nxe_isa_level level)
 {
-    *count = (int32_t)(sizeof kernel_tables / sizeof kernel_tables[0]);
-    return kernel_tables;
+    return level_names[level];
 }
 
-nxe_isa_level nxe_isa_level_chosen(void)
+const nxe_kernel_table *nxe_kernel_rows(int32_t *count)
 {
-    return detection()->level;
+    *count = (int32_t)(sizeof rows / sizeof rows[0]);
+    return rows;
 }
 
-NXE_API nxe_status nxe_cpu_info_get(nxe_cpu_info *info)
+const nxe_ukernel_entry *nxe_ukernel_entries(int32_t *count)
 {
-    const char *where = "nxe_cpu_info_get";
-    if (!info)
-        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: info is NULL", where);
-    if (info->struct_size < sizeof(nxe_cpu_info))
-        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
-                         "%s: info.struct_size is %u, expected at least %zu", where,
-                         info->struct_size, sizeof(nxe_cpu_info));
-    const cpu_detection *d = detection();
-    uint32_t struct_size = info->struct_size;
-    *info = (nxe_cpu_info){.struct_size = struct_size, .features = d->features};
-    snprintf(info->isa, sizeof info->isa, "%s", level_names[d->level]);
-    memcpy(info->reason, d->reason, sizeof info->reason);
-    return NXE_OK;
-}
-
-NXE_API nxe_status nxe_cpu_kernels(const char **names)
-{
-    if (!names)
-        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_cpu_kernels: names is NULL");
-    *names = detection()->kernels;
-    return NXE_OK;
+    *count = ENTRY_COUNT;
+    return entries;
 }

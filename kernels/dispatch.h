@@ -1,80 +1,98 @@
-/* dispatch.h — the one table of kernel entry points per op class, filled once per process for
- * the ISA level the CPU allows (capped by NXE_ISA). Op code calls kernels through it and never
- * tests CPU features itself. */
+/* dispatch.h — the one table of kernel entry points, filled once per process for the ISA level
+ * the CPU allows (capped by NXE_ISA), and what detection found. Op code calls kernels through
+ * the table and never tests CPU features itself. Internal: plain data, no status codes; the
+ * public CPU calls (csrc/core/cpu.c) report it. */
 #ifndef NXE_KERNELS_DISPATCH_H
 #define NXE_KERNELS_DISPATCH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "gemm.h"
-#include "ref/conv.h"
-#include "ref/matmul.h"
+#include "list.h"
 
-/* Ordered: a level can run every kernel of the levels below it. */
-typedef enum nxe_isa_level {
-    NXE_ISA_LEVEL_SCALAR = 0,
-    NXE_ISA_LEVEL_AVX2 = 1,
-    NXE_ISA_LEVEL_AVX512 = 2,
-    NXE_ISA_LEVEL_AMX = 3
-} nxe_isa_level;
-
-typedef void (*nxe_f32_gemm_fn)(const nxe_f32_gemm_args *args, int64_t row_begin,
-                                int64_t row_end);
-typedef void (*nxe_f32_conv_fn)(const nxe_conv_geometry *geometry, const float *input,
-                                const float *weight, const float *bias, float *output,
-                                int64_t row_begin, int64_t row_end);
-
-typedef void (*nxe_f32_activation_fn)(int32_t activation, float alpha, float beta,
-                                      const float *x, float *y, int64_t n);
-
-/* Each entry has the contract of its reference twin in kernels/ref/ (or kernels/gemm.h).
- * Entries after f32_conv_ndhwc may be NULL: the level has no such kernel, and callers keep
- * the reference path (the scalar level is the reference). */
+/* One row: the portable functions of one level (kernels/list.h) and the microkernels chosen
+ * for this process. A NULL entry means the level has no such kernel and callers keep the
+ * reference path (kernels/ref, which is all the scalar level runs). */
 typedef struct nxe_kernel_table {
-    nxe_isa_level level;       /* the level these kernels need */
-    const char *name;          /* "scalar", "avx2", ... */
-    nxe_f32_gemm_fn f32_gemm;
-    nxe_f32_conv_fn f32_conv_ncdhw;
-    nxe_f32_conv_fn f32_conv_ndhwc;
+    nxe_isa_level level; /* the level these kernels need */
+    const char *name;    /* the level's name */
     /* Packed GEMM: the f32 microkernel, the bf16 one (NULL without AVX512-BF16: relaxed work
-     * runs in f32) and the drivers of this level. */
+     * runs in f32) and the 8-bit one (NULL without AVX512-VNNI: quantized ops keep their
+     * reference kernels). */
     const nxe_gemm_kernel *f32_gemm_kernel;
     const nxe_gemm_kernel *bf16_gemm_kernel;
-    /* 8-bit GEMM: NULL without AVX512-VNNI (quantized ops keep their reference kernels). */
     const nxe_q8_gemm_kernel *q8_gemm_kernel;
-    nxe_q8_gemm_tiles_fn q8_gemm_tiles;
-    nxe_q8_gemm_run_fn q8_gemm_run;
-    nxe_gemm_packed_tiles_fn gemm_packed_tiles;
-    nxe_gemm_packed_run_fn gemm_packed_run;
-    nxe_conv_gemm_tiles_fn conv_gemm_tiles;
-    nxe_conv_gemm_tile_work_fn conv_gemm_tile_work;
-    nxe_conv_gemm_run_fn conv_gemm_run;
-    nxe_conv_bf16_pairs_fn conv_bf16_pairs;
-    nxe_depthwise_rows_fn depthwise_rows;
-    nxe_depthwise_run_fn depthwise_run;
-    /* Vectorized activations over arrays (accuracy: kernels/generic/vmath.h), and softmax
-     * and layer normalization over contiguous rows (contracts of their kernels/ref twins,
-     * which accumulate in double where these use f32 partial sums). */
-    nxe_f32_activation_fn f32_activation;
-    void (*f32_softmax_rows)(const float *x, float *y, int64_t row_size, int64_t row_begin,
-                             int64_t row_end);
-    void (*f32_layer_norm_rows)(const float *x, const float *scale, const float *bias,
-                                float *y, int64_t row_size, float epsilon, int64_t row_begin,
-                                int64_t row_end);
-    /* Depth-to-space of 32-bit elements, channels first (rows as the reference's). */
-    void (*x32_depth_to_space)(const nxe_depth_to_space_geometry *g, const uint32_t *input,
-                               uint32_t *output, int64_t row_begin, int64_t row_end);
+#define NXE_TABLE_FIELD(type, name, level) type *name;
+    NXE_PORTABLE_KERNELS(NXE_TABLE_FIELD, )
+#undef NXE_TABLE_FIELD
 } nxe_kernel_table;
 
-/* The table for this process: the richest one at or below the chosen level. Never NULL;
- * detection runs on the first call from any thread, exactly once. */
+/* A microkernel of the lists in kernels/list.h, with what it needs to run. */
+typedef struct nxe_ukernel_entry {
+    nxe_isa_level level;               /* its dispatch row */
+    uint64_t features;                 /* enum nxe_cpu_feature bits beyond the level's */
+    const nxe_gemm_kernel *gemm;       /* f32 or bf16, or NULL */
+    const nxe_q8_gemm_kernel *q8;      /* or the 8-bit one */
+} nxe_ukernel_entry;
+
+/* From the lists of kernels/list.h: a level's row (microkernels unset); a list entry's
+ * descriptor, defined static and named after it; its nxe_ukernel_entry. */
+#define NXE_ROW_FIELD_INIT(type, name, row) .name = nxe_##name##_##row,
+#define NXE_ROW_INIT(row)                                                                    \
+    {.level = (nxe_isa_level)NXE_ISA_LEVEL_OF_##row, .name = #row,                           \
+     NXE_PORTABLE_KERNELS(NXE_ROW_FIELD_INIT, row)}
+#define NXE_UKERNEL_VAR(dtype, mr, nr, isa) nxe_kernel_##dtype##_##mr##x##nr##_##isa
+#define NXE_DEFINE_GEMM_UKERNEL(dtype, mr, nr, isa, row, features)                           \
+    static const nxe_gemm_kernel NXE_UKERNEL_VAR(dtype, mr, nr, isa) =                       \
+        NXE_GEMM_KERNEL_INIT(dtype, mr, nr, isa, row);
+#define NXE_DEFINE_Q8_UKERNEL(dtype, mr, nr, isa, row, features)                             \
+    static const nxe_q8_gemm_kernel NXE_UKERNEL_VAR(dtype, mr, nr, isa) =                    \
+        NXE_Q8_KERNEL_INIT(dtype, mr, nr, isa);
+#define NXE_GEMM_UKERNEL_ENTRY(dtype, mr, nr, isa, row, features_)                           \
+    {.level = (nxe_isa_level)NXE_ISA_LEVEL_OF_##row, .features = (features_),                               \
+     .gemm = &NXE_UKERNEL_VAR(dtype, mr, nr, isa)},
+#define NXE_Q8_UKERNEL_ENTRY(dtype, mr, nr, isa, row, features_)                             \
+    {.level = (nxe_isa_level)NXE_ISA_LEVEL_OF_##row, .features = (features_),                               \
+     .q8 = &NXE_UKERNEL_VAR(dtype, mr, nr, isa)},
+
+/* What detection found, once per process. */
+typedef struct nxe_cpu_detection {
+    uint64_t features;           /* enum nxe_cpu_feature bits: CPUID and the OS's XCR0 */
+    nxe_isa_level machine_level; /* the highest level the features allow */
+    nxe_isa_level level;         /* after the NXE_ISA cap */
+    char reason[256];            /* why that level */
+    bool tile_permission_asked;  /* whether a chosen kernel needed the AMX permission */
+    char kernel_names[192];      /* "f32=<name> bf16=<name> int8=<name>", "reference" for none */
+    nxe_kernel_table table;      /* the chosen row and microkernels */
+} nxe_cpu_detection;
+
+/* This process's detection; runs on the first call from any thread, exactly once. */
+const nxe_cpu_detection *nxe_cpu_detect(void);
+
+/* The table for this process (nxe_cpu_detect()->table). Never NULL. */
 const nxe_kernel_table *nxe_kernels(void);
 
-/* Every table this build has, in increasing level order, without regard to the CPU (for
- * tests that compare each variant the machine can run with the reference). */
-const nxe_kernel_table *nxe_kernel_tables(int32_t *count);
+/* "scalar", "avx2", ... */
+const char *nxe_isa_level_name(nxe_isa_level level);
 
-/* The level chosen for this process (detection as above). */
-nxe_isa_level nxe_isa_level_chosen(void);
+/* Every row and every microkernel this build has, without regard to the CPU: rows in
+ * increasing level order (the microkernels unset), microkernels in list order. For tests that
+ * run every variant the machine can and name the ones it cannot. */
+const nxe_kernel_table *nxe_kernel_rows(int32_t *count);
+const nxe_ukernel_entry *nxe_ukernel_entries(int32_t *count);
+
+/* Whether `entry` runs where detection found `features` at `level`; if not, why (a message
+ * into why, why_size bytes). */
+bool nxe_ukernel_runnable(const nxe_ukernel_entry *entry, nxe_isa_level level,
+                          uint64_t features, char *why, size_t why_size);
+
+/* Fills table's microkernels from `entries`: per dtype the last entry at or below `level`
+ * whose features are all in `features`. An entry that needs AMX tiles is taken only when
+ * ask_tile_permission() returns 0; it is called at most once, and only then (*asked is set).
+ * A refusal's nonzero result is kept in *refusal and the next candidate is taken. */
+void nxe_choose_ukernels(const nxe_ukernel_entry *entries, int32_t count, nxe_isa_level level,
+                         uint64_t features, int (*ask_tile_permission)(void),
+                         nxe_kernel_table *table, bool *asked, int *refusal);
 
 #endif

@@ -48,10 +48,14 @@ typedef struct nxe_epilogue {
     float bias_scale;
 } nxe_epilogue;
 
-/* Where an epilogue reads its per-tile operands; both may be NULL. */
+/* Where an epilogue reads its per-tile operands; both may be NULL. The bias broadcasts over
+ * the tile through its strides: element (i, j) is bias[i * bias_stride_m + j * bias_stride_n],
+ * bias_stride_n being 0 or 1 (per row: 1, 0; per column: 0, 1; one value: 0, 0; a matrix:
+ * its row stride, 1). */
 typedef struct nxe_epilogue_operands {
     const float *bias;       /* the tile's first bias value */
-    int32_t bias_per_row;    /* 1: bias[i] for row i; 0: bias[j] for column j */
+    int64_t bias_stride_m;
+    int64_t bias_stride_n;
     const float *residual;   /* the tile's first residual value, rows ldr apart */
     int64_t ldr;
 } nxe_epilogue_operands;
@@ -69,21 +73,20 @@ typedef enum nxe_gemm_type {
  * can use them in place. accumulate = 0 overwrites C, 1 adds to what C holds. Every C element
  * is one chain of multiply-adds over k in increasing order (pairs for bf16), whatever mr and nr
  * are. */
-typedef void (*nxe_gemm_ukernel_fn)(int32_t mr, int32_t nr, int64_t kc, const void *a,
-                                    const void *const *b_rows, float *c, int64_t ldc,
-                                    int32_t accumulate);
+typedef void nxe_gemm_ukernel_fn(int32_t mr, int32_t nr, int64_t kc, const void *a,
+                                 const void *const *b_rows, float *c, int64_t ldc,
+                                 int32_t accumulate);
 
 /* The same product with A read straight from memory instead of a packed panel: element
  * (k, i) at a[i * a_stride_m + k] (rows of A with k contiguous). Optional: f32 kernels only,
  * where it saves the GEMM driver packing A. */
-typedef void (*nxe_gemm_ukernel_rows_fn)(int32_t mr, int32_t nr, int64_t kc, const float *a,
-                                         int64_t a_stride_m, const void *const *b_rows,
-                                         float *c, int64_t ldc, int32_t accumulate);
+typedef void nxe_gemm_ukernel_rows_fn(int32_t mr, int32_t nr, int64_t kc, const float *a,
+                                      int64_t a_stride_m, const void *const *b_rows, float *c,
+                                      int64_t ldc, int32_t accumulate);
 
 /* Applies the epilogue to C[mr x nr] in place. */
-typedef void (*nxe_epilogue_fn)(int32_t mr, int32_t nr, float *c, int64_t ldc,
-                                const nxe_epilogue *epilogue,
-                                const nxe_epilogue_operands *operands);
+typedef void nxe_epilogue_fn(int32_t mr, int32_t nr, float *c, int64_t ldc,
+                             const nxe_epilogue *epilogue, const nxe_epilogue_operands *operands);
 
 /* One microkernel and what it needs around it. */
 typedef struct nxe_gemm_kernel {
@@ -92,9 +95,9 @@ typedef struct nxe_gemm_kernel {
     int32_t mr;
     int32_t nr;
     int32_t k_unit;
-    nxe_gemm_ukernel_fn run;
-    nxe_epilogue_fn epilogue;
-    nxe_gemm_ukernel_rows_fn run_rows; /* NULL: A is always packed */
+    nxe_gemm_ukernel_fn *run;
+    nxe_epilogue_fn *epilogue;           /* the portable epilogue of the kernel's level */
+    nxe_gemm_ukernel_rows_fn *run_rows;  /* NULL: A is always packed */
 } nxe_gemm_kernel;
 
 /* Reduction slices longer than this are split into blocks whose partial sums wait in C. */
@@ -134,8 +137,9 @@ const void *nxe_gemm_panel_block(const nxe_gemm_kernel *kernel, const void *pack
 
 /* ---- GEMM with a packed B ---- */
 
-/* y[m x n] = epilogue(a[m x k] * B), a addressed by strides, B packed once (width kernel->nr)
- * from a [k x n] operand, y dense rows y_stride_m apart. Bias is per column. */
+/* y[m x n] = epilogue(a[m x k] * B), a addressed by strides, B packed (width kernel->nr) from a
+ * [k x n] operand or, for an f32 kernel, read in place from rows of B with n contiguous, y
+ * dense rows y_stride_m apart. */
 typedef struct nxe_gemm_packed_args {
     const nxe_gemm_kernel *kernel;
     int64_t m;
@@ -145,9 +149,18 @@ typedef struct nxe_gemm_packed_args {
     int64_t a_stride_m;
     int64_t a_stride_k;
     const void *b_packed;
+    /* When b_packed is NULL (f32 kernels only): element (k, j) of B at b[k * b_stride_k + j],
+     * whose rows the microkernel reads where they are. */
+    const float *b;
+    int64_t b_stride_k;
     float *y;
     int64_t y_stride_m;
-    const float *bias;      /* [n] or NULL */
+    /* An addend scaled by epilogue.bias_scale, or NULL: element (i, j) at
+     * bias[i * bias_stride_m + j * bias_stride_n], bias_stride_n 0 or 1 (a bias per column:
+     * 0, 1). */
+    const float *bias;
+    int64_t bias_stride_m;
+    int64_t bias_stride_n;
     const float *residual;  /* [m x n], rows residual_stride_m apart, or NULL */
     int64_t residual_stride_m;
     nxe_epilogue epilogue;
@@ -158,13 +171,13 @@ typedef struct nxe_gemm_packed_args {
     int64_t panel_end;
 } nxe_gemm_packed_args;
 
-/* The drivers are compiled once per ISA level (kernels/generic/vector.h) and reached through
- * the dispatch table:
+/* The drivers are compiled once per ISA level (kernels/portable/portable.h) and reached
+ * through the dispatch table:
  *   gemm_packed_tiles(args): row tiles of kernel->mr rows;
  *   gemm_packed_run(args, tile_begin, tile_end): computes those row tiles. */
-typedef int64_t (*nxe_gemm_packed_tiles_fn)(const nxe_gemm_packed_args *args);
-typedef void (*nxe_gemm_packed_run_fn)(const nxe_gemm_packed_args *args, int64_t tile_begin,
-                                       int64_t tile_end);
+typedef int64_t nxe_gemm_packed_tiles_fn(const nxe_gemm_packed_args *args);
+typedef void nxe_gemm_packed_run_fn(const nxe_gemm_packed_args *args, int64_t tile_begin,
+                                    int64_t tile_end);
 
 /* ---- convolution as implicit GEMM ---- */
 
@@ -203,18 +216,18 @@ void nxe_conv_gemm_pack_weight(const nxe_gemm_kernel *kernel, const nxe_conv_geo
 size_t nxe_conv_bf16_pairs_bytes(const nxe_conv_geometry *g);
 /* Rows of that copy: (batch, group, pair, depth, height). */
 int64_t nxe_conv_bf16_pairs_rows(const nxe_conv_geometry *g);
-typedef void (*nxe_conv_bf16_pairs_fn)(const nxe_conv_geometry *g, const float *input,
-                                       uint32_t *pairs, int64_t row_begin, int64_t row_end);
+typedef void nxe_conv_bf16_pairs_fn(const nxe_conv_geometry *g, const float *input,
+                                    uint32_t *pairs, int64_t row_begin, int64_t row_end);
 
 /* Drivers, per ISA level as above:
  *   conv_gemm_tiles(args): work items, one per (batch, group, output depth, output row, pixel
  *     tile of that row);
  *   conv_gemm_tile_work(args): multiply-adds one item costs, for splitting work;
  *   conv_gemm_run(args, tile_begin, tile_end): computes those items. */
-typedef int64_t (*nxe_conv_gemm_tiles_fn)(const nxe_conv_gemm_args *args);
-typedef double (*nxe_conv_gemm_tile_work_fn)(const nxe_conv_gemm_args *args);
-typedef void (*nxe_conv_gemm_run_fn)(const nxe_conv_gemm_args *args, int64_t tile_begin,
-                                     int64_t tile_end);
+typedef int64_t nxe_conv_gemm_tiles_fn(const nxe_conv_gemm_args *args);
+typedef double nxe_conv_gemm_tile_work_fn(const nxe_conv_gemm_args *args);
+typedef void nxe_conv_gemm_run_fn(const nxe_conv_gemm_args *args, int64_t tile_begin,
+                                  int64_t tile_end);
 
 /* ---- depthwise convolution ---- */
 
@@ -240,9 +253,9 @@ void nxe_depthwise_pack_weight(const nxe_conv_geometry *g, int32_t channels_last
                                const float *weight, float *dst);
 
 /* Drivers, per ISA level: depthwise_rows(args) rows; depthwise_run(args, begin, end). */
-typedef int64_t (*nxe_depthwise_rows_fn)(const nxe_depthwise_args *args);
-typedef void (*nxe_depthwise_run_fn)(const nxe_depthwise_args *args, int64_t row_begin,
-                                     int64_t row_end);
+typedef int64_t nxe_depthwise_rows_fn(const nxe_depthwise_args *args);
+typedef void nxe_depthwise_run_fn(const nxe_depthwise_args *args, int64_t row_begin,
+                                  int64_t row_end);
 
 /* ---- 8-bit GEMM (u8 x s8 dot products, int32 accumulation) ---- */
 
@@ -254,14 +267,14 @@ typedef void (*nxe_depthwise_run_fn)(const nxe_depthwise_args *args, int64_t row
  * likewise s8 with NR columns (always packed: no 8-bit convolution reads its input in place).
  * C[i, j] = sum over k < kc of A[k, i] * B[k, j] (int32, wrapping) for i < mr, j < nr,
  * overwritten; rows ldc apart. */
-typedef void (*nxe_q8_ukernel_fn)(int32_t mr, int32_t nr, int64_t kc, const uint8_t *a,
-                                  const int8_t *b, int32_t *c, int64_t ldc);
+typedef void nxe_q8_ukernel_fn(int32_t mr, int32_t nr, int64_t kc, const uint8_t *a,
+                               const int8_t *b, int32_t *c, int64_t ldc);
 
 typedef struct nxe_q8_gemm_kernel {
     const char *name; /* "u8s8-gemm-4x48-avx512vnni" */
     int32_t mr;
     int32_t nr;
-    nxe_q8_ukernel_fn run;
+    nxe_q8_ukernel_fn *run;
 } nxe_q8_gemm_kernel;
 
 /* The longest reduction the 8-bit drivers take: one row tile of A over all of it is packed on
@@ -301,34 +314,13 @@ typedef struct nxe_q8_packed_args {
 } nxe_q8_packed_args;
 
 /* Drivers, per ISA level: q8_gemm_tiles(args) row tiles; q8_gemm_run(args, begin, end). */
-typedef int64_t (*nxe_q8_gemm_tiles_fn)(const nxe_q8_packed_args *args);
-typedef void (*nxe_q8_gemm_run_fn)(const nxe_q8_packed_args *args, int64_t tile_begin,
-                                   int64_t tile_end);
+typedef int64_t nxe_q8_gemm_tiles_fn(const nxe_q8_packed_args *args);
+typedef void nxe_q8_gemm_run_fn(const nxe_q8_packed_args *args, int64_t tile_begin,
+                                int64_t tile_end);
 
-void nxe_ref_q8_ukernel(int32_t mr, int32_t nr, int64_t kc, const uint8_t *a, const int8_t *b,
-                        int32_t *c, int64_t ldc);
-extern const nxe_q8_gemm_kernel nxe_ref_q8_gemm_kernel; /* u8s8-gemm-4x8-scalar */
-
-/* ---- the reference twins (kernels/ref/gemm.c) ---- */
-
-void nxe_ref_gemm_ukernel_f32(int32_t mr, int32_t nr, int64_t kc, const void *a,
-                              const void *const *b_rows, float *c, int64_t ldc,
-                              int32_t accumulate);
-void nxe_ref_gemm_ukernel_f32_rows(int32_t mr, int32_t nr, int64_t kc, const float *a,
-                                   int64_t a_stride_m, const void *const *b_rows, float *c,
-                                   int64_t ldc, int32_t accumulate);
-void nxe_ref_gemm_ukernel_bf16(int32_t mr, int32_t nr, int64_t kc, const void *a,
-                               const void *const *b_rows, float *c, int64_t ldc,
-                               int32_t accumulate);
-void nxe_ref_epilogue(int32_t mr, int32_t nr, float *c, int64_t ldc,
-                      const nxe_epilogue *epilogue, const nxe_epilogue_operands *operands);
-/* The activation of one value, with libm: the oracle of every vectorized activation. */
-float nxe_ref_activation(int32_t activation, float alpha, float beta, float v);
-/* f32 -> bf16 bits, round to nearest even (NaN kept quiet). */
+/* f32 -> bf16 bits, round to nearest even (NaN kept quiet), as the packing functions store
+ * them. */
 uint16_t nxe_f32_to_bf16(float value);
 float nxe_bf16_to_f32(uint16_t bits);
-
-extern const nxe_gemm_kernel nxe_ref_gemm_f32_kernel;  /* f32-gemm-4x8-scalar */
-extern const nxe_gemm_kernel nxe_ref_gemm_bf16_kernel; /* bf16-gemm-4x8-scalar */
 
 #endif

@@ -7,12 +7,15 @@ import os
 import platform
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import nxe
 import pytest
 
-LEVELS = ["scalar", "avx2", "avx512", "amx"]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from isa_levels import LEVELS, level_params
+
 LEVEL_FEATURES = {
     "avx2": {"avx2", "fma"},
     "avx512": {"avx2", "fma", "avx512f", "avx512bw", "avx512vl"},
@@ -102,12 +105,13 @@ def test_nxe_info_prints_versions_features_and_the_choice():
         assert label in text
 
 
-@pytest.mark.parametrize("cap", LEVELS)
+@pytest.mark.parametrize("cap", level_params())
 def test_kernels_follow_the_level_and_the_features(cap, uncapped):
     """Each precision names the microkernel of the chosen level, only where the features allow
     it; the scalar level runs the reference kernels for all."""
     info = cpu_info_with(cap)
     kernels, features, level = info["kernels"], set(info["features"]), info["isa"]
+    assert level == cap, info["reason"]
     assert set(kernels) == {"f32", "bf16", "int8"}
     if level == "scalar":
         assert set(kernels.values()) == {"reference"}
@@ -128,3 +132,32 @@ def test_features_agree_with_proc_cpuinfo(flag):
     flags_line = next(line for line in Path("/proc/cpuinfo").read_text().splitlines()
                       if line.startswith("flags"))
     assert (flag in flags_line.split()) == (flag in nxe.cpu_info()["features"])
+
+
+@pytest.mark.skipif(not (IS_X86_64 and platform.system() == "Linux"),
+                    reason="the AMX permission is a Linux x86-64 arch_prctl")
+def test_amx_permission_is_not_requested_without_a_kernel_that_needs_it():
+    """No kernel of this build needs AMX tiles, so running products at the best level leaves
+    the process without the tile-data permission (ARCH_GET_XCOMP_PERM shows what was
+    granted; XTILEDATA is bit 18)."""
+    code = textwrap.dedent("""
+        import ctypes, json, numpy as np, nxe
+        g = nxe.Graph()
+        a = g.input("a", (8, 32), np.float32)
+        (y,) = g.op("MatMul", [a, g.constant(np.ones((32, 8), np.float32))])
+        g.mark_output(y, name="y")
+        g.compile().run({"a": np.ones((8, 32), np.float32)})
+        libc = ctypes.CDLL(None, use_errno=True)
+        mask = ctypes.c_uint64(0)
+        SYS_arch_prctl, ARCH_GET_XCOMP_PERM = 158, 0x1022
+        status = libc.syscall(SYS_arch_prctl, ARCH_GET_XCOMP_PERM, ctypes.byref(mask))
+        print(json.dumps({"status": status, "mask": mask.value, "isa": nxe.cpu_info()["isa"]}))
+    """)
+    env = dict(os.environ)
+    env.pop("NXE_ISA", None)
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                            text=True, check=True)
+    report = json.loads(result.stdout)
+    if report["status"] != 0:
+        pytest.skip("this kernel has no ARCH_GET_XCOMP_PERM (Linux before 5.16)")
+    assert not report["mask"] & (1 << 18), report

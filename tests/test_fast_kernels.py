@@ -1,7 +1,8 @@
-"""Every kernel level this machine can run, through the ops that use the packed GEMM: the cases
-of fast_kernel_cases.py run in a fresh process per NXE_ISA level (scalar is the reference
-path), compiled in memory and loaded from a binary, and are compared with float64 references
-computed here by PyTorch.
+"""Every kernel level, through the ops that use the packed GEMM: the cases of
+fast_kernel_cases.py run in a fresh process per NXE_ISA level this machine can run (scalar is
+the reference path; a level above the machine is reported skipped, isa_levels.py), compiled in
+memory and loaded from a binary, and are compared with float64 references computed here by
+PyTorch.
 
 Tolerances: exact fp32 mode within 1e-5 of the sum of |input| x |weight| over each output's
 reduction (f32 rounding of up to a few thousand terms) plus 1e-5; relax mode (bf16 operands,
@@ -23,24 +24,21 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fast_kernel_cases as cases
+from isa_levels import level_params
 
-LEVELS = ["scalar", "avx2", "avx512", "amx"]
 HERE = Path(__file__).resolve().parent
 
 
-def runnable_levels() -> list[str]:
-    chosen = nxe.cpu_info()["isa"]
-    return LEVELS[: LEVELS.index(chosen) + 1]
-
-
-@pytest.fixture(scope="module", params=runnable_levels())
+@pytest.fixture(scope="module", params=level_params())
 def level_results(request, tmp_path_factory):
     out = tmp_path_factory.mktemp(request.param) / "results.npz"
     env = dict(os.environ, NXE_ISA=request.param)
     subprocess.run([sys.executable, str(HERE / "fast_kernel_cases.py"), str(out)], env=env,
                    check=True)
     with np.load(out) as data:
-        return request.param, {key: data[key] for key in data.files}
+        results = {key: data[key] for key in data.files}
+    assert json.loads(str(results["cpu"]))["isa"] == request.param, "ran another level"
+    return request.param, results
 
 
 def activation(name: str | None, y: torch.Tensor) -> torch.Tensor:

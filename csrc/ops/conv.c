@@ -517,11 +517,11 @@ static void conv_rows(void *ctx, int64_t begin, int64_t end)
 {
     const conv_job *job = ctx;
     if (job->params->channels_last) {
-        nxe_kernels()->f32_conv_ndhwc(&job->params->geometry, job->input, job->weight,
-                                      job->bias, job->output, begin, end);
+        nxe_ref_f32_conv_ndhwc(&job->params->geometry, job->input, job->weight, job->bias,
+                               job->output, begin, end);
     } else {
-        nxe_kernels()->f32_conv_ncdhw(&job->params->geometry, job->input, job->weight,
-                                      job->bias, job->output, begin, end);
+        nxe_ref_f32_conv_ncdhw(&job->params->geometry, job->input, job->weight, job->bias,
+                               job->output, begin, end);
     }
 }
 

@@ -281,7 +281,7 @@ static void unary_range(void *ctx, int64_t begin, int64_t end)
     const float *x = job->x + begin;
     float *y = job->y + begin;
     const int32_t activation = unary_activation(job->p->op);
-    const nxe_f32_activation_fn vectorized = nxe_kernels()->f32_activation;
+    nxe_f32_activation_fn *const vectorized = nxe_kernels()->f32_activation;
     if (vectorized && activation != NXE_ACTIVATION_NONE) {
         vectorized(activation, job->p->alpha, 0.0f, x, y, n);
         return;

@@ -1,5 +1,6 @@
 /* matmul.c — the matmul op family: MatMul (numpy semantics), Gemm (ONNX) and FullyConnected.
- * Schemas, shape rules and lowering onto the one strided GEMM of kernels/ref/matmul. */
+ * Schemas, shape rules and lowering: onto the packed GEMM (kernels/gemm.h) wherever the level
+ * has a microkernel, onto the reference GEMM of kernels/ref/matmul at the scalar level. */
 #include <inttypes.h>
 #include <string.h>
 
@@ -170,7 +171,7 @@ static void matmul_rows(void *ctx, int64_t begin, int64_t end)
             .c = NULL, .c_stride_m = 0, .c_stride_n = 0,
             .y = job->y + batch * p->m * p->n, .y_stride_m = p->n,
         };
-        nxe_kernels()->f32_gemm(&args, first, last);
+        nxe_ref_f32_gemm(&args, first, last);
         row += last - first;
     }
 }
@@ -324,7 +325,7 @@ static void gemm_rows(void *ctx, int64_t begin, int64_t end)
         .c = job->c, .c_stride_m = p->c_stride_m, .c_stride_n = p->c_stride_n,
         .y = job->y, .y_stride_m = p->n,
     };
-    nxe_kernels()->f32_gemm(&args, begin, end);
+    nxe_ref_f32_gemm(&args, begin, end);
 }
 
 /* Shared by Gemm and FullyConnected: inputs are (A, B, optional addend). */
@@ -340,18 +341,26 @@ static nxe_status gemm_run(const void *params_in, const nxe_value *inputs, int32
     return NXE_OK;
 }
 
-/* ---- the packed path: constant B packed once for this level's GEMM kernel ---- */
+/* ---- the packed path: B packed for this level's GEMM kernel, once or at every run ---- */
+
+enum b_source {
+    B_PREPACKED,      /* a constant, packed once */
+    B_PACKED_PER_RUN, /* packed into the workspace at every run */
+    B_IN_PLACE,       /* f32 rows with n contiguous: the microkernel reads them where they are */
+};
 
 typedef struct gemm_prepared {
     const nxe_kernel_table *kernels;
     const nxe_gemm_kernel *kernel;
     int64_t m, n, k;
     int64_t a_stride_m, a_stride_k;
+    int64_t b_stride_k, b_stride_n; /* of B as the op reads it */
     float alpha;
-    int32_t bias_input; /* input index of a [N] bias used as given, -1 for none */
-    const float *bias;  /* a scaled copy inside this block, or NULL */
-    void *b_packed;     /* inside this block */
-    int32_t b_per_run;  /* MatMul: B is packed into the workspace at every run */
+    float beta;
+    int32_t has_c;                  /* input 2 is an addend, the epilogue's bias */
+    int64_t c_stride_m, c_stride_n;
+    int32_t b_source;               /* where a run finds B: enum b_source */
+    void *b_packed;                 /* B_PREPACKED: inside this block */
 } gemm_prepared;
 
 static const nxe_gemm_kernel *packed_kernel(const nxe_prepare_context *context)
@@ -361,71 +370,67 @@ static const nxe_gemm_kernel *packed_kernel(const nxe_prepare_context *context)
                                                                  : kernels->f32_gemm_kernel;
 }
 
-/* Packs B (element (k, j) at b[k * stride_k + j * stride_n]) and copies `bias_values` (n
- * values scaled by bias_scale, element j at bias_values[j * bias_stride]) when given. */
-static nxe_status pack_gemm(const nxe_prepare_context *context, const gemm_prepared *shape,
-                            const float *b, int64_t stride_k, int64_t stride_n,
-                            const float *bias_values, int64_t bias_stride, float bias_scale,
-                            void **prepared)
+static size_t packed_b_bytes(const gemm_prepared *p)
 {
-    const nxe_gemm_kernel *kernel = shape->kernel;
-    size_t bias_bytes = bias_values ? (size_t)nxe_round_up(shape->n, 16) * sizeof(float) : 0;
-    size_t bytes = nxe_gemm_packed_bytes(kernel, shape->k, shape->n, kernel->nr);
+    return nxe_gemm_packed_bytes(p->kernel, p->k, p->n, p->kernel->nr);
+}
+
+/* The prepared block for `shape`: B packed from `b` when it is given (a constant), else read in
+ * place where an f32 kernel can, else packed at every run into workspace asked for here,
+ * `slots` times. */
+static nxe_status prepare_packed(const nxe_prepare_context *context, const gemm_prepared *shape,
+                                 const float *b, int64_t slots, void **prepared,
+                                 size_t *workspace_bytes)
+{
+    const size_t bytes = b ? packed_b_bytes(shape) : 0;
     void *data;
-    gemm_prepared *p = nxe_prepared_alloc(sizeof *p, bias_bytes + bytes, &data);
+    gemm_prepared *p = nxe_prepared_alloc(sizeof *p, bytes, &data);
     if (!p)
         return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "out of memory for %zu bytes of packed weights",
                          bytes);
     *p = *shape;
     p->kernels = context->kernels;
-    if (bias_values) {
-        float *bias = data;
-        for (int64_t j = 0; j < shape->n; j++)
-            bias[j] = bias_scale * bias_values[j * bias_stride];
-        p->bias = bias;
+    if (b) {
+        p->b_source = B_PREPACKED;
+        p->b_packed = data;
+        nxe_gemm_pack(p->kernel, p->kernel->nr, b, p->b_stride_k, p->b_stride_n, p->k, p->n,
+                      p->b_packed);
+    } else if (p->kernel->type == NXE_GEMM_F32 && p->b_stride_n == 1) {
+        p->b_source = B_IN_PLACE;
+    } else {
+        p->b_source = B_PACKED_PER_RUN;
+        /* At least one cache line, so that slots never sit at a NULL workspace. */
+        *workspace_bytes = (size_t)slots * packed_b_bytes(p) + 64;
     }
-    p->b_packed = (char *)data + bias_bytes;
-    nxe_gemm_pack(kernel, kernel->nr, b, stride_k, stride_n, shape->k, shape->n, p->b_packed);
     *prepared = p;
     return NXE_OK;
 }
 
-/* Gemm and FullyConnected with a constant B. C becomes the epilogue's bias when it is one row
- * broadcast down the output (constant, or beta = 1 and contiguous); other addends keep the
- * reference path. */
+/* Gemm and FullyConnected: B packed once when constant, else read in place or packed at every
+ * run; C, any broadcast of it, is the epilogue's bias (scaled by beta). */
 static nxe_status gemm_prepare(const void *params_in, const nxe_value *inputs,
                                int32_t num_inputs, const nxe_prepare_context *context,
                                void **prepared, size_t *workspace_bytes)
 {
-    (void)workspace_bytes;
+    (void)num_inputs;
     const gemm_params *p = params_in;
     *prepared = NULL;
     const nxe_gemm_kernel *kernel = packed_kernel(context);
-    if (!kernel || !inputs[1].data || inputs[0].dtype != NXE_DTYPE_F32)
+    if (!kernel || inputs[0].dtype != NXE_DTYPE_F32)
         return NXE_OK;
-    gemm_prepared shape = {
+    const gemm_prepared shape = {
         .kernel = kernel, .m = p->m, .n = p->n, .k = p->k, .a_stride_m = p->a_stride_m,
-        .a_stride_k = p->a_stride_k, .alpha = p->alpha, .bias_input = -1,
+        .a_stride_k = p->a_stride_k, .b_stride_k = p->b_stride_k, .b_stride_n = p->b_stride_n,
+        .alpha = p->alpha, .beta = p->beta, .has_c = p->has_c, .c_stride_m = p->c_stride_m,
+        .c_stride_n = p->c_stride_n,
     };
-    const float *bias_values = NULL;
-    if (p->has_c && input_present(inputs, num_inputs, 2)) {
-        if (p->c_stride_m != 0)
-            return NXE_OK;
-        if (inputs[2].data)
-            bias_values = inputs[2].data;
-        else if (p->beta == 1.0f && p->c_stride_n == 1)
-            shape.bias_input = 2;
-        else
-            return NXE_OK;
-    }
-    return pack_gemm(context, &shape, inputs[1].data, p->b_stride_k, p->b_stride_n, bias_values,
-                     p->c_stride_n, p->beta, prepared);
+    return prepare_packed(context, &shape, inputs[1].data, 1, prepared, workspace_bytes);
 }
 
 /* MatMul. A constant B shared by every batch, over an A whose batches follow each other, is
  * packed once: one GEMM of batch * M rows. Any other B (computed at run time, as in
- * attention, or different per batch) is packed into the workspace at every run, one slot per
- * batch, at a cost of 1/M of the product. */
+ * attention, or different per batch) is read in place by f32 kernels, or packed into the
+ * workspace at every run (bf16), one slot per batch, at a cost of 1/M of the product. */
 static nxe_status matmul_prepare(const void *params_in, const nxe_value *inputs,
                                  int32_t num_inputs, const nxe_prepare_context *context,
                                  void **prepared, size_t *workspace_bytes)
@@ -444,26 +449,13 @@ static nxe_status matmul_prepare(const void *params_in, const nxe_value *inputs,
             shared_b = false;
         expected *= p->batch_shape[d];
     }
-    if (shared_b) {
-        gemm_prepared shape = {
-            .kernel = kernel, .m = p->batch_count * p->m, .n = p->n, .k = p->k,
-            .a_stride_m = p->k, .a_stride_k = 1, .alpha = 1.0f, .bias_input = -1,
-        };
-        return pack_gemm(context, &shape, inputs[1].data, p->n, 1, NULL, 0, 1.0f, prepared);
-    }
-    void *unused;
-    gemm_prepared *runtime = nxe_prepared_alloc(sizeof *runtime, 0, &unused);
-    if (!runtime)
-        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "out of memory");
-    *runtime = (gemm_prepared){
-        .kernels = context->kernels, .kernel = kernel, .m = p->m, .n = p->n, .k = p->k,
-        .a_stride_m = p->k, .a_stride_k = 1, .alpha = 1.0f, .bias_input = -1,
-        .b_per_run = 1,
+    const gemm_prepared shape = {
+        .kernel = kernel, .m = shared_b ? p->batch_count * p->m : p->m, .n = p->n, .k = p->k,
+        .a_stride_m = p->k, .a_stride_k = 1, .b_stride_k = p->n, .b_stride_n = 1,
+        .alpha = 1.0f, .beta = 1.0f,
     };
-    /* At least one cache line, so that slots never sit at a NULL workspace. */
-    *workspace_bytes = (size_t)p->batch_count * nxe_gemm_packed_bytes(kernel, p->k, p->n, kernel->nr) + 64;
-    *prepared = runtime;
-    return NXE_OK;
+    return prepare_packed(context, &shape, shared_b ? inputs[1].data : NULL, p->batch_count,
+                          prepared, workspace_bytes);
 }
 
 typedef struct gemm_packed_job {
@@ -509,14 +501,33 @@ static nxe_gemm_packed_args packed_args(const gemm_prepared *p, const nxe_fused_
     nxe_gemm_packed_args args = {
         .kernel = p->kernel, .m = p->m, .n = p->n, .k = p->k,
         .a = inputs[0].data, .a_stride_m = p->a_stride_m, .a_stride_k = p->a_stride_k,
-        .b_packed = p->b_packed, .y = outputs[0].data, .y_stride_m = p->n,
-        .bias = p->bias_input >= 0 ? inputs[p->bias_input].data : p->bias,
+        .b_packed = p->b_packed,
+        .b = p->b_source == B_IN_PLACE ? inputs[1].data : NULL, .b_stride_k = p->b_stride_k,
+        .y = outputs[0].data, .y_stride_m = p->n,
+        .bias = p->has_c ? inputs[2].data : NULL,
+        .bias_stride_m = p->c_stride_m, .bias_stride_n = p->c_stride_n,
         .residual = fused->residual_input >= 0 ? inputs[fused->residual_input].data : NULL,
         .residual_stride_m = p->n,
         .epilogue = fused->epilogue,
     };
     args.epilogue.scale *= p->alpha;
+    args.epilogue.bias_scale *= p->beta;
     return args;
+}
+
+/* B packed into the workspace at every run: items are panels of B. */
+typedef struct pack_job {
+    const gemm_prepared *prepared;
+    const float *b;
+    void *packed;
+} pack_job;
+
+static void pack_panels(void *ctx, int64_t begin, int64_t end)
+{
+    const pack_job *job = ctx;
+    const gemm_prepared *p = job->prepared;
+    nxe_gemm_pack_panels(p->kernel, p->kernel->nr, job->b, p->b_stride_k, p->b_stride_n, p->k,
+                         p->n, begin, end, job->packed);
 }
 
 static nxe_status gemm_run_prepared(const void *params, const void *prepared_in,
@@ -526,14 +537,20 @@ static nxe_status gemm_run_prepared(const void *params, const void *prepared_in,
                                     nxe_thread_pool *pool)
 {
     (void)params;
-    (void)workspace;
     (void)num_inputs;
     (void)num_outputs;
     const gemm_prepared *p = prepared_in;
     gemm_packed_job job = {p, packed_args(p, fused, inputs, outputs), 0, 1, 0};
+    job.panels = (p->n + p->kernel->nr - 1) / p->kernel->nr;
+    if (p->b_source == B_PACKED_PER_RUN) {
+        pack_job pack = {p, inputs[1].data, workspace};
+        nxe_parallel_for(pool, job.panels,
+                         nxe_parallel_grain((double)p->k * (double)p->kernel->nr, MATMUL_TASK_WORK),
+                         pack_panels, &pack);
+        job.args.b_packed = workspace;
+    }
     const int64_t tiles = p->kernels->gemm_packed_tiles(&job.args);
     const int64_t threads = pool ? nxe_thread_pool_size(pool) : 1;
-    job.panels = (p->n + p->kernel->nr - 1) / p->kernel->nr;
     if (tiles < 2 * threads && threads > 1 && job.panels > 1) {
         /* Few rows (one sentence): split B's panels instead, so that the threads share the
          * reading of the weights rather than each reading all of them. */
@@ -547,12 +564,12 @@ static nxe_status gemm_run_prepared(const void *params, const void *prepared_in,
     return NXE_OK;
 }
 
-/* A MatMul whose B is packed per run: batches' B into workspace slots, then every (batch, row
- * tile) item. */
+/* A MatMul whose B changes per run and per batch: read in place, or packed into workspace slots
+ * first; then every (batch, row tile) item. */
 typedef struct batched_job {
     const gemm_prepared *prepared;
     const matmul_params *params;
-    nxe_gemm_packed_args args; /* batch 0; other batches shift a, b_packed, y, residual */
+    nxe_gemm_packed_args args; /* batch 0; other batches shift a, B, y, residual */
     const float *b;
     unsigned char *slots;
     size_t slot_bytes;
@@ -569,8 +586,9 @@ static void pack_batches(void *ctx, int64_t begin, int64_t end)
         const int64_t batch = item / panels, panel = item % panels;
         int64_t a_offset, b_offset;
         batch_offsets(job->params, batch, &a_offset, &b_offset);
-        nxe_gemm_pack_panels(p->kernel, p->kernel->nr, job->b + b_offset, p->n, 1, p->k, p->n,
-                             panel, panel + 1, job->slots + (size_t)batch * job->slot_bytes);
+        nxe_gemm_pack_panels(p->kernel, p->kernel->nr, job->b + b_offset, p->b_stride_k,
+                             p->b_stride_n, p->k, p->n, panel, panel + 1,
+                             job->slots + (size_t)batch * job->slot_bytes);
     }
 }
 
@@ -585,7 +603,10 @@ static void batched_tiles(void *ctx, int64_t begin, int64_t end)
         nxe_gemm_packed_args args = job->args;
         const int64_t y_offset = batch * job->params->m * job->params->n;
         args.a += a_offset;
-        args.b_packed = job->slots + (size_t)batch * job->slot_bytes;
+        if (args.b)
+            args.b += b_offset;
+        else
+            args.b_packed = job->slots + (size_t)batch * job->slot_bytes;
         args.y += y_offset;
         if (args.residual)
             args.residual += y_offset;
@@ -601,7 +622,7 @@ static nxe_status matmul_run_prepared(const void *params, const void *prepared_i
                                       nxe_thread_pool *pool)
 {
     const gemm_prepared *p = prepared_in;
-    if (!p->b_per_run)
+    if (p->b_source == B_PREPACKED)
         return gemm_run_prepared(params, prepared_in, fused, workspace, inputs, num_inputs,
                                  outputs, num_outputs, pool);
     const matmul_params *mp = params;
@@ -611,15 +632,17 @@ static nxe_status matmul_run_prepared(const void *params, const void *prepared_i
         .args = packed_args(p, fused, inputs, outputs),
         .b = inputs[1].data,
         .slots = workspace,
-        .slot_bytes = nxe_gemm_packed_bytes(p->kernel, p->k, p->n, p->kernel->nr),
+        .slot_bytes = packed_b_bytes(p),
     };
     job.tiles_per_batch = p->kernels->gemm_packed_tiles(&job.args);
     if (mp->batch_count == 0 || job.tiles_per_batch == 0)
         return NXE_OK;
-    const int64_t panels = (p->n + p->kernel->nr - 1) / p->kernel->nr;
-    const double pack_work = (double)p->k * (double)p->kernel->nr;
-    nxe_parallel_for(pool, mp->batch_count * panels, nxe_parallel_grain(pack_work, MATMUL_TASK_WORK),
-                     pack_batches, &job);
+    if (p->b_source == B_PACKED_PER_RUN) {
+        const int64_t panels = (p->n + p->kernel->nr - 1) / p->kernel->nr;
+        const double pack_work = (double)p->k * (double)p->kernel->nr;
+        nxe_parallel_for(pool, mp->batch_count * panels,
+                         nxe_parallel_grain(pack_work, MATMUL_TASK_WORK), pack_batches, &job);
+    }
     const int64_t items = mp->batch_count * job.tiles_per_batch;
     nxe_parallel_for(pool, items, packed_grain(p, items, pool), batched_tiles, &job);
     return NXE_OK;

@@ -27,8 +27,9 @@ extern "C" {
  * avx512's. */
 
 /* Bits of nxe_cpu_info.features. A bit is set only when CPUID reports the feature and the OS
- * has enabled its register state (XCR0); the AMX bits also need the Linux permission
- * (arch_prctl ARCH_REQ_XCOMP_PERM), which nxe requests once per process. Since 0.2. */
+ * has enabled its register state (XCR0). Using AMX tiles also needs the Linux permission
+ * (arch_prctl ARCH_REQ_XCOMP_PERM), which nxe requests once, and only when it chooses a kernel
+ * that uses tiles. Since 0.2. */
 enum nxe_cpu_feature {
     NXE_CPU_FEATURE_AVX2 = 0x1,
     NXE_CPU_FEATURE_FMA = 0x2,

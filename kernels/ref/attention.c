@@ -1,7 +1,7 @@
 /* attention.c — reference attention row: scores, online softmax and the weighted sum of values
  * in one pass over the keys, in key order, so the result never depends on how rows are split
  * between threads. */
-#include "attention.h"
+#include "ref/attention.h"
 
 #include <math.h>
 

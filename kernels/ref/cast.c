@@ -1,7 +1,7 @@
 /* cast.c — reference kernels for the cast op family. Every path to an integer is range-checked
  * before C's conversion (an out-of-range float-to-int cast is undefined), and every path to a
  * half type rounds exactly once. */
-#include "cast.h"
+#include "ref/cast.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* conv.c — reference kernels for the conv op family: direct and transposed convolution needing
  * no scratch memory, and depth-to-space as pure data movement. */
-#include "conv.h"
+#include "ref/conv.h"
 
 #include <string.h>
 

@@ -1,11 +1,11 @@
 /* data_movement.c — reference kernels for the data_movement op family: byte copies, strided
  * views, padding, gathers, scatters, one-hot and triangles. Zero-length copies never touch
  * their pointers (they may be NULL). */
-#include "data_movement.h"
+#include "ref/data_movement.h"
 
 #include <string.h>
 
-#include "cast.h"
+#include "ref/cast.h"
 
 void nxe_ref_x8_copy(size_t bytes, const void *src, void *dst)
 {

@@ -1,9 +1,9 @@
 /* elementwise.c — reference kernels for the elementwise op family: the broadcasting walk, the
  * binary kernels of every dtype, where, and f32 activations. Integer arithmetic is done in
  * unsigned types so overflow wraps instead of being undefined. */
-#include "elementwise.h"
+#include "ref/elementwise.h"
 
-#include "cast.h"
+#include "ref/cast.h"
 
 #include <math.h>
 

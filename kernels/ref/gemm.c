@@ -1,174 +1,10 @@
-/* gemm.c — the reference twins of the packed GEMM (kernels/gemm.h): scalar microkernels, the
- * epilogue with libm activations, bf16 rounding and the panel packing every kernel shares.
- * The oracle for the vectorized kernels; portable C11, no allocation. */
-#include "gemm.h"
+/* gemm.c — the reference twin of the packed GEMM's epilogue (libm activations), the
+ * reference microkernels' list entries and the row of the portable kernels compiled at the
+ * scalar level, whose drivers and epilogue the reference microkernels run with. Built for the
+ * kernel tests only. */
+#include "ref/gemm.h"
 
 #include <math.h>
-#include <stdbool.h>
-#include <string.h>
-
-#define REF_MR 4
-#define REF_NR 8
-
-uint16_t nxe_f32_to_bf16(float value)
-{
-    uint32_t bits;
-    memcpy(&bits, &value, sizeof bits);
-    if ((bits & 0x7FFFFFFFu) > 0x7F800000u) /* NaN: keep it a quiet NaN */
-        return (uint16_t)((bits >> 16) | 0x0040u);
-    bits += 0x7FFFu + ((bits >> 16) & 1u);
-    return (uint16_t)(bits >> 16);
-}
-
-float nxe_bf16_to_f32(uint16_t bits)
-{
-    uint32_t wide = (uint32_t)bits << 16;
-    float value;
-    memcpy(&value, &wide, sizeof value);
-    return value;
-}
-
-size_t nxe_gemm_element_size(int32_t type)
-{
-    return type == NXE_GEMM_BF16 ? 2u : 4u;
-}
-
-size_t nxe_gemm_packed_bytes(const nxe_gemm_kernel *kernel, int64_t k, int64_t w, int32_t width)
-{
-    int64_t panels = (w + width - 1) / width;
-    int64_t k_padded = nxe_round_up(k, kernel->k_unit);
-    return (size_t)(panels * k_padded * width) * nxe_gemm_element_size(kernel->type);
-}
-
-const void *nxe_gemm_panel_block(const nxe_gemm_kernel *kernel, const void *packed,
-                                 int32_t width, int64_t k, int64_t panel, int64_t k0)
-{
-    int64_t k_padded = nxe_round_up(k, kernel->k_unit);
-    size_t offset = (size_t)(panel * k_padded * width + k0 * width);
-    return (const char *)packed + offset * nxe_gemm_element_size(kernel->type);
-}
-
-/* One row group of one panel from a source whose x is contiguous (stride_x 1): a copy or a
- * conversion of `valid` values per row, zeros after them. */
-static void pack_contiguous_rows(const nxe_gemm_kernel *kernel, int32_t width, const float *src,
-                                 int64_t stride_k, int64_t k, int64_t k_count, int64_t valid,
-                                 void *dst)
-{
-    if (kernel->type == NXE_GEMM_BF16) {
-        const float *even = src + k * stride_k;
-        const float *odd = k + 1 < k_count ? even + stride_k : NULL;
-        uint32_t *out = dst;
-        for (int64_t i = 0; i < valid; i++)
-            out[i] = (uint32_t)nxe_f32_to_bf16(even[i]) |
-                     (odd ? (uint32_t)nxe_f32_to_bf16(odd[i]) << 16 : 0u);
-        for (int64_t i = valid; i < width; i++)
-            out[i] = 0;
-    } else {
-        float *out = dst;
-        memcpy(out, src + k * stride_k, sizeof(float) * (size_t)valid);
-        for (int64_t i = valid; i < width; i++)
-            out[i] = 0.0f;
-    }
-}
-
-void nxe_gemm_pack_panels(const nxe_gemm_kernel *kernel, int32_t width, const float *src,
-                          int64_t stride_k, int64_t stride_x, int64_t k_count, int64_t w_count,
-                          int64_t panel_begin, int64_t panel_end, void *dst)
-{
-    const int64_t unit = kernel->k_unit;
-    const int64_t k_padded = nxe_round_up(k_count, unit);
-    const size_t element = nxe_gemm_element_size(kernel->type);
-    for (int64_t p = panel_begin; p < panel_end; p++) {
-        const int64_t x0 = p * width;
-        const int64_t valid = w_count - x0 < width ? w_count - x0 : width;
-        char *panel = (char *)dst + (size_t)(p * k_padded * width) * element;
-        if (stride_x == 1) {
-            for (int64_t k = 0; k < k_padded; k += unit) {
-                char *row = panel + (size_t)(k * width) * element;
-                if (k < k_count)
-                    pack_contiguous_rows(kernel, width, src + x0, stride_k, k, k_count, valid, row);
-                else
-                    memset(row, 0, (size_t)(width * unit) * element);
-            }
-            continue;
-        }
-        for (int64_t k = 0; k < k_padded; k++) {
-            for (int64_t i = 0; i < width; i++) {
-                int64_t x = x0 + i;
-                float value = k < k_count && x < w_count ? src[k * stride_k + x * stride_x] : 0.0f;
-                size_t index = (size_t)(((k / unit) * width + i) * unit + k % unit);
-                if (kernel->type == NXE_GEMM_BF16)
-                    ((uint16_t *)(void *)panel)[index] = nxe_f32_to_bf16(value);
-                else
-                    ((float *)(void *)panel)[index] = value;
-            }
-        }
-    }
-}
-
-void nxe_gemm_pack(const nxe_gemm_kernel *kernel, int32_t width, const float *src,
-                   int64_t stride_k, int64_t stride_x, int64_t k_count, int64_t w_count,
-                   void *dst)
-{
-    nxe_gemm_pack_panels(kernel, width, src, stride_k, stride_x, k_count, w_count, 0,
-                         (w_count + width - 1) / width, dst);
-}
-
-/* ---- microkernels ---- */
-
-/* Element (k, i) of A at a[k * stride_k + i * stride_m]: a packed panel or rows of memory. */
-static void ref_f32_tile(int32_t mr, int32_t nr, int64_t kc, const float *a, int64_t stride_k,
-                         int64_t stride_m, const void *const *b_rows, float *c, int64_t ldc,
-                         int32_t accumulate)
-{
-    for (int32_t i = 0; i < mr; i++) {
-        for (int32_t j = 0; j < nr; j++) {
-            float acc = accumulate ? c[i * ldc + j] : 0.0f;
-            for (int64_t k = 0; k < kc; k++)
-                acc = fmaf(a[k * stride_k + i * stride_m], ((const float *)b_rows[k])[j], acc);
-            c[i * ldc + j] = acc;
-        }
-    }
-}
-
-void nxe_ref_gemm_ukernel_f32(int32_t mr, int32_t nr, int64_t kc, const void *a,
-                              const void *const *b_rows, float *c, int64_t ldc,
-                              int32_t accumulate)
-{
-    ref_f32_tile(mr, nr, kc, a, REF_MR, 1, b_rows, c, ldc, accumulate);
-}
-
-void nxe_ref_gemm_ukernel_f32_rows(int32_t mr, int32_t nr, int64_t kc, const float *a,
-                                   int64_t a_stride_m, const void *const *b_rows, float *c,
-                                   int64_t ldc, int32_t accumulate)
-{
-    ref_f32_tile(mr, nr, kc, a, 1, a_stride_m, b_rows, c, ldc, accumulate);
-}
-
-void nxe_ref_gemm_ukernel_bf16(int32_t mr, int32_t nr, int64_t kc, const void *a,
-                               const void *const *b_rows, float *c, int64_t ldc,
-                               int32_t accumulate)
-{
-    const uint16_t *ap = a;
-    const int64_t pairs = (kc + 1) / 2;
-    for (int32_t i = 0; i < mr; i++) {
-        for (int32_t j = 0; j < nr; j++) {
-            float acc = accumulate ? c[i * ldc + j] : 0.0f;
-            for (int64_t q = 0; q < pairs; q++) {
-                /* One pair as a dot-product instruction does it: both products, then the sum. */
-                const uint16_t *bp = b_rows[q];
-                float even = nxe_bf16_to_f32(ap[(q * REF_MR + i) * 2]) *
-                             nxe_bf16_to_f32(bp[j * 2]);
-                float odd = nxe_bf16_to_f32(ap[(q * REF_MR + i) * 2 + 1]) *
-                            nxe_bf16_to_f32(bp[j * 2 + 1]);
-                acc = acc + even + odd;
-            }
-            c[i * ldc + j] = acc;
-        }
-    }
-}
-
-/* ---- epilogue ---- */
 
 float nxe_ref_activation(int32_t activation, float alpha, float beta, float v)
 {
@@ -201,7 +37,8 @@ void nxe_ref_epilogue(int32_t mr, int32_t nr, float *c, int64_t ldc,
         for (int32_t j = 0; j < nr; j++) {
             float v = epilogue->scale * c[i * ldc + j];
             if (operands->bias)
-                v += epilogue->bias_scale * operands->bias[operands->bias_per_row ? i : j];
+                v += epilogue->bias_scale *
+                     operands->bias[i * operands->bias_stride_m + j * operands->bias_stride_n];
             float residual = operands->residual ? operands->residual[i * operands->ldr + j] : 0.0f;
             if (epilogue->residual_before_activation)
                 v += residual;
@@ -213,157 +50,22 @@ void nxe_ref_epilogue(int32_t mr, int32_t nr, float *c, int64_t ldc,
     }
 }
 
-const nxe_gemm_kernel nxe_ref_gemm_f32_kernel = {
-    "f32-gemm-4x8-scalar", NXE_GEMM_F32, REF_MR, REF_NR, 1, nxe_ref_gemm_ukernel_f32,
-    nxe_ref_epilogue, nxe_ref_gemm_ukernel_f32_rows,
-};
-const nxe_gemm_kernel nxe_ref_gemm_bf16_kernel = {
-    "bf16-gemm-4x8-scalar", NXE_GEMM_BF16, REF_MR, REF_NR, 2, nxe_ref_gemm_ukernel_bf16,
-    nxe_ref_epilogue,
+NXE_REF_GEMM_UKERNELS(NXE_DEFINE_GEMM_UKERNEL)
+NXE_REF_Q8_UKERNELS(NXE_DEFINE_Q8_UKERNEL)
+
+static const nxe_ukernel_entry entries[] = {
+    NXE_REF_GEMM_UKERNELS(NXE_GEMM_UKERNEL_ENTRY) NXE_REF_Q8_UKERNELS(NXE_Q8_UKERNEL_ENTRY)
 };
 
-/* ---- convolution weights ---- */
-
-/* Both layouts keep one group's reduction contiguous per output channel ([O, C/g, KD, KH, KW]
- * channels first, [O, KD, KH, KW, C/g] channels last), in the order the drivers gather. The
- * bf16 kernels on channels-first input reduce over channel pairs instead: k = (pair, tap,
- * channel within the pair), pairs padded with a zero channel when C/g is odd, so that each
- * B row group is a run of the pair-interleaved input (nxe_conv_bf16_pairs). */
-static bool pairs_layout(const nxe_gemm_kernel *kernel, int32_t channels_last)
+const nxe_ukernel_entry *nxe_ref_ukernel_entries(int32_t *count)
 {
-    return kernel->type == NXE_GEMM_BF16 && !channels_last;
+    *count = (int32_t)(sizeof entries / sizeof entries[0]);
+    return entries;
 }
 
-int64_t nxe_conv_gemm_reduction(const nxe_gemm_kernel *kernel, const nxe_conv_geometry *g,
-                                int32_t channels_last)
+static const nxe_kernel_table scalar_row = NXE_ROW_INIT(scalar);
+
+const nxe_kernel_table *nxe_scalar_portable_row(void)
 {
-    const int64_t taps = g->kernel[0] * g->kernel[1] * g->kernel[2];
-    const int64_t group_in = g->in_channels / g->groups;
-    return pairs_layout(kernel, channels_last) ? (group_in + 1) / 2 * 2 * taps : group_in * taps;
+    return &scalar_row;
 }
-
-size_t nxe_conv_gemm_weight_bytes(const nxe_gemm_kernel *kernel, const nxe_conv_geometry *g,
-                                  int32_t channels_last)
-{
-    int64_t k = nxe_conv_gemm_reduction(kernel, g, channels_last);
-    int32_t width = channels_last ? kernel->nr : kernel->mr;
-    return (size_t)g->groups * nxe_gemm_packed_bytes(kernel, k, g->out_channels / g->groups, width);
-}
-
-void nxe_conv_gemm_pack_weight(const nxe_gemm_kernel *kernel, const nxe_conv_geometry *g,
-                               int32_t channels_last, const float *weight, void *dst)
-{
-    const int64_t group_out = g->out_channels / g->groups;
-    const int64_t group_in = g->in_channels / g->groups;
-    const int64_t taps = g->kernel[0] * g->kernel[1] * g->kernel[2];
-    const int64_t k = nxe_conv_gemm_reduction(kernel, g, channels_last);
-    const int32_t width = channels_last ? kernel->nr : kernel->mr;
-    const size_t group_bytes = nxe_gemm_packed_bytes(kernel, k, group_out, width);
-    for (int64_t group = 0; group < g->groups; group++) {
-        const float *w = weight + group * group_out * group_in * taps;
-        char *out = (char *)dst + group * group_bytes;
-        if (!pairs_layout(kernel, channels_last)) {
-            nxe_gemm_pack(kernel, width, w, 1, k, k, group_out, out);
-            continue;
-        }
-        /* Element (k, o) of the pair order, written where a bf16 panel keeps it. */
-        uint16_t *packed = (uint16_t *)(void *)out;
-        for (int64_t o = 0; o < nxe_round_up(group_out, width); o++) {
-            for (int64_t kk = 0; kk < k; kk++) {
-                const int64_t pair = kk / (2 * taps), tap = kk / 2 % taps;
-                const int64_t channel = pair * 2 + kk % 2;
-                const float value = o < group_out && channel < group_in
-                                        ? w[(o * group_in + channel) * taps + tap]
-                                        : 0.0f;
-                const int64_t panel = o / width, i = o % width;
-                packed[panel * k * width + ((kk / 2) * width + i) * 2 + kk % 2] =
-                    nxe_f32_to_bf16(value);
-            }
-        }
-    }
-}
-
-/* ---- depthwise weights ---- */
-
-int nxe_conv_is_depthwise(const nxe_conv_geometry *g)
-{
-    return g->groups > 1 && g->in_channels == g->groups && g->out_channels % g->groups == 0;
-}
-
-void nxe_depthwise_pack_weight(const nxe_conv_geometry *g, int32_t channels_last,
-                               const float *weight, float *dst)
-{
-    const int64_t taps = g->kernel[0] * g->kernel[1] * g->kernel[2];
-    for (int64_t o = 0; o < g->out_channels; o++)
-        for (int64_t t = 0; t < taps; t++)
-            dst[channels_last ? t * g->out_channels + o : o * taps + t] = weight[o * taps + t];
-}
-
-/* ---- the pair-interleaved input of bf16 convolutions ---- */
-
-int64_t nxe_conv_bf16_pairs_rows(const nxe_conv_geometry *g)
-{
-    const int64_t pairs = (g->in_channels / g->groups + 1) / 2;
-    return g->batch * g->groups * pairs * g->in_size[0] * g->in_size[1];
-}
-
-size_t nxe_conv_bf16_pairs_bytes(const nxe_conv_geometry *g)
-{
-    return (size_t)(nxe_conv_bf16_pairs_rows(g) * g->in_size[2]) * sizeof(uint32_t);
-}
-
-/* ---- 8-bit GEMM ---- */
-
-#define REF_Q8_MR 4
-#define REF_Q8_NR 8
-
-size_t nxe_q8_packed_bytes(const nxe_q8_gemm_kernel *kernel, int64_t k, int64_t n)
-{
-    return (size_t)((n + kernel->nr - 1) / kernel->nr * nxe_round_up(k, 4) * kernel->nr);
-}
-
-void nxe_q8_pack_b(const nxe_q8_gemm_kernel *kernel, nxe_q8_ref b, int64_t stride_k,
-                   int64_t stride_n, int64_t k, int64_t n, int64_t panel_begin,
-                   int64_t panel_end, int8_t *dst, int32_t *col_sums)
-{
-    const int32_t width = kernel->nr;
-    const int64_t k_padded = nxe_round_up(k, 4);
-    const uint8_t flip = b.is_signed ? 0u : 0x80u; /* u8 - 128 as s8 */
-    const uint8_t *src = b.data;
-    for (int64_t p = panel_begin; p < panel_end; p++) {
-        int8_t *panel = dst + p * k_padded * width;
-        const int64_t j0 = p * width;
-        const int64_t valid = n - j0 < width ? n - j0 : width;
-        uint32_t sums[64] = {0}; /* width <= NXE_GEMM_MAX_NR */
-        for (int64_t kk = 0; kk < k_padded; kk++) {
-            int8_t *out = panel + (kk / 4) * width * 4 + kk % 4;
-            const uint8_t *row = kk < k ? src + kk * stride_k + j0 * stride_n : NULL;
-            for (int64_t i = 0; i < width; i++) {
-                const int8_t value =
-                    row && i < valid ? (int8_t)(uint8_t)(row[i * stride_n] ^ flip) : 0;
-                out[i * 4] = value;
-                sums[i] += (uint32_t)(int32_t)value;
-            }
-        }
-        for (int64_t i = 0; i < valid; i++)
-            col_sums[j0 + i] = (int32_t)sums[i];
-    }
-}
-
-void nxe_ref_q8_ukernel(int32_t mr, int32_t nr, int64_t kc, const uint8_t *a, const int8_t *b,
-                        int32_t *c, int64_t ldc)
-{
-    for (int32_t i = 0; i < mr; i++) {
-        for (int32_t j = 0; j < nr; j++) {
-            uint32_t acc = 0; /* wraps as the instructions do */
-            for (int64_t kk = 0; kk < kc; kk++)
-                acc += (uint32_t)((int32_t)a[((kk / 4) * REF_Q8_MR + i) * 4 + kk % 4] *
-                                  (int32_t)b[((kk / 4) * REF_Q8_NR + j) * 4 + kk % 4]);
-            c[i * ldc + j] = (int32_t)acc;
-        }
-    }
-}
-
-const nxe_q8_gemm_kernel nxe_ref_q8_gemm_kernel = {
-    "u8s8-gemm-4x8-scalar", REF_Q8_MR, REF_Q8_NR, nxe_ref_q8_ukernel,
-};

@@ -1,10 +1,10 @@
 /* math.c — reference kernels for the math op family: unary math and activations in f32 (half
  * types through f32), integer unary ops, float classification and logical not. */
-#include "math.h"
+#include "ref/math.h"
 
 #include <math.h>
 
-#include "cast.h"
+#include "ref/cast.h"
 
 static inline float round_half_even(float v)
 {

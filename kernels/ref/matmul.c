@@ -1,6 +1,6 @@
 /* matmul.c — reference GEMM. Two loop orders, picked by the strides of b only, so a given
  * element is always computed by the same sequence of operations. */
-#include "matmul.h"
+#include "ref/matmul.h"
 
 void nxe_ref_f32_gemm(const nxe_f32_gemm_args *args, int64_t row_begin, int64_t row_end)
 {

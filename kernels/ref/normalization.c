@@ -1,6 +1,6 @@
 /* normalization.c — reference normalizations and softmax variants. Sums run in double in a fixed
  * order, so results do not depend on how rows are split. */
-#include "normalization.h"
+#include "ref/normalization.h"
 
 #include <math.h>
 

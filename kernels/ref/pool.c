@@ -1,6 +1,6 @@
 /* pool.c — reference kernels for the pool op family. Each window is clipped to the input
  * once per axis, so no padding value is ever read or materialized. */
-#include "pool.h"
+#include "ref/pool.h"
 
 #include <math.h>
 

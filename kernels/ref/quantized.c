@@ -1,7 +1,7 @@
 /* quantized.c — reference integer GEMM and convolution. Sums run in int64 (exact for any k
  * below 2^47) and are wrapped to int32 once, which equals int32 accumulation without its
  * undefined overflow. */
-#include "quantized.h"
+#include "ref/quantized.h"
 
 #include <math.h>
 

@@ -1,7 +1,7 @@
 /* recurrent.c — reference RNN/GRU/LSTM sequences. Each hidden unit is computed from the whole
  * previous hidden state, which sits in the previous step's output slot, so the new state can
  * be written straight into the current slot. */
-#include "recurrent.h"
+#include "ref/recurrent.h"
 
 #include <math.h>
 

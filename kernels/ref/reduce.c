@@ -1,6 +1,6 @@
 /* reduce.c — reference reductions, arg-extremes, top-k and cumulative sums. Every output
  * element walks its input in the same order whatever range of outputs a call covers. */
-#include "reduce.h"
+#include "ref/reduce.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* resize.c — reference kernels for the resize op family: each output element finds, per axis,
  * up to four input taps with weights, then sums the product over axes. */
-#include "resize.h"
+#include "ref/resize.h"
 
 #include <math.h>
 #include <stdbool.h>

@@ -1,9 +1,13 @@
-/* kernels.c — every packed-GEMM variant this machine can run, against its reference twin:
+/* kernels.c — every microkernel and dispatch row of kernels/list.h that this process can run,
+ * against its reference twin, and a SKIPPED line with the reason for each one it cannot:
  * microkernels over every tile shape and ragged reductions, epilogues with every activation,
- * the vectorized math against libm, and the GEMM and convolution drivers against the direct
- * reference kernels over a sweep of shapes with tails, strides, dilations, padding and groups.
- * Links the library's objects directly (kernels are internal); prints one line per failure and
- * exits nonzero if any. Tolerances are stated where they are checked. */
+ * the vectorized math against libm, and the GEMM, convolution, depthwise and 8-bit drivers
+ * against the direct reference kernels over a sweep of shapes with tails, strides, dilations,
+ * padding and groups; the reference microkernels run through the portable drivers compiled at
+ * the scalar level, so every build (aarch64 too) tests the drivers. Also how dispatch chooses
+ * microkernels, the AMX permission included. Links the library's objects directly (kernels
+ * are internal); prints one line per failure and exits nonzero if any. Tolerances are stated
+ * where they are checked. */
 #define _GNU_SOURCE /* M_PI, nanosleep */
 #include <math.h>
 #include <stdbool.h>
@@ -16,8 +20,8 @@
 #include "core/threadpool.h"
 #include "dispatch.h"
 #include "gemm.h"
-#include "generic/vector.h"
 #include "ref/conv.h"
+#include "ref/gemm.h"
 #include "ref/matmul.h"
 
 static int failures;
@@ -52,64 +56,6 @@ static float *random_floats(size_t n)
     for (size_t i = 0; i < n; i++)
         v[i] = uniform();
     return v;
-}
-
-/* The tables this machine can run: levels up to the detected one. */
-static int runnable_tables(const nxe_kernel_table **out, int capacity)
-{
-    int32_t count;
-    const nxe_kernel_table *tables = nxe_kernel_tables(&count);
-    int n = 0;
-    for (int32_t i = 0; i < count && n < capacity; i++) {
-        bool ok = tables[i].level <= nxe_isa_level_chosen();
-        if (ok)
-            out[n++] = &tables[i];
-    }
-    return n;
-}
-
-static bool has_bf16(void)
-{
-    nxe_cpu_info info = {.struct_size = sizeof info};
-    nxe_cpu_info_get(&info);
-    return (info.features & NXE_CPU_FEATURE_AVX512_BF16) != 0;
-}
-
-/* The portable copy of the drivers and activations, which every build has: it runs the
- * reference microkernels through the drivers, so aarch64 tests the drivers too. */
-static const nxe_kernel_table generic_table = {
-    NXE_ISA_LEVEL_SCALAR, "generic", nxe_ref_f32_gemm, nxe_ref_f32_conv_ncdhw,
-    nxe_ref_f32_conv_ndhwc, &nxe_ref_gemm_f32_kernel, &nxe_ref_gemm_bf16_kernel,
-    &nxe_ref_q8_gemm_kernel, nxe_q8_gemm_tiles_generic, nxe_q8_gemm_run_generic,
-    nxe_gemm_packed_tiles_generic, nxe_gemm_packed_run_generic, nxe_conv_gemm_tiles_generic,
-    nxe_conv_gemm_tile_work_generic, nxe_conv_gemm_run_generic, nxe_conv_bf16_pairs_generic,
-    nxe_depthwise_rows_generic,
-    nxe_depthwise_run_generic, nxe_f32_activation_generic,
-    nxe_f32_softmax_rows_generic, nxe_f32_layer_norm_rows_generic,
-    nxe_x32_depth_to_space_generic,
-};
-
-/* The kernels to test: the references and every table's, bf16 only where the CPU has it. */
-static int kernels_to_test(const nxe_gemm_kernel **out, const nxe_kernel_table **tables_of)
-{
-    const nxe_kernel_table *tables[8];
-    int nt = runnable_tables(tables, 8);
-    int n = 0;
-    out[n] = &nxe_ref_gemm_f32_kernel;
-    tables_of[n++] = &generic_table;
-    out[n] = &nxe_ref_gemm_bf16_kernel;
-    tables_of[n++] = &generic_table;
-    for (int t = 0; t < nt; t++) {
-        if (tables[t]->f32_gemm_kernel) {
-            out[n] = tables[t]->f32_gemm_kernel;
-            tables_of[n++] = tables[t];
-        }
-        if (tables[t]->bf16_gemm_kernel && has_bf16()) {
-            out[n] = tables[t]->bf16_gemm_kernel;
-            tables_of[n++] = tables[t];
-        }
-    }
-    return n;
 }
 
 /* What a packed element holds: the f32 value, or its bf16 rounding. */
@@ -258,7 +204,6 @@ static void test_activations(const nxe_kernel_table *table)
 
 static void test_epilogue(const nxe_kernel_table *table)
 {
-    const nxe_gemm_kernel *kernel = table->f32_gemm_kernel;
     const int32_t mr = 5, nr = 37;
     const int64_t ldc = 41, ldr = 39;
     float *bias = random_floats(64), *residual = random_floats((size_t)(mr * ldr));
@@ -266,15 +211,23 @@ static void test_epilogue(const nxe_kernel_table *table)
     float *got = malloc(sizeof(float) * (size_t)(mr * ldc));
     for (int32_t act = NXE_ACTIVATION_NONE; act < NXE_ACTIVATION_COUNT; act++) {
         for (int variant = 0; variant < 8; variant++) {
-            nxe_epilogue e = {variant & 1 ? 0.75f : 1.0f, act, -0.3f, 0.6f, (variant >> 2) & 1,
-                              variant & 1 ? -1.25f : 1.0f};
+            nxe_epilogue e = {
+                .scale = variant & 1 ? 0.75f : 1.0f, .activation = act, .alpha = -0.3f,
+                .beta = 0.6f, .residual_before_activation = (variant >> 2) & 1,
+                .bias_scale = variant & 1 ? -1.25f : 1.0f,
+            };
             if (act == NXE_ACTIVATION_LEAKY_RELU)
                 e.alpha = 0.2f;
-            nxe_epilogue_operands ops = {variant & 2 ? bias : NULL, variant & 1, variant & 4 ? residual : NULL, ldr};
+            /* Bias per column or, with variant bit 0, per row. */
+            nxe_epilogue_operands ops = {
+                .bias = variant & 2 ? bias : NULL, .bias_stride_m = variant & 1,
+                .bias_stride_n = !(variant & 1), .residual = variant & 4 ? residual : NULL,
+                .ldr = ldr,
+            };
             memcpy(want, c, sizeof(float) * (size_t)(mr * ldc));
             memcpy(got, c, sizeof(float) * (size_t)(mr * ldc));
             nxe_ref_epilogue(mr, nr, want, ldc, &e, &ops);
-            kernel->epilogue(mr, nr, got, ldc, &e, &ops);
+            table->epilogue(mr, nr, got, ldc, &e, &ops);
             for (int32_t i = 0; i < mr * ldc; i++) {
                 bool inside = i % ldc < nr;
                 double tol = inside ? activation_tolerance(act, want[i]) + 1e-6 * fabs(want[i]) : 0.0;
@@ -297,7 +250,11 @@ static void test_gemm_driver(const nxe_kernel_table *table, const nxe_gemm_kerne
         const int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
         for (int trans = 0; trans < 2; trans++) {
             float *a = random_floats((size_t)(m * k)), *b = random_floats((size_t)(k * n));
-            float *bias = random_floats((size_t)n), *residual = random_floats((size_t)(m * n));
+            /* The addend as a bias per column, per row, one value or a whole matrix, in turn. */
+            const int form = (int)(2 * s + (size_t)trans) % 4;
+            const int64_t bias_stride_m[] = {0, 1, 0, n}, bias_stride_n[] = {1, 0, 0, 1};
+            const bool in_place = kernel->type == NXE_GEMM_F32 && trans;
+            float *bias = random_floats((size_t)(m * n)), *residual = random_floats((size_t)(m * n));
             float *y = malloc(sizeof(float) * (size_t)(m * n + 1));
             float *ref = malloc(sizeof(float) * (size_t)(m * n + 1));
             void *packed = malloc(nxe_gemm_packed_bytes(kernel, k, n, kernel->nr) + 1);
@@ -305,9 +262,14 @@ static void test_gemm_driver(const nxe_kernel_table *table, const nxe_gemm_kerne
             nxe_gemm_packed_args args = {
                 .kernel = kernel, .m = m, .n = n, .k = k, .a = a,
                 .a_stride_m = trans ? 1 : k, .a_stride_k = trans ? m : 1,
-                .b_packed = packed, .y = y, .y_stride_m = n, .bias = bias,
+                /* f32 kernels read B in place in half the cases. */
+                .b_packed = in_place ? NULL : packed, .b = in_place ? b : NULL, .b_stride_k = n,
+                .y = y, .y_stride_m = n, .bias = bias,
+                .bias_stride_m = bias_stride_m[form], .bias_stride_n = bias_stride_n[form],
                 .residual = trans ? residual : NULL, .residual_stride_m = n,
-                .epilogue = {1.5f, trans ? NXE_ACTIVATION_RELU : NXE_ACTIVATION_NONE, 0, 0, 1, 0.5f},
+                .epilogue = {.scale = 1.5f,
+                             .activation = trans ? NXE_ACTIVATION_RELU : NXE_ACTIVATION_NONE,
+                             .residual_before_activation = 1, .bias_scale = 0.5f},
             };
             /* Split the tiles unevenly, as threads might. */
             int64_t tiles = table->gemm_packed_tiles(&args), mid = tiles / 3;
@@ -324,12 +286,14 @@ static void test_gemm_driver(const nxe_kernel_table *table, const nxe_gemm_kerne
                     double mag = 0.0;
                     for (int64_t kk = 0; kk < k; kk++)
                         mag += fabs(a[trans ? kk * m + i : i * k + kk] * b[kk * n + j]);
-                    double v = 1.5 * ref[i * n + j] + 0.5 * bias[j] + (trans ? residual[i * n + j] : 0.0);
+                    double v = 1.5 * ref[i * n + j] +
+                               0.5 * bias[i * bias_stride_m[form] + j * bias_stride_n[form]] +
+                               (trans ? residual[i * n + j] : 0.0);
                     if (trans && v < 0)
                         v = 0.0;
                     double tol = (bf16 ? 1.6e-2 : 1e-5) * 1.5 * mag + 1e-5 * (fabs(v) + 1.0);
-                    CHECK(fabs(y[i * n + j] - v) <= tol, "%s gemm %lldx%lldx%lld trans=%d (%lld,%lld): %g vs %g",
-                          kernel->name, (long long)m, (long long)n, (long long)k, trans,
+                    CHECK(fabs(y[i * n + j] - v) <= tol, "%s gemm %lldx%lldx%lld trans=%d bias form %d B in place %d (%lld,%lld): %g vs %g",
+                          kernel->name, (long long)m, (long long)n, (long long)k, trans, form, in_place,
                           (long long)i, (long long)j, y[i * n + j], v);
                 }
             }
@@ -421,9 +385,12 @@ static void test_conv_driver(const nxe_kernel_table *table, const nxe_gemm_kerne
                 table->conv_bf16_pairs(&g, x, pairs, pair_rows / 2, pair_rows);
                 input = pairs;
             }
-            nxe_conv_gemm_args args = {kernel, &g, last, input, packed, bias,
-                                       last ? rl : res, y,
-                                       {1.0f, NXE_ACTIVATION_TANH, 0, 0, 1, 1.0f}};
+            nxe_conv_gemm_args args = {
+                .kernel = kernel, .geometry = &g, .channels_last = last, .input = input,
+                .weight_packed = packed, .bias = bias, .residual = last ? rl : res, .output = y,
+                .epilogue = {.scale = 1.0f, .activation = NXE_ACTIVATION_TANH,
+                             .residual_before_activation = 1, .bias_scale = 1.0f},
+            };
             int64_t tiles = table->conv_gemm_tiles(&args), mid = tiles / 2 + 1;
             if (mid > tiles)
                 mid = tiles;
@@ -488,8 +455,11 @@ static void test_depthwise(const nxe_kernel_table *table)
         }
         for (int last = 0; last < 2; last++) {
             nxe_depthwise_pack_weight(&g, last, w, packed);
-            nxe_depthwise_args args = {&g, last, last ? xl : x, packed, bias, last ? rl : res, y,
-                                       {1.0f, NXE_ACTIVATION_RELU, 0, 0, 0, 1.0f}};
+            nxe_depthwise_args args = {
+                .geometry = &g, .channels_last = last, .input = last ? xl : x, .weight = packed,
+                .bias = bias, .residual = last ? rl : res, .output = y,
+                .epilogue = {.scale = 1.0f, .activation = NXE_ACTIVATION_RELU, .bias_scale = 1.0f},
+            };
             int64_t total = table->depthwise_rows(&args);
             table->depthwise_run(&args, 0, total / 3);
             table->depthwise_run(&args, total / 3, total);
@@ -521,9 +491,8 @@ static uint8_t random_byte(void)
 
 /* The 8-bit driver against nxe_ref_q8_gemm: the same bits, for every mix of signedness, zero
  * points (absent, per tensor, per row or column) and output (int32 or requantized). */
-static void test_q8_gemm(const nxe_kernel_table *table)
+static void test_q8_gemm(const nxe_kernel_table *table, const nxe_q8_gemm_kernel *kernel)
 {
-    const nxe_q8_gemm_kernel *kernel = table->q8_gemm_kernel;
     const int64_t shapes[][3] = {{1, 1, 1}, {5, 7, 3}, {9, 49, 17}, {17, 100, 64}, {33, 96, 301},
                                  {8, 48, 700}};
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
@@ -550,7 +519,9 @@ static void test_q8_gemm(const nxe_kernel_table *table)
             nxe_q8_pack_b(kernel, bref, n, 1, k, n, panels / 2, panels, packed, sums);
             int32_t *y = malloc(sizeof(int32_t) * (size_t)(m * n));
             int32_t *ref = malloc(sizeof(int32_t) * (size_t)(m * n));
-            nxe_q8_output out = {y, NULL, variant & 1, 0.05f, 3}, ref_out = out;
+            nxe_q8_output out = {.y_i32 = y, .y_signed = variant & 1, .y_scale = 0.05f,
+                                 .y_zero_point = 3};
+            nxe_q8_output ref_out = out;
             ref_out.y_i32 = ref;
             if (requant) {
                 out.y_i32 = NULL;
@@ -559,14 +530,19 @@ static void test_q8_gemm(const nxe_kernel_table *table)
                 ref_out.y_q8 = ref;
             }
             nxe_q8_packed_args args = {
-                kernel, m, n, k, {a, a_signed}, k, {zeros ? az : NULL, a_signed},
-                (variant >> 1) & 1, packed, sums, b_signed, {zeros ? bz : NULL, b_signed},
-                variant & 1, as, 1, bs, (variant >> 2) & 1, out,
+                .kernel = kernel, .m = m, .n = n, .k = k, .a = {a, a_signed}, .a_stride_m = k,
+                .a_zero = {zeros ? az : NULL, a_signed}, .a_zero_stride = (variant >> 1) & 1,
+                .b_packed = packed, .b_col_sums = sums, .b_signed = b_signed,
+                .b_zero = {zeros ? bz : NULL, b_signed}, .b_zero_stride = variant & 1,
+                .a_scale = as, .a_scale_stride = 1, .b_scale = bs,
+                .b_scale_stride = (variant >> 2) & 1, .out = out,
             };
             nxe_q8_gemm_args r = {
-                m, n, k, {a, a_signed}, k, {b, b_signed}, {zeros ? az : NULL, a_signed},
-                (variant >> 1) & 1, {zeros ? bz : NULL, b_signed}, variant & 1, as, 1, bs,
-                (variant >> 2) & 1, ref_out,
+                .m = m, .n = n, .k = k, .a = {a, a_signed}, .a_stride_m = k, .b = {b, b_signed},
+                .a_zero = {zeros ? az : NULL, a_signed}, .a_zero_stride = (variant >> 1) & 1,
+                .b_zero = {zeros ? bz : NULL, b_signed}, .b_zero_stride = variant & 1,
+                .a_scale = as, .a_scale_stride = 1, .b_scale = bs,
+                .b_scale_stride = (variant >> 2) & 1, .out = ref_out,
             };
             memset(y, 0, sizeof(int32_t) * (size_t)(m * n));
             memset(ref, 0, sizeof(int32_t) * (size_t)(m * n));
@@ -645,49 +621,162 @@ static void test_depth_to_space(const nxe_kernel_table *table)
     }
 }
 
+/* ---- how dispatch chooses microkernels ---- */
+
+static int permission_requests;
+static int permission_answer;
+
+static int answer_permission_request(void)
+{
+    permission_requests++;
+    return permission_answer;
+}
+
+/* A kernel that needs AMX tiles is taken, and the OS asked for the permission, only when the
+ * level and the features select it; a refusal falls back to the next kernel, and the OS is
+ * asked once whatever the number of such kernels. The real lists hold no such kernel, so this
+ * process never asks. Descriptors are stand-ins: only their names and types are read. */
+static void test_choice_and_tile_permission(void)
+{
+    static const nxe_gemm_kernel f32 = {.name = "f32", .type = NXE_GEMM_F32};
+    static const nxe_gemm_kernel f32_tiles = {.name = "f32 tiles", .type = NXE_GEMM_F32};
+    static const nxe_gemm_kernel bf16_tiles = {.name = "bf16 tiles", .type = NXE_GEMM_BF16};
+    const uint64_t tiles = NXE_CPU_FEATURE_AMX_TILE | NXE_CPU_FEATURE_AMX_BF16;
+    const nxe_ukernel_entry entries[] = {
+        {.level = NXE_ISA_LEVEL_AVX512, .gemm = &f32},
+        {.level = NXE_ISA_LEVEL_AMX, .features = tiles, .gemm = &f32_tiles},
+        {.level = NXE_ISA_LEVEL_AMX, .features = tiles, .gemm = &bf16_tiles},
+    };
+    const struct {
+        nxe_isa_level level;
+        uint64_t features;
+        int answer;
+        const nxe_gemm_kernel *f32, *bf16;
+        int requests;
+    } cases[] = {
+        {NXE_ISA_LEVEL_AVX512, tiles, 0, &f32, NULL, 0},          /* capped below amx */
+        {NXE_ISA_LEVEL_AMX, 0, 0, &f32, NULL, 0},                 /* no tile features */
+        {NXE_ISA_LEVEL_AMX, tiles, 0, &f32_tiles, &bf16_tiles, 1}, /* granted: asked once */
+        {NXE_ISA_LEVEL_AMX, tiles, 1, &f32, NULL, 1},             /* refused (EPERM) */
+        {NXE_ISA_LEVEL_SCALAR, tiles, 0, NULL, NULL, 0},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        nxe_kernel_table table = {.level = cases[c].level};
+        bool asked;
+        int refusal;
+        permission_requests = 0;
+        permission_answer = cases[c].answer;
+        nxe_choose_ukernels(entries, 3, cases[c].level, cases[c].features,
+                            answer_permission_request, &table, &asked, &refusal);
+        CHECK(table.f32_gemm_kernel == cases[c].f32 && table.bf16_gemm_kernel == cases[c].bf16,
+              "choice case %zu: f32 %s, bf16 %s", c,
+              table.f32_gemm_kernel ? table.f32_gemm_kernel->name : "none",
+              table.bf16_gemm_kernel ? table.bf16_gemm_kernel->name : "none");
+        CHECK(permission_requests == cases[c].requests && asked == (cases[c].requests > 0) &&
+                  refusal == (cases[c].requests ? cases[c].answer : 0),
+              "choice case %zu: %d permission requests, asked %d, refusal %d", c,
+              permission_requests, (int)asked, refusal);
+    }
+    /* This build's lists at the highest level with every feature: nothing needs the OS. */
+    int32_t count;
+    const nxe_ukernel_entry *real = nxe_ukernel_entries(&count);
+    nxe_kernel_table table = {.level = NXE_ISA_LEVEL_AMX};
+    bool asked;
+    int refusal;
+    permission_requests = 0;
+    nxe_choose_ukernels(real, count, NXE_ISA_LEVEL_AMX, ~(uint64_t)0, answer_permission_request,
+                        &table, &asked, &refusal);
+    CHECK(permission_requests == 0 && !asked, "this build's kernels asked for AMX tiles");
+    CHECK(!nxe_cpu_detect()->tile_permission_asked, "this process asked for AMX tiles");
+}
+
+/* ---- the sweep ---- */
+
+static int skipped;
+
+/* Whether a row or microkernel runs in this process; prints why not. */
+static bool runs_here(const char *name, const nxe_ukernel_entry *entry)
+{
+    const nxe_cpu_detection *d = nxe_cpu_detect();
+    char why[160];
+    if (nxe_ukernel_runnable(entry, d->level, d->features, why, sizeof why))
+        return true;
+    printf("%-28s SKIPPED: %s\n", name, why);
+    skipped++;
+    return false;
+}
+
+/* The row a microkernel of `entry` runs in: the scalar-level portable copy for the reference
+ * microkernels, else the dispatch row of its level. */
+static const nxe_kernel_table *row_of(const nxe_ukernel_entry *entry, bool reference)
+{
+    int32_t count;
+    const nxe_kernel_table *rows = nxe_kernel_rows(&count);
+    if (reference)
+        return nxe_scalar_portable_row();
+    for (int32_t r = 0; r < count; r++)
+        if (rows[r].level == entry->level)
+            return &rows[r];
+    return NULL;
+}
+
+static void test_microkernels(const nxe_ukernel_entry *entries, int32_t count, bool reference)
+{
+    for (int32_t i = 0; i < count; i++) {
+        const nxe_ukernel_entry *e = &entries[i];
+        const char *name = e->gemm ? e->gemm->name : e->q8->name;
+        const nxe_kernel_table *row = row_of(e, reference);
+        CHECK(row != NULL, "%s has no dispatch row", name);
+        if (!row || !runs_here(name, e))
+            continue;
+        int before = failures;
+        if (e->gemm) {
+            test_microkernel(e->gemm);
+            test_gemm_driver(row, e->gemm);
+            test_conv_driver(row, e->gemm);
+        } else {
+            test_q8_gemm(row, e->q8);
+        }
+        printf("%-28s %s\n", name, failures == before ? "ok" : "FAILED");
+    }
+}
+
+static void test_row(const nxe_kernel_table *row, const char *label)
+{
+    const nxe_ukernel_entry needs = {.level = row->level};
+    if (!runs_here(label, &needs))
+        return;
+    int before = failures;
+    test_activations(row);
+    test_epilogue(row);
+    test_depthwise(row);
+    test_depth_to_space(row);
+    printf("%-28s %s\n", label,
+           failures == before ? "activations, epilogue, depthwise, depth-to-space ok"
+                              : "activations, epilogue, depthwise, depth-to-space FAILED");
+}
+
 int main(void)
 {
     test_thread_pool();
     printf("%-28s %s\n", "thread pool", failures ? "FAILED" : "ok");
-    const nxe_gemm_kernel *kernels[16];
-    const nxe_kernel_table *tables_of[16];
-    int nk = kernels_to_test(kernels, tables_of);
-    for (int i = 0; i < nk; i++) {
-        int before = failures;
-        test_microkernel(kernels[i]);
-        test_gemm_driver(tables_of[i], kernels[i]);
-        test_conv_driver(tables_of[i], kernels[i]);
-        printf("%-28s %s\n", kernels[i]->name, failures == before ? "ok" : "FAILED");
-    }
-    const nxe_kernel_table *tables[8];
-    tables[0] = &generic_table;
-    int nt = 1 + runnable_tables(tables + 1, 7);
-    nxe_cpu_info info = {.struct_size = sizeof info};
-    nxe_cpu_info_get(&info);
-    nxe_kernel_table with_features[8];
-    for (int t = 1; t < nt; t++) { /* feature-dependent kernels only where the CPU has them */
-        with_features[t] = *tables[t];
-        if (!(info.features & NXE_CPU_FEATURE_AVX512_VNNI))
-            with_features[t].q8_gemm_kernel = NULL;
-        tables[t] = &with_features[t];
-    }
-    for (int t = 0; t < nt; t++) {
-        if (!tables[t]->f32_activation)
-            continue;
-        int before = failures;
-        test_activations(tables[t]);
-        test_epilogue(tables[t]);
-        test_depthwise(tables[t]);
-        test_depth_to_space(tables[t]);
-        if (tables[t]->q8_gemm_kernel) {
-            int q8_before = failures;
-            test_q8_gemm(tables[t]);
-            printf("%-28s %s\n", tables[t]->q8_gemm_kernel->name,
-                   failures == q8_before ? "ok" : "FAILED");
-        }
-        printf("%-28s %s\n", tables[t]->name, failures == before ? "activations, epilogue, depthwise, depth-to-space ok"
-                                                                 : "activations, epilogue, depthwise, depth-to-space FAILED");
-    }
-    printf("%d checks, %d failures\n", checks, failures);
+    int before = failures;
+    test_choice_and_tile_permission();
+    printf("%-28s %s\n", "kernel choice", failures == before ? "ok" : "FAILED");
+    const nxe_cpu_detection *d = nxe_cpu_detect();
+    printf("this process runs %s: %s\n", nxe_isa_level_name(d->level), d->reason);
+
+    int32_t count;
+    const nxe_ukernel_entry *reference = nxe_ref_ukernel_entries(&count);
+    test_microkernels(reference, count, true);
+    const nxe_ukernel_entry *entries = nxe_ukernel_entries(&count);
+    test_microkernels(entries, count, false);
+
+    test_row(nxe_scalar_portable_row(), "portable at scalar");
+    const nxe_kernel_table *rows = nxe_kernel_rows(&count);
+    for (int32_t r = 0; r < count; r++)
+        if (rows[r].f32_activation) /* the scalar row runs the reference kernels */
+            test_row(&rows[r], rows[r].name);
+    printf("%d checks, %d failures, %d skipped\n", checks, failures, skipped);
     return failures ? 1 : 0;
 }

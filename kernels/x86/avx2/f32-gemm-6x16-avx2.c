@@ -1,7 +1,7 @@
 /* f32-gemm-6x16-avx2.c — the f32 packed-GEMM microkernel for AVX2+FMA (kernels/gemm.h): a 6-row
  * by 16-column tile of C in 12 ymm accumulators, one broadcast of A and two vectors of B per k
  * step, masked loads and stores for column tails. Built only for x86-64 with -mavx2 -mfma. */
-#include "x86/gemm-x86.h"
+#include "list.h"
 
 #if defined(__x86_64__)
 
@@ -10,8 +10,9 @@
 #define MR 6
 
 /* A is a packed panel (element (k, i) at a[k * MR + i]) or rows of memory (element (k, i)
- * at a[i * a_stride_m + k]); `packed` is a constant at every call. */
-static inline __attribute__((always_inline)) void tile(int32_t rows, int32_t vecs,
+ * at a[i * a_stride_m + k]); `packed` is a constant at every call, and so is `full` (all 16
+ * columns: plain loads and stores, which AMD cores issue at twice the rate of masked ones). */
+static inline __attribute__((always_inline)) void tile(int32_t rows, int32_t vecs, int full,
                                                        __m256i last_mask, int64_t kc,
                                                        const float *a, int packed,
                                                        int64_t a_stride_m,
@@ -29,13 +30,13 @@ static inline __attribute__((always_inline)) void tile(int32_t rows, int32_t vec
     for (int i = 0; i < MR; i++)
 #pragma GCC unroll 2
         for (int v = 0; v < 2; v++)
-            acc[i][v] = i < rows && v < vecs && accumulate
-                            ? _mm256_maskload_ps(c + i * ldc + v * 8, mask[v])
-                            : _mm256_setzero_ps();
+            acc[i][v] = !(i < rows && v < vecs && accumulate) ? _mm256_setzero_ps()
+                        : full ? _mm256_loadu_ps(c + i * ldc + v * 8)
+                               : _mm256_maskload_ps(c + i * ldc + v * 8, mask[v]);
     for (int64_t k = 0; k < kc; k++) {
         const float *b = b_rows[k];
-        __m256 b0 = _mm256_maskload_ps(b, mask[0]);
-        __m256 b1 = vecs > 1 ? _mm256_maskload_ps(b + 8, mask[1]) : b0;
+        __m256 b0 = full ? _mm256_loadu_ps(b) : _mm256_maskload_ps(b, mask[0]);
+        __m256 b1 = vecs == 1 ? b0 : full ? _mm256_loadu_ps(b + 8) : _mm256_maskload_ps(b + 8, mask[1]);
 #pragma GCC unroll 6
         for (int i = 0; i < MR; i++) {
             if (i < rows) {
@@ -52,22 +53,25 @@ static inline __attribute__((always_inline)) void tile(int32_t rows, int32_t vec
     for (int i = 0; i < MR; i++)
 #pragma GCC unroll 2
         for (int v = 0; v < 2; v++)
-            if (i < rows && v < vecs)
+            if (i < rows && v < vecs && full)
+                _mm256_storeu_ps(c + i * ldc + v * 8, acc[i][v]);
+            else if (i < rows && v < vecs)
                 _mm256_maskstore_ps(c + i * ldc + v * 8, mask[v], acc[i][v]);
 }
 
-#define ROWS_CASE(rows, vecs)                                                                \
+#define ROWS_CASE(rows, vecs, full)                                                          \
     case rows:                                                                               \
         if (packed)                                                                          \
-            tile(rows, vecs, last_mask, kc, a, 1, 0, b_rows, c, ldc, accumulate);            \
+            tile(rows, vecs, full, last_mask, kc, a, 1, 0, b_rows, c, ldc, accumulate);      \
         else                                                                                 \
-            tile(rows, vecs, last_mask, kc, a, 0, a_stride_m, b_rows, c, ldc, accumulate);   \
+            tile(rows, vecs, full, last_mask, kc, a, 0, a_stride_m, b_rows, c, ldc,          \
+                 accumulate);                                                                \
         break;
 
-#define BY_ROWS(vecs)                                                                        \
+#define BY_ROWS(vecs, full)                                                                  \
     switch (mr) {                                                                            \
-        ROWS_CASE(1, vecs) ROWS_CASE(2, vecs) ROWS_CASE(3, vecs) ROWS_CASE(4, vecs)          \
-        ROWS_CASE(5, vecs) ROWS_CASE(6, vecs)                                                \
+        ROWS_CASE(1, vecs, full) ROWS_CASE(2, vecs, full) ROWS_CASE(3, vecs, full)           \
+        ROWS_CASE(4, vecs, full) ROWS_CASE(5, vecs, full) ROWS_CASE(6, vecs, full)           \
     default:                                                                                 \
         break;                                                                               \
     }
@@ -80,10 +84,12 @@ static void run(int32_t mr, int32_t nr, int64_t kc, const float *a, int packed,
     int32_t tail = nr - (vecs - 1) * 8;
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     __m256i last_mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(tail), lane);
-    if (vecs == 2) {
-        BY_ROWS(2)
+    if (nr == 16) {
+        BY_ROWS(2, 1)
+    } else if (vecs == 2) {
+        BY_ROWS(2, 0)
     } else {
-        BY_ROWS(1)
+        BY_ROWS(1, 0)
     }
 }
 

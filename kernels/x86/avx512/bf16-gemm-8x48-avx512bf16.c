@@ -2,7 +2,7 @@
  * (kernels/gemm.h): an 8-row by 48-column tile of C in 24 zmm f32 accumulators; each step
  * takes one pair of k values, one 32-bit broadcast of an A pair and three vectors of 16 B
  * pairs, through vdpbf16ps. Built only for x86-64 with this file's -m flags. */
-#include "x86/gemm-x86.h"
+#include "list.h"
 
 #if defined(__x86_64__)
 

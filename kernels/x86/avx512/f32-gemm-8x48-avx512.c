@@ -1,7 +1,7 @@
 /* f32-gemm-8x48-avx512.c — the f32 packed-GEMM microkernel for AVX-512F (kernels/gemm.h): an
  * 8-row by 48-column tile of C in 24 zmm accumulators, one broadcast of A and three vectors of
  * B per k step, masked for column tails; A from a packed panel or straight from its rows. Built only for x86-64 with this file's -m flags. */
-#include "x86/gemm-x86.h"
+#include "list.h"
 
 #if defined(__x86_64__)
 

@@ -5,7 +5,7 @@
  * on AMD Zen 4, 24 chains of vpdpbusd run at half the rate of 12 (measured in isolation:
  * 210 against 434 GOP/s per core), where bf16 and f32 keep their full rate with 24. Built only
  * for x86-64 with this file's -m flags. */
-#include "x86/gemm-x86.h"
+#include "list.h"
 
 #if defined(__x86_64__)
 

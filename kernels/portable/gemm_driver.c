@@ -1,13 +1,13 @@
 /* gemm_driver.c — the loops around a packed-GEMM microkernel (kernels/gemm.h): GEMM with a
- * prepacked B, and convolution as implicit GEMM that gathers one panel of the im2col matrix at
- * a time onto the stack. Portable C built once per ISA level (see vector.h) so the gathers
+ * packed B (or an f32 B read in place), and convolution as implicit GEMM that gathers one panel of the im2col matrix at
+ * a time onto the stack. Portable C built once per ISA level (see portable.h) so the gathers
  * vectorize with that level's flags; the microkernel and epilogue come from the descriptor.
  * Every C element is produced by one tile, over the reduction in increasing order, so the
  * result does not depend on how callers split the tiles. */
 #include <stdbool.h>
 #include <string.h>
 
-#include "generic/vector.h"
+#include "portable/portable.h"
 
 /* Columns of B per block of the GEMM driver: with a reduction block of NXE_GEMM_KC, the block
  * of B (at most 480 KiB) stays in L2 while every row tile of A passes over it. */
@@ -62,7 +62,7 @@ static void panel_rows(const nxe_gemm_kernel *kernel, const void *block, int32_t
         rows[q] = (const char *)block + (size_t)q * group_bytes;
 }
 
-/* ---- GEMM with a prepacked B ---- */
+/* ---- GEMM with a packed B, or an f32 B read in place ---- */
 
 int64_t NXE_ISA_NAME(nxe_gemm_packed_tiles)(const nxe_gemm_packed_args *args)
 {
@@ -174,10 +174,16 @@ void NXE_ISA_NAME(nxe_gemm_packed_run)(const nxe_gemm_packed_args *args, int64_t
         for (int64_t k0 = 0; k0 < args->k || k0 == 0; k0 += NXE_GEMM_KC) {
             const int64_t kc = args->k - k0 < NXE_GEMM_KC ? args->k - k0 : NXE_GEMM_KC;
             const int last = k0 + kc >= args->k;
-            for (int64_t p = pb; p < pe; p++)
-                panel_rows(kernel,
-                           nxe_gemm_panel_block(kernel, args->b_packed, nr_max, args->k, p, k0),
-                           nr_max, kc, b_rows[p - pb]);
+            for (int64_t p = pb; p < pe; p++) {
+                if (args->b_packed) {
+                    panel_rows(kernel,
+                               nxe_gemm_panel_block(kernel, args->b_packed, nr_max, args->k, p, k0),
+                               nr_max, kc, b_rows[p - pb]);
+                    continue;
+                }
+                for (int64_t q = 0; q < kc; q++)
+                    b_rows[p - pb][q] = args->b + (k0 + q) * args->b_stride_k + p * nr_max;
+            }
             for (int64_t t = tile_begin; t < tile_end; t++) {
                 const int64_t i0 = t * mr_max;
                 const int32_t mr = (int32_t)(args->m - i0 < mr_max ? args->m - i0 : mr_max);
@@ -196,8 +202,11 @@ void NXE_ISA_NAME(nxe_gemm_packed_run)(const nxe_gemm_packed_args *args, int64_t
                                     k0 > 0);
                     if (last) {
                         nxe_epilogue_operands ops = {
-                            .bias = args->bias ? args->bias + j0 : NULL,
-                            .bias_per_row = 0,
+                            .bias = args->bias ? args->bias + i0 * args->bias_stride_m +
+                                                     j0 * args->bias_stride_n
+                                               : NULL,
+                            .bias_stride_m = args->bias_stride_m,
+                            .bias_stride_n = args->bias_stride_n,
                             .residual = args->residual
                                             ? args->residual + i0 * args->residual_stride_m + j0
                                             : NULL,
@@ -472,7 +481,8 @@ void NXE_ISA_NAME(nxe_conv_gemm_run)(const nxe_conv_gemm_args *args, int64_t til
                     if (last) {
                         nxe_epilogue_operands ops = {
                             .bias = args->bias ? args->bias + o_first + o0 : NULL,
-                            .bias_per_row = 1,
+                            .bias_stride_m = 1,
+                            .bias_stride_n = 0,
                             .residual = args->residual ? args->residual + offset : NULL,
                             .ldr = s.out_pixels,
                         };
@@ -504,7 +514,8 @@ void NXE_ISA_NAME(nxe_conv_gemm_run)(const nxe_conv_gemm_args *args, int64_t til
                     if (last) {
                         nxe_epilogue_operands ops = {
                             .bias = args->bias ? args->bias + o_first + j0 : NULL,
-                            .bias_per_row = 0,
+                            .bias_stride_m = 0,
+                            .bias_stride_n = 1,
                             .residual = args->residual ? args->residual + offset : NULL,
                             .ldr = g->out_channels,
                         };

@@ -1,9 +1,9 @@
 /* epilogue.c — the GEMM epilogue, the f32 activations over arrays and row-wise softmax and
  * layer normalization, in portable C that the compiler vectorizes; built once per ISA level
- * (see vector.h), NXE_ISA_SUFFIX naming the copy. The math is kernels/generic/vmath.h; the
+ * (see portable.h), NXE_ISA_SUFFIX naming the copy. The math is kernels/portable/vmath.h; the
  * reference twins are in kernels/ref/gemm.c and kernels/ref/normalization.c. */
-#include "generic/vector.h"
-#include "generic/vmath.h"
+#include "portable/portable.h"
+#include "portable/vmath.h"
 
 void NXE_ISA_NAME(nxe_f32_activation)(int32_t activation, float alpha, float beta,
                                       const float *x, float *y, int64_t n)
@@ -61,17 +61,17 @@ void NXE_ISA_NAME(nxe_epilogue)(int32_t mr, int32_t nr, float *c, int64_t ldc,
                                 const nxe_epilogue_operands *operands)
 {
     const float scale = epilogue->scale, bias_scale = epilogue->bias_scale;
-    const float *bias = operands->bias;
     const int before = epilogue->residual_before_activation;
     for (int32_t i = 0; i < mr; i++) {
         float *row = c + i * ldc;
+        const float *bias = operands->bias ? operands->bias + i * operands->bias_stride_m : NULL;
         const float *residual = operands->residual ? operands->residual + i * operands->ldr
                                                    : NULL;
-        if (bias && !operands->bias_per_row) {
+        if (bias && operands->bias_stride_n) {
             for (int32_t j = 0; j < nr; j++)
                 row[j] = scale * row[j] + bias_scale * bias[j];
         } else if (bias || scale != 1.0f) {
-            const float add = bias ? bias_scale * bias[i] : 0.0f;
+            const float add = bias ? bias_scale * bias[0] : 0.0f;
             for (int32_t j = 0; j < nr; j++)
                 row[j] = scale * row[j] + add;
         }

@@ -3,8 +3,8 @@
  * so a loop over them becomes vector code under each ISA's flags. Accuracy against libm
  * (tests/kernels/kernels.c checks them over a dense sweep): exp within a few ulp, tanh within
  * 4e-7 absolute and relative, the GELUs and sigmoid within about 1e-6 relative. */
-#ifndef NXE_KERNELS_GENERIC_VMATH_H
-#define NXE_KERNELS_GENERIC_VMATH_H
+#ifndef NXE_KERNELS_PORTABLE_VMATH_H
+#define NXE_KERNELS_PORTABLE_VMATH_H
 
 #include <math.h>
 #include <stdint.h>

@@ -2,10 +2,10 @@
  * which a GEMM would run with a reduction of only the kernel taps. Channels first accumulates
  * whole output rows tap by tap, vectorized along the row; channels last accumulates each
  * output pixel's channels, vectorized across channels. The epilogue (bias, activation,
- * residual) runs on each finished row. Portable C built once per ISA level (see vector.h). */
+ * residual) runs on each finished row. Portable C built once per ISA level (see portable.h). */
 #include <string.h>
 
-#include "generic/vector.h"
+#include "portable/portable.h"
 
 /* Output columns [lo, hi) of a row whose input column ox * stride + offset is inside
  * [0, width). */
@@ -66,7 +66,8 @@ static void row_channels_first(const nxe_depthwise_args *args, int64_t row)
     }
     nxe_epilogue_operands ops = {
         .bias = args->bias ? args->bias + o : NULL,
-        .bias_per_row = 1,
+        .bias_stride_m = 1,
+        .bias_stride_n = 0,
         .residual = args->residual ? args->residual + out_offset : NULL,
         .ldr = ow,
     };
@@ -114,7 +115,8 @@ static void row_channels_last(const nxe_depthwise_args *args, int64_t row)
     }
     nxe_epilogue_operands ops = {
         .bias = args->bias,
-        .bias_per_row = 0,
+        .bias_stride_m = 0,
+        .bias_stride_n = 1,
         .residual = args->residual ? args->residual + out_offset : NULL,
         .ldr = channels,
     };

@@ -1,8 +1,8 @@
 /* depth_to_space.c — pixel shuffle of 32-bit elements in channels-first layout, the step after
  * every sub-pixel super-resolution network: each output row interleaves `block` input rows.
  * Same contract and row split as nxe_ref_xN_depth_to_space (kernels/ref/conv.h), without its
- * per-element index arithmetic. Portable C built once per ISA level (see vector.h). */
-#include "generic/vector.h"
+ * per-element index arithmetic. Portable C built once per ISA level (see portable.h). */
+#include "portable/portable.h"
 
 void NXE_ISA_NAME(nxe_x32_depth_to_space)(const nxe_depth_to_space_geometry *g,
                                           const uint32_t *input, uint32_t *output,
