@@ -3,29 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/limits.h"
 #include "graph/graph_internal.h"
-
-#define MAX_NAME_LENGTH 4096
-
-nxe_status nxe_grow_array(void **items, int32_t *capacity, int32_t needed, size_t size)
-{
-    if (needed <= *capacity)
-        return NXE_OK;
-    if (needed > INT32_MAX / 2)
-        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "graph too large (%d items)", needed);
-    int32_t next = *capacity ? *capacity * 2 : 16;
-    while (next < needed)
-        next *= 2;
-    void *grown = nxe_alloc((size_t)next * size);
-    if (!grown)
-        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "out of memory growing a graph array");
-    if (*items)
-        memcpy(grown, *items, (size_t)*capacity * size);
-    nxe_free(*items);
-    *items = grown;
-    *capacity = next;
-    return NXE_OK;
-}
 
 /* ---- contexts ---- */
 
@@ -66,22 +45,11 @@ NXE_API nxe_status nxe_graph_create(nxe_context *ctx, nxe_graph **out)
     return NXE_OK;
 }
 
-static void attr_clear(nxe_attr *attr)
-{
-    nxe_free(attr->name);
-    nxe_free(attr->string_value);
-    nxe_free(attr->ints);
-    nxe_free(attr->floats);
-}
-
 void nxe_op_free(nxe_op *op)
 {
-    for (int32_t i = 0; i < op->num_attrs; i++)
-        attr_clear(&op->attrs[i]);
-    nxe_free(op->attrs);
+    nxe_node_clear(&op->node);
     nxe_free(op->inputs);
     nxe_free(op->outputs);
-    nxe_free(op->name);
     nxe_free(op);
 }
 
@@ -103,6 +71,7 @@ NXE_API void nxe_graph_release(nxe_graph *graph)
         tensor_free(graph->tensors[i]);
     nxe_free(graph->ops);
     nxe_free(graph->tensors);
+    nxe_free(graph->inferred);
     nxe_context_release(graph->context);
     nxe_free(graph);
 }
@@ -200,9 +169,9 @@ NXE_API nxe_status nxe_graph_add_tensor(nxe_graph *graph, const nxe_tensor_spec 
         while (find_tensor(graph, generated));
         name = generated;
     }
-    if (strlen(name) > MAX_NAME_LENGTH)
+    if (strlen(name) > NXE_LIMIT_NAME)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
-                         "nxe_graph_add_tensor: tensor name longer than %d bytes", MAX_NAME_LENGTH);
+                         "nxe_graph_add_tensor: tensor name longer than %d bytes", NXE_LIMIT_NAME);
     nxe_status status = check_spec(spec, name, "nxe_graph_add_tensor");
     if (status != NXE_OK)
         return status;
@@ -228,9 +197,6 @@ NXE_API nxe_status nxe_graph_add_tensor(nxe_graph *graph, const nxe_tensor_spec 
     tensor->ndim = spec->ndim;
     for (int32_t i = 0; i < spec->ndim; i++)
         tensor->shape[i] = spec->shape[i];
-    tensor->inferred_dtype = tensor->dtype;
-    tensor->inferred_ndim = tensor->ndim;
-    memcpy(tensor->inferred_shape, tensor->shape, sizeof tensor->shape);
     tensor->quant.type = NXE_QUANT_NONE;
     nxe_graph_edited(graph);
     graph->tensors[graph->num_tensors++] = tensor;
@@ -257,9 +223,9 @@ NXE_API nxe_status nxe_tensor_set_name(nxe_tensor *tensor, const char *name)
     if (!tensor || !name || !name[0])
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_tensor_set_name: %s",
                          !tensor ? "tensor is NULL" : "name is NULL or empty");
-    if (strlen(name) > MAX_NAME_LENGTH)
+    if (strlen(name) > NXE_LIMIT_NAME)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
-                         "nxe_tensor_set_name: tensor name longer than %d bytes", MAX_NAME_LENGTH);
+                         "nxe_tensor_set_name: tensor name longer than %d bytes", NXE_LIMIT_NAME);
     const nxe_tensor *other = find_tensor(tensor->graph, name);
     if (other == tensor)
         return NXE_OK;
@@ -451,11 +417,16 @@ NXE_API nxe_status nxe_tensor_get_info(const nxe_tensor *tensor, nxe_tensor_info
                          info->struct_size, sizeof(nxe_tensor_info));
     nxe_tensor_info result = {.struct_size = info->struct_size};
     result.name = tensor->name;
-    result.dtype = tensor->inferred_dtype;
     result.kind = tensor->kind;
-    result.ndim = tensor->inferred_ndim;
-    for (int32_t i = 0; i < tensor->inferred_ndim; i++)
-        result.shape[i] = tensor->inferred_shape[i];
+    /* after an inference, what it settled; before, or for a tensor added since, the declaration */
+    const nxe_graph *graph = tensor->graph;
+    const nxe_value *settled =
+        tensor->index < graph->num_inferred ? &graph->inferred[tensor->index] : NULL;
+    result.dtype = settled ? settled->dtype : tensor->dtype;
+    result.ndim = settled ? settled->ndim : tensor->ndim;
+    const int64_t *shape = settled ? settled->shape : tensor->shape;
+    for (int32_t i = 0; i < result.ndim; i++)
+        result.shape[i] = shape[i];
     result.quant_type = tensor->quant.type;
     result.scale = tensor->quant.scale;
     result.zero_point = tensor->quant.zero_point;
