@@ -18,11 +18,12 @@
 #define NXE_LIMIT_ATTRS 256
 /* Inputs or outputs bound to one op (the graph API refuses more). */
 #define NXE_LIMIT_OP_IO 65536
-/* Tensors of a graph or plan (and entries of a model's tensor index), and ops of a graph or
- * steps of a plan. Decoding a graph checks each name against the earlier ones, so these keep
- * the cost of a hostile file bounded. */
+/* Tensors of a graph or plan (and entries of a model's tensor index): what a hostile file can
+ * make a reader build stays bounded. */
 #define NXE_LIMIT_TENSORS 65536
-#define NXE_LIMIT_OPS 65536
+/* Ops of a graph or steps of a plan. Every op writes a tensor of its own, so a graph within
+ * the tensor limit always has fewer ops: this one only bounds what a reader accepts. */
+#define NXE_LIMIT_OPS NXE_LIMIT_TENSORS
 /* Per-channel quantization scales of one tensor. */
 #define NXE_LIMIT_SCALES 16777216
 /* Bytes of one tensor a compiled binary describes (1 TiB): with at most NXE_LIMIT_TENSORS of

@@ -71,6 +71,7 @@ NXE_API void nxe_graph_release(nxe_graph *graph)
         tensor_free(graph->tensors[i]);
     nxe_free(graph->ops);
     nxe_free(graph->tensors);
+    nxe_free(graph->name_slots);
     nxe_free(graph->inferred);
     nxe_context_release(graph->context);
     nxe_free(graph);
@@ -78,12 +79,55 @@ NXE_API void nxe_graph_release(nxe_graph *graph)
 
 /* ---- tensors ---- */
 
+/* Names are looked up on every tensor added or renamed; a hash table keeps that constant time,
+ * so building or decoding a graph of NXE_LIMIT_TENSORS tensors takes linear time. */
+static uint32_t name_hash(const char *name)
+{
+    uint32_t hash = 2166136261u; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        hash = (hash ^ *p) * 16777619u;
+    return hash;
+}
+
 static nxe_tensor *find_tensor(const nxe_graph *graph, const char *name)
 {
-    for (int32_t i = 0; i < graph->num_tensors; i++)
-        if (strcmp(graph->tensors[i]->name, name) == 0)
-            return graph->tensors[i];
+    uint32_t mask = (uint32_t)graph->num_name_slots - 1;
+    for (uint32_t s = name_hash(name) & mask; graph->num_name_slots; s = (s + 1) & mask) {
+        int32_t index = graph->name_slots[s];
+        if (index < 0)
+            return NULL;
+        if (strcmp(graph->tensors[index]->name, name) == 0)
+            return graph->tensors[index];
+    }
     return NULL;
+}
+
+static void index_name(nxe_graph *graph, int32_t index)
+{
+    uint32_t mask = (uint32_t)graph->num_name_slots - 1;
+    uint32_t s = name_hash(graph->tensors[index]->name) & mask;
+    while (graph->name_slots[s] >= 0)
+        s = (s + 1) & mask;
+    graph->name_slots[s] = index;
+}
+
+/* Rebuilds the name table for the first `count` tensors with room for at least `room`. */
+static nxe_status index_names(nxe_graph *graph, int32_t count, int32_t room)
+{
+    int32_t slots = 64;
+    while (slots < 2 * room)
+        slots *= 2;
+    int32_t *table = nxe_alloc(sizeof(int32_t) * (size_t)slots);
+    if (!table)
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "out of memory indexing tensor names");
+    for (int32_t i = 0; i < slots; i++)
+        table[i] = -1;
+    nxe_free(graph->name_slots);
+    graph->name_slots = table;
+    graph->num_name_slots = slots;
+    for (int32_t i = 0; i < count; i++)
+        index_name(graph, i);
+    return NXE_OK;
 }
 
 static const char *kind_name(int32_t kind)
@@ -180,6 +224,8 @@ NXE_API nxe_status nxe_graph_add_tensor(nxe_graph *graph, const nxe_tensor_spec 
                          "nxe_graph_add_tensor: the graph already has a tensor named '%s'", name);
     status = nxe_grow_array((void **)&graph->tensors, &graph->tensor_capacity,
                             graph->num_tensors + 1, sizeof(nxe_tensor *));
+    if (status == NXE_OK && 2 * (graph->num_tensors + 1) > graph->num_name_slots)
+        status = index_names(graph, graph->num_tensors, graph->num_tensors + 1);
     if (status != NXE_OK)
         return status;
     nxe_tensor *tensor = nxe_alloc_zeroed(sizeof *tensor);
@@ -200,6 +246,7 @@ NXE_API nxe_status nxe_graph_add_tensor(nxe_graph *graph, const nxe_tensor_spec 
     tensor->quant.type = NXE_QUANT_NONE;
     nxe_graph_edited(graph);
     graph->tensors[graph->num_tensors++] = tensor;
+    index_name(graph, tensor->index);
     *out = tensor;
     return NXE_OK;
 }
@@ -235,9 +282,16 @@ NXE_API nxe_status nxe_tensor_set_name(nxe_tensor *tensor, const char *name)
     char *copy = nxe_strdup(name);
     if (!copy)
         return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "nxe_tensor_set_name: out of memory");
-    nxe_graph_edited(tensor->graph);
-    nxe_free(tensor->name);
+    char *previous = tensor->name;
     tensor->name = copy;
+    nxe_graph *graph = tensor->graph;
+    if (index_names(graph, graph->num_tensors, graph->num_tensors) != NXE_OK) {
+        tensor->name = previous;
+        nxe_free(copy);
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "nxe_tensor_set_name: out of memory");
+    }
+    nxe_free(previous);
+    nxe_graph_edited(graph);
     return NXE_OK;
 }
 
