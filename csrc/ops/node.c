@@ -225,34 +225,32 @@ static nxe_status bad_default(const nxe_node *node, const nxe_op_attr_info *info
                           info->default_value, info->name);
 }
 
-nxe_status nxe_node_attr_int(const nxe_node *node, const char *name, int64_t *value)
+/* A scalar attribute: the value set, or the schema default parsed (integers as integers, so
+ * large ones do not round). Only the out-param of `type` is written. */
+static nxe_status scalar_attr(const nxe_node *node, const char *name, int32_t type,
+                              int64_t *int_value, double *float_value)
 {
     const nxe_op_attr_info *info;
     const nxe_attr *set;
-    nxe_status status = lookup_attr(node, name, NXE_ATTR_INT, &info, &set);
-    if (status != NXE_OK || set) {
-        if (set)
-            *value = set->int_value;
+    nxe_status status = lookup_attr(node, name, type, &info, &set);
+    if (status != NXE_OK)
         return status;
-    }
-    char *end;
-    *value = strtoll(info->default_value, &end, 10);
-    return end == info->default_value ? bad_default(node, info) : NXE_OK;
+    char *end = NULL;
+    if (type == NXE_ATTR_INT)
+        *int_value = set ? set->int_value : strtoll(info->default_value, &end, 10);
+    else
+        *float_value = set ? set->float_value : strtod(info->default_value, &end);
+    return !set && end == info->default_value ? bad_default(node, info) : NXE_OK;
+}
+
+nxe_status nxe_node_attr_int(const nxe_node *node, const char *name, int64_t *value)
+{
+    return scalar_attr(node, name, NXE_ATTR_INT, value, NULL);
 }
 
 nxe_status nxe_node_attr_float(const nxe_node *node, const char *name, double *value)
 {
-    const nxe_op_attr_info *info;
-    const nxe_attr *set;
-    nxe_status status = lookup_attr(node, name, NXE_ATTR_FLOAT, &info, &set);
-    if (status != NXE_OK || set) {
-        if (set)
-            *value = set->float_value;
-        return status;
-    }
-    char *end;
-    *value = strtod(info->default_value, &end);
-    return end == info->default_value ? bad_default(node, info) : NXE_OK;
+    return scalar_attr(node, name, NXE_ATTR_FLOAT, NULL, value);
 }
 
 nxe_status nxe_node_attr_string(const nxe_node *node, const char *name, const char **value)
