@@ -1,7 +1,6 @@
 /* node.c — ops in a graph: creation by registered type, attributes (checked against the
  * schema by the node layer, csrc/ops/node.c) and input/output binding. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "core/limits.h"

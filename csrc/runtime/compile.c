@@ -3,7 +3,6 @@
  * once, copies what the plan needs so the executable outlives the graph, and prepares it. The
  * graph is only read. */
 #define _POSIX_C_SOURCE 200809L
-#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
