@@ -70,8 +70,6 @@ static inline void nxe_graph_edited(nxe_graph *graph)
 /* Adds an op made from `node`, which the graph takes over (it is cleared, on failure too).
  * The node's name must be non-empty. */
 nxe_status nxe_graph_add_node(nxe_graph *graph, nxe_node *node, nxe_op **out);
-/* Sets an attribute on an op (nxe_node_set_attr), as the nxe_op_set_attr_* calls do. */
-nxe_status nxe_op_set_attr(nxe_op *op, const nxe_attr *value, const char *where);
 
 /* Frees an op and what it owns (not its tensors). */
 void nxe_op_free(nxe_op *op);

@@ -80,7 +80,8 @@ NXE_API nxe_status nxe_graph_remove_op(nxe_graph *graph, nxe_op *op)
     return NXE_OK;
 }
 
-nxe_status nxe_op_set_attr(nxe_op *op, const nxe_attr *value, const char *where)
+/* What every nxe_op_set_attr_* call does: the node checks and keeps the value. */
+static nxe_status set_attr(nxe_op *op, const nxe_attr *value, const char *where)
 {
     if (!op || !value->name)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", where, op ? "name" : "op");
@@ -93,14 +94,14 @@ nxe_status nxe_op_set_attr(nxe_op *op, const nxe_attr *value, const char *where)
 NXE_API nxe_status nxe_op_set_attr_int(nxe_op *op, const char *name, int64_t value)
 {
     nxe_attr attr = {.name = (char *)(uintptr_t)name, .type = NXE_ATTR_INT, .int_value = value};
-    return nxe_op_set_attr(op, &attr, "nxe_op_set_attr_int");
+    return set_attr(op, &attr, "nxe_op_set_attr_int");
 }
 
 NXE_API nxe_status nxe_op_set_attr_float(nxe_op *op, const char *name, double value)
 {
     nxe_attr attr = {.name = (char *)(uintptr_t)name, .type = NXE_ATTR_FLOAT,
                      .float_value = value};
-    return nxe_op_set_attr(op, &attr, "nxe_op_set_attr_float");
+    return set_attr(op, &attr, "nxe_op_set_attr_float");
 }
 
 NXE_API nxe_status nxe_op_set_attr_string(nxe_op *op, const char *name, const char *value)
@@ -109,7 +110,7 @@ NXE_API nxe_status nxe_op_set_attr_string(nxe_op *op, const char *name, const ch
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_op_set_attr_string: value is NULL");
     nxe_attr attr = {.name = (char *)(uintptr_t)name, .type = NXE_ATTR_STRING,
                      .string_value = (char *)(uintptr_t)value};
-    return nxe_op_set_attr(op, &attr, "nxe_op_set_attr_string");
+    return set_attr(op, &attr, "nxe_op_set_attr_string");
 }
 
 /* A list of `count` values at `values`: at most NXE_LIMIT_ATTR_VALUES, non-NULL if any. */
@@ -128,7 +129,7 @@ NXE_API nxe_status nxe_op_set_attr_ints(nxe_op *op, const char *name, const int6
     nxe_status status = check_list(values, count, where);
     nxe_attr attr = {.name = (char *)(uintptr_t)name, .type = NXE_ATTR_INTS,
                      .ints = (int64_t *)(uintptr_t)values, .count = count};
-    return status == NXE_OK ? nxe_op_set_attr(op, &attr, where) : status;
+    return status == NXE_OK ? set_attr(op, &attr, where) : status;
 }
 
 NXE_API nxe_status nxe_op_set_attr_floats(nxe_op *op, const char *name, const float *values,
@@ -138,7 +139,7 @@ NXE_API nxe_status nxe_op_set_attr_floats(nxe_op *op, const char *name, const fl
     nxe_status status = check_list(values, count, where);
     nxe_attr attr = {.name = (char *)(uintptr_t)name, .type = NXE_ATTR_FLOATS,
                      .floats = (float *)(uintptr_t)values, .count = count};
-    return status == NXE_OK ? nxe_op_set_attr(op, &attr, where) : status;
+    return status == NXE_OK ? set_attr(op, &attr, where) : status;
 }
 
 /* ---- binding ---- */

@@ -1,6 +1,6 @@
-/* executable_internal.h — a compiled plan: tensors as the executable keeps them, the steps
- * (one op run each), the arena, the constants and the staging buffer. Independent of the
- * graph it came from; the compiler and the binary loader both fill one in. */
+/* executable_internal.h — an executable: a plan (its tensors and steps, transform/plan.h), the
+ * arena, the constants and the staging buffer. Independent of the graph it came from; the
+ * compiler and the binary loader both fill one in. */
 #ifndef NXE_EXECUTABLE_INTERNAL_H
 #define NXE_EXECUTABLE_INTERNAL_H
 

@@ -17,7 +17,7 @@ typedef struct nxe_exe_tensor {
     size_t bytes;
     bool in_arena;     /* TRANSIENT */
     uint64_t arena_offset;
-    int32_t constant;  /* CONSTANT: index into nxe_executable.constants; -1 otherwise */
+    int32_t constant;  /* CONSTANT: which distinct constant buffer it uses; -1 otherwise */
     void *storage;     /* CONSTANT: the constant's bytes (shared, not owned by the tensor);
                           VARIABLE: the current value */
     bool owns_storage; /* VARIABLE storage to free with the executable */
