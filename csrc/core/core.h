@@ -31,6 +31,8 @@ void *nxe_alloc(size_t size);
 void *nxe_alloc_zeroed(size_t size);
 void nxe_free(void *ptr);
 char *nxe_strdup(const char *s);
+/* Grows *items (an array of `size`-byte elements) to hold at least `needed`. */
+nxe_status nxe_grow_array(void **items, int32_t *capacity, int32_t needed, size_t size);
 
 /* dtype facts; unknown dtypes answer 0 / "?". */
 size_t nxe_dtype_size(int32_t dtype);

@@ -38,6 +38,26 @@ char *nxe_strdup(const char *s)
     return copy;
 }
 
+nxe_status nxe_grow_array(void **items, int32_t *capacity, int32_t needed, size_t size)
+{
+    if (needed <= *capacity)
+        return NXE_OK;
+    if (needed > INT32_MAX / 2)
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "too many items (%d)", needed);
+    int32_t next = *capacity ? *capacity * 2 : 16;
+    while (next < needed)
+        next *= 2;
+    void *grown = nxe_alloc((size_t)next * size);
+    if (!grown)
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "out of memory growing an array");
+    if (*items)
+        memcpy(grown, *items, (size_t)*capacity * size);
+    nxe_free(*items);
+    *items = grown;
+    *capacity = next;
+    return NXE_OK;
+}
+
 bool nxe_mul_overflow_size(size_t a, size_t b, size_t *out)
 {
     if (a != 0 && b > SIZE_MAX / a)

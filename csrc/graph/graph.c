@@ -3,29 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/limits.h"
 #include "graph/graph_internal.h"
-
-#define MAX_NAME_LENGTH 4096
-
-nxe_status nxe_grow_array(void **items, int32_t *capacity, int32_t needed, size_t size)
-{
-    if (needed <= *capacity)
-        return NXE_OK;
-    if (needed > INT32_MAX / 2)
-        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "graph too large (%d items)", needed);
-    int32_t next = *capacity ? *capacity * 2 : 16;
-    while (next < needed)
-        next *= 2;
-    void *grown = nxe_alloc((size_t)next * size);
-    if (!grown)
-        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "out of memory growing a graph array");
-    if (*items)
-        memcpy(grown, *items, (size_t)*capacity * size);
-    nxe_free(*items);
-    *items = grown;
-    *capacity = next;
-    return NXE_OK;
-}
 
 /* ---- contexts ---- */
 
@@ -66,22 +45,11 @@ NXE_API nxe_status nxe_graph_create(nxe_context *ctx, nxe_graph **out)
     return NXE_OK;
 }
 
-static void attr_clear(nxe_attr *attr)
-{
-    nxe_free(attr->name);
-    nxe_free(attr->string_value);
-    nxe_free(attr->ints);
-    nxe_free(attr->floats);
-}
-
 void nxe_op_free(nxe_op *op)
 {
-    for (int32_t i = 0; i < op->num_attrs; i++)
-        attr_clear(&op->attrs[i]);
-    nxe_free(op->attrs);
+    nxe_node_clear(&op->node);
     nxe_free(op->inputs);
     nxe_free(op->outputs);
-    nxe_free(op->name);
     nxe_free(op);
 }
 
@@ -103,18 +71,63 @@ NXE_API void nxe_graph_release(nxe_graph *graph)
         tensor_free(graph->tensors[i]);
     nxe_free(graph->ops);
     nxe_free(graph->tensors);
+    nxe_free(graph->name_slots);
+    nxe_free(graph->inferred);
     nxe_context_release(graph->context);
     nxe_free(graph);
 }
 
 /* ---- tensors ---- */
 
+/* Names are looked up on every tensor added or renamed; a hash table keeps that constant time,
+ * so building or decoding a graph of NXE_LIMIT_TENSORS tensors takes linear time. */
+static uint32_t name_hash(const char *name)
+{
+    uint32_t hash = 2166136261u; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        hash = (hash ^ *p) * 16777619u;
+    return hash;
+}
+
 static nxe_tensor *find_tensor(const nxe_graph *graph, const char *name)
 {
-    for (int32_t i = 0; i < graph->num_tensors; i++)
-        if (strcmp(graph->tensors[i]->name, name) == 0)
-            return graph->tensors[i];
+    uint32_t mask = (uint32_t)graph->num_name_slots - 1;
+    for (uint32_t s = name_hash(name) & mask; graph->num_name_slots; s = (s + 1) & mask) {
+        int32_t index = graph->name_slots[s];
+        if (index < 0)
+            return NULL;
+        if (strcmp(graph->tensors[index]->name, name) == 0)
+            return graph->tensors[index];
+    }
     return NULL;
+}
+
+static void index_name(nxe_graph *graph, int32_t index)
+{
+    uint32_t mask = (uint32_t)graph->num_name_slots - 1;
+    uint32_t s = name_hash(graph->tensors[index]->name) & mask;
+    while (graph->name_slots[s] >= 0)
+        s = (s + 1) & mask;
+    graph->name_slots[s] = index;
+}
+
+/* Rebuilds the name table for the first `count` tensors with room for at least `room`. */
+static nxe_status index_names(nxe_graph *graph, int32_t count, int32_t room)
+{
+    int32_t slots = 64;
+    while (slots < 2 * room)
+        slots *= 2;
+    int32_t *table = nxe_alloc(sizeof(int32_t) * (size_t)slots);
+    if (!table)
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "out of memory indexing tensor names");
+    for (int32_t i = 0; i < slots; i++)
+        table[i] = -1;
+    nxe_free(graph->name_slots);
+    graph->name_slots = table;
+    graph->num_name_slots = slots;
+    for (int32_t i = 0; i < count; i++)
+        index_name(graph, i);
+    return NXE_OK;
 }
 
 static const char *kind_name(int32_t kind)
@@ -200,9 +213,9 @@ NXE_API nxe_status nxe_graph_add_tensor(nxe_graph *graph, const nxe_tensor_spec 
         while (find_tensor(graph, generated));
         name = generated;
     }
-    if (strlen(name) > MAX_NAME_LENGTH)
+    if (strlen(name) > NXE_LIMIT_NAME)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
-                         "nxe_graph_add_tensor: tensor name longer than %d bytes", MAX_NAME_LENGTH);
+                         "nxe_graph_add_tensor: tensor name longer than %d bytes", NXE_LIMIT_NAME);
     nxe_status status = check_spec(spec, name, "nxe_graph_add_tensor");
     if (status != NXE_OK)
         return status;
@@ -211,6 +224,8 @@ NXE_API nxe_status nxe_graph_add_tensor(nxe_graph *graph, const nxe_tensor_spec 
                          "nxe_graph_add_tensor: the graph already has a tensor named '%s'", name);
     status = nxe_grow_array((void **)&graph->tensors, &graph->tensor_capacity,
                             graph->num_tensors + 1, sizeof(nxe_tensor *));
+    if (status == NXE_OK && 2 * (graph->num_tensors + 1) > graph->num_name_slots)
+        status = index_names(graph, graph->num_tensors, graph->num_tensors + 1);
     if (status != NXE_OK)
         return status;
     nxe_tensor *tensor = nxe_alloc_zeroed(sizeof *tensor);
@@ -228,12 +243,10 @@ NXE_API nxe_status nxe_graph_add_tensor(nxe_graph *graph, const nxe_tensor_spec 
     tensor->ndim = spec->ndim;
     for (int32_t i = 0; i < spec->ndim; i++)
         tensor->shape[i] = spec->shape[i];
-    tensor->inferred_dtype = tensor->dtype;
-    tensor->inferred_ndim = tensor->ndim;
-    memcpy(tensor->inferred_shape, tensor->shape, sizeof tensor->shape);
     tensor->quant.type = NXE_QUANT_NONE;
     nxe_graph_edited(graph);
     graph->tensors[graph->num_tensors++] = tensor;
+    index_name(graph, tensor->index);
     *out = tensor;
     return NXE_OK;
 }
@@ -257,9 +270,9 @@ NXE_API nxe_status nxe_tensor_set_name(nxe_tensor *tensor, const char *name)
     if (!tensor || !name || !name[0])
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_tensor_set_name: %s",
                          !tensor ? "tensor is NULL" : "name is NULL or empty");
-    if (strlen(name) > MAX_NAME_LENGTH)
+    if (strlen(name) > NXE_LIMIT_NAME)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
-                         "nxe_tensor_set_name: tensor name longer than %d bytes", MAX_NAME_LENGTH);
+                         "nxe_tensor_set_name: tensor name longer than %d bytes", NXE_LIMIT_NAME);
     const nxe_tensor *other = find_tensor(tensor->graph, name);
     if (other == tensor)
         return NXE_OK;
@@ -269,9 +282,16 @@ NXE_API nxe_status nxe_tensor_set_name(nxe_tensor *tensor, const char *name)
     char *copy = nxe_strdup(name);
     if (!copy)
         return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "nxe_tensor_set_name: out of memory");
-    nxe_graph_edited(tensor->graph);
-    nxe_free(tensor->name);
+    char *previous = tensor->name;
     tensor->name = copy;
+    nxe_graph *graph = tensor->graph;
+    if (index_names(graph, graph->num_tensors, graph->num_tensors) != NXE_OK) {
+        tensor->name = previous;
+        nxe_free(copy);
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "nxe_tensor_set_name: out of memory");
+    }
+    nxe_free(previous);
+    nxe_graph_edited(graph);
     return NXE_OK;
 }
 
@@ -451,11 +471,16 @@ NXE_API nxe_status nxe_tensor_get_info(const nxe_tensor *tensor, nxe_tensor_info
                          info->struct_size, sizeof(nxe_tensor_info));
     nxe_tensor_info result = {.struct_size = info->struct_size};
     result.name = tensor->name;
-    result.dtype = tensor->inferred_dtype;
     result.kind = tensor->kind;
-    result.ndim = tensor->inferred_ndim;
-    for (int32_t i = 0; i < tensor->inferred_ndim; i++)
-        result.shape[i] = tensor->inferred_shape[i];
+    /* after an inference, what it settled; before, or for a tensor added since, the declaration */
+    const nxe_graph *graph = tensor->graph;
+    const nxe_value *settled =
+        tensor->index < graph->num_inferred ? &graph->inferred[tensor->index] : NULL;
+    result.dtype = settled ? settled->dtype : tensor->dtype;
+    result.ndim = settled ? settled->ndim : tensor->ndim;
+    const int64_t *shape = settled ? settled->shape : tensor->shape;
+    for (int32_t i = 0; i < result.ndim; i++)
+        result.shape[i] = shape[i];
     result.quant_type = tensor->quant.type;
     result.scale = tensor->quant.scale;
     result.zero_point = tensor->quant.zero_point;

@@ -1,5 +1,6 @@
-/* graph_internal.h — the graph IR behind the opaque handles of nxe.h: tensors, ops with their
- * attributes and bindings. Shared by csrc/graph and the compiler in csrc/runtime. */
+/* graph_internal.h — the graph IR behind the opaque handles of nxe.h: tensors, ops (a node of
+ * the ops layer plus its bindings) and the graph's shape inference. Shared by csrc/graph, the
+ * model-file codec and the compiler. */
 #ifndef NXE_GRAPH_INTERNAL_H
 #define NXE_GRAPH_INTERNAL_H
 
@@ -12,17 +13,6 @@ struct nxe_context {
     atomic_int refcount;
 };
 
-typedef struct nxe_attr {
-    char *name;
-    int32_t type; /* enum nxe_attr_type */
-    int64_t int_value;
-    double float_value;
-    char *string_value;
-    int64_t *ints;
-    float *floats;
-    int32_t count; /* INTS / FLOATS */
-} nxe_attr;
-
 struct nxe_tensor {
     nxe_graph *graph;
     int32_t index;
@@ -32,10 +22,6 @@ struct nxe_tensor {
     int32_t dtype;
     int32_t ndim;
     int64_t shape[NXE_MAX_RANK];
-    /* as settled by the last compile (equal to the declaration where it was complete) */
-    int32_t inferred_dtype;
-    int32_t inferred_ndim;
-    int64_t inferred_shape[NXE_MAX_RANK];
     nxe_quant quant;
     float *scales; /* storage behind quant.scales */
     void *data;    /* CONSTANT / VARIABLE contents */
@@ -45,13 +31,9 @@ struct nxe_tensor {
 };
 
 struct nxe_op {
+    nxe_node node; /* type, name, attributes */
     nxe_graph *graph;
     int32_t index;
-    const nxe_op_def *def;
-    char *name;
-    nxe_attr *attrs;
-    int32_t num_attrs;
-    int32_t attr_capacity;
     nxe_tensor **inputs; /* NULL entries: absent optional inputs */
     int32_t num_inputs;
     bool inputs_bound;
@@ -65,9 +47,15 @@ struct nxe_graph {
     nxe_tensor **tensors;
     int32_t num_tensors;
     int32_t tensor_capacity;
+    int32_t *name_slots;     /* open-addressing table of tensor indices by name, -1 free */
+    int32_t num_name_slots;  /* a power of two, at least twice the tensor count */
     nxe_op **ops;
     int32_t num_ops;
     int32_t op_capacity;
+    /* the last inference (graph/infer.c): per tensor, its dtype and shape as settled, for
+     * nxe_tensor_get_info; tensors added since report their declaration */
+    nxe_value *inferred;
+    int32_t num_inferred;
     /* set when the graph was built from a model file: binaries are tagged with it */
     bool has_source_fingerprint;
     uint8_t source_fingerprint[32];
@@ -79,23 +67,27 @@ static inline void nxe_graph_edited(nxe_graph *graph)
     graph->has_source_fingerprint = false;
 }
 
-/* The node view handed to op rules is the op itself. */
-static inline const nxe_op *nxe_node_op(const nxe_node *node)
-{
-    return (const nxe_op *)(const void *)node;
-}
-static inline const nxe_node *nxe_op_node(const nxe_op *op)
-{
-    return (const nxe_node *)(const void *)op;
-}
-
-/* The unquoted text of a schema's JSON string default, in static storage; NULL if too long. */
-const char *nxe_registry_unquoted(const char *quoted);
+/* Adds an op made from `node`, which the graph takes over (it is cleared, on failure too).
+ * The node's name must be non-empty. */
+nxe_status nxe_graph_add_node(nxe_graph *graph, nxe_node *node, nxe_op **out);
 
 /* Frees an op and what it owns (not its tensors). */
 void nxe_op_free(nxe_op *op);
 
-/* Grows *items (an array of `size`-byte elements) to hold at least `needed`. */
-nxe_status nxe_grow_array(void **items, int32_t *capacity, int32_t needed, size_t size);
+/* What inference settles for the compiler. */
+typedef struct nxe_graph_inference {
+    int32_t *order;          /* the ops' indices in an order that runs producers first */
+    void **params;           /* per op index: the params its rule made (nxe_alloc'd) */
+    const nxe_value *values; /* per tensor index: settled dtype, rank and shape (the graph's
+                                `inferred`; quant points at the tensor's, data is NULL) */
+} nxe_graph_inference;
+
+/* Checks that every op is bound, every consumed tensor produced and every input consumed,
+ * orders the ops (naming the ops of a cycle) and runs each op's shape rule after checking its
+ * inputs' dtypes against the schema; a result that contradicts what the user declared fails.
+ * On failure nothing needs freeing. */
+nxe_status nxe_graph_infer(nxe_graph *graph, nxe_graph_inference *out);
+/* Frees the order and the params not taken (set to NULL) by the caller. */
+void nxe_graph_inference_free(const nxe_graph *graph, nxe_graph_inference *inference);
 
 #endif

@@ -1,14 +1,36 @@
-/* node.c — ops in a graph: creation by registered type, attributes checked against the
- * schema, input/output binding, and the attribute view op rules read (with schema defaults). */
+/* node.c — ops in a graph: creation by registered type, attributes (checked against the
+ * schema by the node layer, csrc/ops/node.c) and input/output binding. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "core/limits.h"
 #include "graph/graph_internal.h"
 
 static const char *op_label_type(const nxe_op *op)
 {
-    return op->def->info.name;
+    return nxe_node_type(&op->node);
+}
+
+nxe_status nxe_graph_add_node(nxe_graph *graph, nxe_node *node, nxe_op **out)
+{
+    *out = NULL;
+    nxe_status status = nxe_grow_array((void **)&graph->ops, &graph->op_capacity,
+                                       graph->num_ops + 1, sizeof(nxe_op *));
+    nxe_op *op = status == NXE_OK ? nxe_alloc_zeroed(sizeof *op) : NULL;
+    if (status == NXE_OK && !op)
+        status = nxe_error(NXE_ERROR_OUT_OF_MEMORY, "nxe_graph_add_op: out of memory");
+    if (status != NXE_OK) {
+        nxe_node_clear(node);
+        return status;
+    }
+    op->node = *node;
+    *node = (nxe_node){0};
+    op->graph = graph;
+    op->index = graph->num_ops;
+    nxe_graph_edited(graph);
+    graph->ops[graph->num_ops++] = op;
+    *out = op;
+    return NXE_OK;
 }
 
 NXE_API nxe_status nxe_graph_add_op(nxe_graph *graph, const char *op_type, const char *name,
@@ -30,25 +52,9 @@ NXE_API nxe_status nxe_graph_add_op(nxe_graph *graph, const char *op_type, const
         snprintf(generated, sizeof generated, "%s_%d", op_type, graph->num_ops);
         name = generated;
     }
-    nxe_status status = nxe_grow_array((void **)&graph->ops, &graph->op_capacity,
-                                       graph->num_ops + 1, sizeof(nxe_op *));
-    if (status != NXE_OK)
-        return status;
-    nxe_op *op = nxe_alloc_zeroed(sizeof *op);
-    char *name_copy = nxe_strdup(name);
-    if (!op || !name_copy) {
-        nxe_free(op);
-        nxe_free(name_copy);
-        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "nxe_graph_add_op: out of memory");
-    }
-    op->graph = graph;
-    op->index = graph->num_ops;
-    op->def = def;
-    op->name = name_copy;
-    nxe_graph_edited(graph);
-    graph->ops[graph->num_ops++] = op;
-    *out = op;
-    return NXE_OK;
+    nxe_node node;
+    nxe_status status = nxe_node_init(&node, def, name);
+    return status == NXE_OK ? nxe_graph_add_node(graph, &node, out) : status;
 }
 
 NXE_API nxe_status nxe_graph_remove_op(nxe_graph *graph, nxe_op *op)
@@ -58,7 +64,7 @@ NXE_API nxe_status nxe_graph_remove_op(nxe_graph *graph, nxe_op *op)
                          graph ? "op" : "graph");
     if (op->graph != graph || op->index >= graph->num_ops || graph->ops[op->index] != op)
         return nxe_error(NXE_ERROR_NOT_FOUND, "nxe_graph_remove_op: op '%s' is not in this graph",
-                         op->name);
+                         op->node.name);
     for (int32_t i = 0; i < op->num_inputs; i++)
         if (op->inputs[i])
             op->inputs[i]->num_consumers--;
@@ -74,167 +80,69 @@ NXE_API nxe_status nxe_graph_remove_op(nxe_graph *graph, nxe_op *op)
     return NXE_OK;
 }
 
-static const nxe_op_attr_info *schema_attr(const nxe_op_def *def, const char *name)
+/* What every nxe_op_set_attr_* call does: the node checks and keeps the value. */
+static nxe_status set_attr(nxe_op *op, const nxe_attr *value, const char *where)
 {
-    for (int32_t i = 0; i < def->info.num_attrs; i++)
-        if (strcmp(def->info.attrs[i].name, name) == 0)
-            return &def->info.attrs[i];
-    return NULL;
-}
-
-static const char *attr_type_name(int32_t type)
-{
-    switch (type) {
-    case NXE_ATTR_INT: return "int";
-    case NXE_ATTR_FLOAT: return "float";
-    case NXE_ATTR_STRING: return "string";
-    case NXE_ATTR_INTS: return "ints";
-    case NXE_ATTR_FLOATS: return "floats";
-    default: return "?";
-    }
-}
-
-/* Finds or appends the op's attribute slot for `name` after checking it against the schema. */
-static nxe_status attr_slot(nxe_op *op, const char *name, int32_t type, const char *where,
-                            nxe_attr **slot)
-{
-    *slot = NULL;
-    if (!op || !name)
+    if (!op || !value->name)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", where, op ? "name" : "op");
-    const nxe_op_attr_info *info = schema_attr(op->def, name);
-    if (!info)
-        return nxe_error(NXE_ERROR_NOT_FOUND, "%s: op '%s' ('%s') has no attribute '%s'", where,
-                         op_label_type(op), op->name, name);
-    if (info->type != type)
-        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
-                         "%s: attribute '%s' of op '%s' ('%s') is of type %s, not %s", where,
-                         name, op_label_type(op), op->name, attr_type_name(info->type),
-                         attr_type_name(type));
-    nxe_graph_edited(op->graph);
-    for (int32_t i = 0; i < op->num_attrs; i++) {
-        if (strcmp(op->attrs[i].name, name) == 0) {
-            nxe_attr *attr = &op->attrs[i];
-            nxe_free(attr->string_value);
-            nxe_free(attr->ints);
-            nxe_free(attr->floats);
-            char *kept = attr->name;
-            *attr = (nxe_attr){.name = kept, .type = type};
-            *slot = attr;
-            return NXE_OK;
-        }
-    }
-    nxe_status status = nxe_grow_array((void **)&op->attrs, &op->attr_capacity,
-                                       op->num_attrs + 1, sizeof(nxe_attr));
-    if (status != NXE_OK)
-        return status;
-    char *name_copy = nxe_strdup(name);
-    if (!name_copy)
-        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "%s: out of memory", where);
-    op->attrs[op->num_attrs] = (nxe_attr){.name = name_copy, .type = type};
-    *slot = &op->attrs[op->num_attrs++];
-    return NXE_OK;
+    nxe_status status = nxe_node_set_attr(&op->node, value, where);
+    if (status == NXE_OK)
+        nxe_graph_edited(op->graph);
+    return status;
 }
 
 NXE_API nxe_status nxe_op_set_attr_int(nxe_op *op, const char *name, int64_t value)
 {
-    nxe_attr *attr;
-    nxe_status status = attr_slot(op, name, NXE_ATTR_INT, "nxe_op_set_attr_int", &attr);
-    if (status == NXE_OK)
-        attr->int_value = value;
-    return status;
+    nxe_attr attr = {.name = (char *)(uintptr_t)name, .type = NXE_ATTR_INT, .int_value = value};
+    return set_attr(op, &attr, "nxe_op_set_attr_int");
 }
 
 NXE_API nxe_status nxe_op_set_attr_float(nxe_op *op, const char *name, double value)
 {
-    nxe_attr *attr;
-    nxe_status status = attr_slot(op, name, NXE_ATTR_FLOAT, "nxe_op_set_attr_float", &attr);
-    if (status == NXE_OK)
-        attr->float_value = value;
-    return status;
+    nxe_attr attr = {.name = (char *)(uintptr_t)name, .type = NXE_ATTR_FLOAT,
+                     .float_value = value};
+    return set_attr(op, &attr, "nxe_op_set_attr_float");
 }
 
 NXE_API nxe_status nxe_op_set_attr_string(nxe_op *op, const char *name, const char *value)
 {
     if (!value)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_op_set_attr_string: value is NULL");
-    nxe_attr *attr;
-    nxe_status status = attr_slot(op, name, NXE_ATTR_STRING, "nxe_op_set_attr_string", &attr);
-    if (status != NXE_OK)
-        return status;
-    attr->string_value = nxe_strdup(value);
-    if (!attr->string_value)
-        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "nxe_op_set_attr_string: out of memory");
-    return NXE_OK;
+    nxe_attr attr = {.name = (char *)(uintptr_t)name, .type = NXE_ATTR_STRING,
+                     .string_value = (char *)(uintptr_t)value};
+    return set_attr(op, &attr, "nxe_op_set_attr_string");
 }
 
-#define MAX_ATTR_VALUES 4096
+/* A list of `count` values at `values`: at most NXE_LIMIT_ATTR_VALUES, non-NULL if any. */
+static nxe_status check_list(const void *values, int32_t count, const char *where)
+{
+    if (count < 0 || count > NXE_LIMIT_ATTR_VALUES || (count > 0 && !values))
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: %d values at %p (at most %d, non-NULL)",
+                         where, count, values, NXE_LIMIT_ATTR_VALUES);
+    return NXE_OK;
+}
 
 NXE_API nxe_status nxe_op_set_attr_ints(nxe_op *op, const char *name, const int64_t *values,
                                         int32_t count)
 {
-    if (count < 0 || count > MAX_ATTR_VALUES || (count > 0 && !values))
-        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
-                         "nxe_op_set_attr_ints: %d values at %p (at most %d, non-NULL)", count,
-                         (const void *)values, MAX_ATTR_VALUES);
-    nxe_attr *attr;
-    nxe_status status = attr_slot(op, name, NXE_ATTR_INTS, "nxe_op_set_attr_ints", &attr);
-    if (status != NXE_OK)
-        return status;
-    attr->ints = nxe_alloc(sizeof(int64_t) * (size_t)(count ? count : 1));
-    if (!attr->ints)
-        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "nxe_op_set_attr_ints: out of memory");
-    if (count)
-        memcpy(attr->ints, values, sizeof(int64_t) * (size_t)count);
-    attr->count = count;
-    return NXE_OK;
+    const char *where = "nxe_op_set_attr_ints";
+    nxe_status status = check_list(values, count, where);
+    nxe_attr attr = {.name = (char *)(uintptr_t)name, .type = NXE_ATTR_INTS,
+                     .ints = (int64_t *)(uintptr_t)values, .count = count};
+    return status == NXE_OK ? set_attr(op, &attr, where) : status;
 }
 
 NXE_API nxe_status nxe_op_set_attr_floats(nxe_op *op, const char *name, const float *values,
                                           int32_t count)
 {
-    if (count < 0 || count > MAX_ATTR_VALUES || (count > 0 && !values))
-        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
-                         "nxe_op_set_attr_floats: %d values at %p (at most %d, non-NULL)", count,
-                         (const void *)values, MAX_ATTR_VALUES);
-    nxe_attr *attr;
-    nxe_status status = attr_slot(op, name, NXE_ATTR_FLOATS, "nxe_op_set_attr_floats", &attr);
-    if (status != NXE_OK)
-        return status;
-    attr->floats = nxe_alloc(sizeof(float) * (size_t)(count ? count : 1));
-    if (!attr->floats)
-        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "nxe_op_set_attr_floats: out of memory");
-    if (count)
-        memcpy(attr->floats, values, sizeof(float) * (size_t)count);
-    attr->count = count;
-    return NXE_OK;
+    const char *where = "nxe_op_set_attr_floats";
+    nxe_status status = check_list(values, count, where);
+    nxe_attr attr = {.name = (char *)(uintptr_t)name, .type = NXE_ATTR_FLOATS,
+                     .floats = (float *)(uintptr_t)values, .count = count};
+    return status == NXE_OK ? set_attr(op, &attr, where) : status;
 }
 
 /* ---- binding ---- */
-
-static nxe_status check_binding_count(const nxe_op *op, const nxe_op_param_info *params,
-                                      int32_t num_params, int32_t count, const char *what,
-                                      const char *where)
-{
-    bool variadic = num_params > 0 && params[num_params - 1].variadic;
-    int32_t required = 0;
-    for (int32_t i = 0; i < num_params; i++)
-        if (!params[i].optional && !(variadic && i == num_params - 1))
-            required = i + 1;
-    if (variadic && !params[num_params - 1].optional)
-        required = num_params;
-    if (count < required || (!variadic && count > num_params) || count > 65536)
-        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
-                         "%s: op '%s' ('%s') takes %s%d %s, got %d", where, op_label_type(op),
-                         op->name, variadic ? "at least " : (required < num_params ? "up to " : ""),
-                         variadic ? required : num_params, what, count);
-    return NXE_OK;
-}
-
-static const nxe_op_param_info *param_at(const nxe_op_param_info *params, int32_t num_params,
-                                         int32_t index)
-{
-    return index < num_params ? &params[index] : &params[num_params - 1];
-}
 
 NXE_API nxe_status nxe_op_bind_inputs(nxe_op *op, nxe_tensor *const *tensors, int32_t count)
 {
@@ -243,23 +151,22 @@ NXE_API nxe_status nxe_op_bind_inputs(nxe_op *op, nxe_tensor *const *tensors, in
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: op is NULL", where);
     if (op->inputs_bound)
         return nxe_error(NXE_ERROR_INVALID_STATE, "%s: op '%s' ('%s') has its inputs bound already",
-                         where, op_label_type(op), op->name);
+                         where, op_label_type(op), op->node.name);
     if (count > 0 && !tensors)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: tensors is NULL", where);
-    const nxe_op_info *info = &op->def->info;
-    nxe_status status = check_binding_count(op, info->inputs, info->num_inputs, count, "inputs", where);
+    nxe_status status = nxe_node_check_io_count(&op->node, false, count, where);
     if (status != NXE_OK)
         return status;
     for (int32_t i = 0; i < count; i++) {
-        const nxe_op_param_info *param = param_at(info->inputs, info->num_inputs, i);
+        const nxe_op_param_info *param = nxe_node_param(&op->node, false, i);
         if (!tensors[i] && !param->optional)
             return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
                              "%s: input %d ('%s') of op '%s' ('%s') is required but NULL", where,
-                             i, param->name, op_label_type(op), op->name);
+                             i, param->name, op_label_type(op), op->node.name);
         if (tensors[i] && tensors[i]->graph != op->graph)
             return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
                              "%s: tensor '%s' bound to op '%s' belongs to another graph", where,
-                             tensors[i]->name, op->name);
+                             tensors[i]->name, op->node.name);
     }
     nxe_tensor **copy = nxe_alloc(sizeof(nxe_tensor *) * (size_t)(count ? count : 1));
     if (!copy)
@@ -284,40 +191,39 @@ NXE_API nxe_status nxe_op_bind_outputs(nxe_op *op, nxe_tensor *const *tensors, i
     if (op->outputs_bound)
         return nxe_error(NXE_ERROR_INVALID_STATE,
                          "%s: op '%s' ('%s') has its outputs bound already", where,
-                         op_label_type(op), op->name);
+                         op_label_type(op), op->node.name);
     if (count > 0 && !tensors)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: tensors is NULL", where);
-    const nxe_op_info *info = &op->def->info;
-    nxe_status status = check_binding_count(op, info->outputs, info->num_outputs, count, "outputs", where);
+    nxe_status status = nxe_node_check_io_count(&op->node, true, count, where);
     if (status != NXE_OK)
         return status;
     for (int32_t i = 0; i < count; i++) {
         nxe_tensor *t = tensors[i];
-        const nxe_op_param_info *param = param_at(info->outputs, info->num_outputs, i);
+        const nxe_op_param_info *param = nxe_node_param(&op->node, true, i);
         if (!t)
             return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
                              "%s: output %d ('%s') of op '%s' ('%s') is NULL", where, i,
-                             param->name, op_label_type(op), op->name);
+                             param->name, op_label_type(op), op->node.name);
         if (t->graph != op->graph)
             return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
                              "%s: tensor '%s' bound to op '%s' belongs to another graph", where,
-                             t->name, op->name);
+                             t->name, op->node.name);
         if (t->kind == NXE_TENSOR_INPUT || t->kind == NXE_TENSOR_CONSTANT)
             return nxe_error(NXE_ERROR_INVALID_GRAPH,
                              "%s: tensor '%s' is an %s and cannot be produced by op '%s' ('%s')",
                              where, t->name, t->kind == NXE_TENSOR_INPUT ? "INPUT" : "CONSTANT",
-                             op_label_type(op), op->name);
+                             op_label_type(op), op->node.name);
         if (t->producer)
             return nxe_error(NXE_ERROR_INVALID_GRAPH,
                              "%s: tensor '%s' is already produced by op '%s' ('%s'); op '%s' "
                              "cannot produce it too",
-                             where, t->name, op_label_type(t->producer), t->producer->name,
-                             op->name);
+                             where, t->name, op_label_type(t->producer), t->producer->node.name,
+                             op->node.name);
         for (int32_t j = 0; j < i; j++)
             if (tensors[j] == t)
                 return nxe_error(NXE_ERROR_INVALID_GRAPH,
                                  "%s: tensor '%s' is bound twice as an output of op '%s'", where,
-                                 t->name, op->name);
+                                 t->name, op->node.name);
     }
     nxe_tensor **copy = nxe_alloc(sizeof(nxe_tensor *) * (size_t)(count ? count : 1));
     if (!copy)
@@ -331,215 +237,4 @@ NXE_API nxe_status nxe_op_bind_outputs(nxe_op *op, nxe_tensor *const *tensors, i
     op->num_outputs = count;
     op->outputs_bound = true;
     return NXE_OK;
-}
-
-/* ---- the node view for op rules ---- */
-
-const char *nxe_node_type(const nxe_node *node)
-{
-    return nxe_node_op(node)->def->info.name;
-}
-
-const char *nxe_node_name(const nxe_node *node)
-{
-    return nxe_node_op(node)->name;
-}
-
-nxe_status nxe_node_error(const nxe_node *node, nxe_status status, const char *fmt, ...)
-{
-    char message[900];
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(message, sizeof message, fmt, args);
-    va_end(args);
-    return nxe_error(status, "op '%s' ('%s'): %s", nxe_node_type(node), nxe_node_name(node),
-                     message);
-}
-
-static const nxe_attr *set_attr(const nxe_op *op, const char *name)
-{
-    for (int32_t i = 0; i < op->num_attrs; i++)
-        if (strcmp(op->attrs[i].name, name) == 0)
-            return &op->attrs[i];
-    return NULL;
-}
-
-/* Looks the attribute up: the value set on the node, or the schema default parsed into
- * `scratch`. Fails for unknown attributes (a bug in the op rule), wrong types, and required
- * attributes left unset. */
-static nxe_status lookup_attr(const nxe_node *node, const char *name, int32_t type,
-                              nxe_attr *scratch, const nxe_attr **found)
-{
-    const nxe_op *op = nxe_node_op(node);
-    const nxe_op_attr_info *info = schema_attr(op->def, name);
-    if (!info || info->type != type)
-        return nxe_node_error(node, NXE_ERROR_INTERNAL, "the rule reads attribute '%s' as %s, "
-                              "which the schema does not declare", name, attr_type_name(type));
-    const nxe_attr *attr = set_attr(op, name);
-    if (attr) {
-        *found = attr;
-        return NXE_OK;
-    }
-    if (!info->default_value)
-        return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
-                              "required attribute '%s' (%s) is not set", name,
-                              attr_type_name(type));
-    *scratch = (nxe_attr){.type = type};
-    *found = scratch;
-    return NXE_OK;
-}
-
-/* Parses the schema default of a scalar attribute. */
-static nxe_status parse_default_scalar(const nxe_node *node, const char *name, double *value)
-{
-    const nxe_op_attr_info *info = schema_attr(nxe_node_op(node)->def, name);
-    char *end;
-    *value = strtod(info->default_value, &end);
-    if (end == info->default_value)
-        return nxe_node_error(node, NXE_ERROR_INTERNAL, "bad default '%s' for attribute '%s'",
-                              info->default_value, name);
-    return NXE_OK;
-}
-
-nxe_status nxe_node_attr_int(const nxe_node *node, const char *name, int64_t *value)
-{
-    nxe_attr scratch;
-    const nxe_attr *attr;
-    nxe_status status = lookup_attr(node, name, NXE_ATTR_INT, &scratch, &attr);
-    if (status != NXE_OK)
-        return status;
-    if (attr != &scratch) {
-        *value = attr->int_value;
-        return NXE_OK;
-    }
-    const nxe_op_attr_info *info = schema_attr(nxe_node_op(node)->def, name);
-    char *end;
-    *value = strtoll(info->default_value, &end, 10);
-    if (end == info->default_value)
-        return nxe_node_error(node, NXE_ERROR_INTERNAL, "bad default '%s' for attribute '%s'",
-                              info->default_value, name);
-    return NXE_OK;
-}
-
-nxe_status nxe_node_attr_float(const nxe_node *node, const char *name, double *value)
-{
-    nxe_attr scratch;
-    const nxe_attr *attr;
-    nxe_status status = lookup_attr(node, name, NXE_ATTR_FLOAT, &scratch, &attr);
-    if (status != NXE_OK)
-        return status;
-    if (attr != &scratch) {
-        *value = attr->float_value;
-        return NXE_OK;
-    }
-    return parse_default_scalar(node, name, value);
-}
-
-nxe_status nxe_node_attr_string(const nxe_node *node, const char *name, const char **value)
-{
-    nxe_attr scratch;
-    const nxe_attr *attr;
-    nxe_status status = lookup_attr(node, name, NXE_ATTR_STRING, &scratch, &attr);
-    if (status != NXE_OK)
-        return status;
-    if (attr != &scratch) {
-        *value = attr->string_value;
-        return NXE_OK;
-    }
-    /* Schema defaults of strings are JSON strings without escapes, e.g. "\"NCHW\"". */
-    const nxe_op_attr_info *info = schema_attr(nxe_node_op(node)->def, name);
-    const char *text = info->default_value;
-    size_t length = strlen(text);
-    if (length < 2 || text[0] != '"' || text[length - 1] != '"')
-        return nxe_node_error(node, NXE_ERROR_INTERNAL, "bad default '%s' for attribute '%s'",
-                              text, name);
-    *value = nxe_registry_unquoted(text);
-    if (!*value)
-        return nxe_node_error(node, NXE_ERROR_INTERNAL, "default '%s' of attribute '%s' is too long",
-                              text, name);
-    return NXE_OK;
-}
-
-/* Parses "[1, 2, 3]" into doubles. */
-static nxe_status parse_default_list(const nxe_node *node, const char *name, double *values,
-                                     int32_t capacity, int32_t *count)
-{
-    const char *text = schema_attr(nxe_node_op(node)->def, name)->default_value;
-    const char *p = text;
-    *count = 0;
-    while (*p == ' ')
-        p++;
-    if (*p++ != '[')
-        return nxe_node_error(node, NXE_ERROR_INTERNAL, "bad default '%s' for attribute '%s'",
-                              text, name);
-    for (;;) {
-        while (*p == ' ' || *p == ',')
-            p++;
-        if (*p == ']')
-            return NXE_OK;
-        char *end;
-        double v = strtod(p, &end);
-        if (end == p)
-            return nxe_node_error(node, NXE_ERROR_INTERNAL,
-                                  "bad default '%s' for attribute '%s'", text, name);
-        if (*count >= capacity)
-            return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
-                                  "attribute '%s' has more than %d values", name, capacity);
-        values[(*count)++] = v;
-        p = end;
-    }
-}
-
-nxe_status nxe_node_attr_ints(const nxe_node *node, const char *name, int64_t *values,
-                              int32_t capacity, int32_t *count)
-{
-    *count = 0;
-    nxe_attr scratch;
-    const nxe_attr *attr;
-    nxe_status status = lookup_attr(node, name, NXE_ATTR_INTS, &scratch, &attr);
-    if (status != NXE_OK)
-        return status;
-    if (attr != &scratch) {
-        if (attr->count > capacity) {
-            *count = attr->count;
-            return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
-                                  "attribute '%s' has %d values; at most %d are accepted", name,
-                                  attr->count, capacity);
-        }
-        memcpy(values, attr->ints, sizeof(int64_t) * (size_t)attr->count);
-        *count = attr->count;
-        return NXE_OK;
-    }
-    double parsed[64];
-    status = parse_default_list(node, name, parsed, capacity < 64 ? capacity : 64, count);
-    for (int32_t i = 0; status == NXE_OK && i < *count; i++)
-        values[i] = (int64_t)parsed[i];
-    return status;
-}
-
-nxe_status nxe_node_attr_floats(const nxe_node *node, const char *name, float *values,
-                                int32_t capacity, int32_t *count)
-{
-    *count = 0;
-    nxe_attr scratch;
-    const nxe_attr *attr;
-    nxe_status status = lookup_attr(node, name, NXE_ATTR_FLOATS, &scratch, &attr);
-    if (status != NXE_OK)
-        return status;
-    if (attr != &scratch) {
-        if (attr->count > capacity) {
-            *count = attr->count;
-            return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
-                                  "attribute '%s' has %d values; at most %d are accepted", name,
-                                  attr->count, capacity);
-        }
-        memcpy(values, attr->floats, sizeof(float) * (size_t)attr->count);
-        *count = attr->count;
-        return NXE_OK;
-    }
-    double parsed[64];
-    status = parse_default_list(node, name, parsed, capacity < 64 ? capacity : 64, count);
-    for (int32_t i = 0; status == NXE_OK && i < *count; i++)
-        values[i] = (float)parsed[i];
-    return status;
 }

@@ -83,15 +83,15 @@ nxe_status nxe_container_parse(const void *data, size_t size, const char magic[8
                          "%s: format version %u.%u; this library reads major version %d", what,
                          major, minor, NXE_CONTAINER_FORMAT_MAJOR);
     uint32_t alignment = nxe_load_u32(file + 16);
-    if (!is_power_of_two(alignment) || alignment < NXE_CONTAINER_MIN_ALIGNMENT ||
-        alignment > NXE_CONTAINER_MAX_ALIGNMENT)
+    if (!is_power_of_two(alignment) || alignment < NXE_LIMIT_MIN_ALIGNMENT ||
+        alignment > NXE_LIMIT_MAX_ALIGNMENT)
         return nxe_error(NXE_ERROR_FORMAT,
                          "%s: alignment %u at offset 16 is not a power of two in [%u, %u]", what,
-                         alignment, NXE_CONTAINER_MIN_ALIGNMENT, NXE_CONTAINER_MAX_ALIGNMENT);
+                         alignment, NXE_LIMIT_MIN_ALIGNMENT, NXE_LIMIT_MAX_ALIGNMENT);
     uint32_t num_sections = nxe_load_u32(file + 20);
-    if (num_sections > NXE_CONTAINER_MAX_SECTIONS)
+    if (num_sections > NXE_LIMIT_SECTIONS)
         return nxe_error(NXE_ERROR_FORMAT, "%s: %u sections at offset 20; at most %d are allowed",
-                         what, num_sections, NXE_CONTAINER_MAX_SECTIONS);
+                         what, num_sections, NXE_LIMIT_SECTIONS);
     uint64_t file_size = nxe_load_u64(file + 24);
     if (file_size != size)
         return nxe_error(NXE_ERROR_FORMAT,
@@ -175,12 +175,12 @@ static uint64_t align_up(uint64_t value, uint64_t alignment)
 
 nxe_status nxe_container_plan(nxe_container_layout *layout)
 {
-    if (!is_power_of_two(layout->alignment) || layout->alignment < NXE_CONTAINER_MIN_ALIGNMENT ||
-        layout->alignment > NXE_CONTAINER_MAX_ALIGNMENT)
+    if (!is_power_of_two(layout->alignment) || layout->alignment < NXE_LIMIT_MIN_ALIGNMENT ||
+        layout->alignment > NXE_LIMIT_MAX_ALIGNMENT)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
                          "alignment %u is not a power of two in [%u, %u]", layout->alignment,
-                         NXE_CONTAINER_MIN_ALIGNMENT, NXE_CONTAINER_MAX_ALIGNMENT);
-    if (layout->num_sections < 0 || layout->num_sections > NXE_CONTAINER_MAX_SECTIONS)
+                         NXE_LIMIT_MIN_ALIGNMENT, NXE_LIMIT_MAX_ALIGNMENT);
+    if (layout->num_sections < 0 || layout->num_sections > NXE_LIMIT_SECTIONS)
         return nxe_error(NXE_ERROR_INTERNAL, "container: %d sections", layout->num_sections);
     uint64_t offset = table_end(layout->num_sections);
     for (int32_t i = 0; i < layout->num_sections; i++) {

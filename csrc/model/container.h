@@ -6,15 +6,13 @@
 #define NXE_CONTAINER_H
 
 #include "core/core.h"
+#include "core/limits.h"
 
 #define NXE_CONTAINER_HEADER_SIZE 64
 #define NXE_CONTAINER_ENTRY_SIZE 56
-#define NXE_CONTAINER_MAX_SECTIONS 32
 #define NXE_CONTAINER_FORMAT_MAJOR 1
 #define NXE_CONTAINER_FORMAT_MINOR 0
 #define NXE_CONTAINER_BYTE_ORDER_MARK 0x01020304u
-#define NXE_CONTAINER_MIN_ALIGNMENT 64u
-#define NXE_CONTAINER_MAX_ALIGNMENT 65536u
 
 extern const char nxe_model_magic[8];  /* "NXEMODEL" */
 extern const char nxe_binary_magic[8]; /* "NXEPLAN\0" */
@@ -45,7 +43,7 @@ typedef struct nxe_container {
     uint16_t format_minor;
     uint32_t alignment;
     int32_t num_sections;
-    nxe_section sections[NXE_CONTAINER_MAX_SECTIONS];
+    nxe_section sections[NXE_LIMIT_SECTIONS];
 } nxe_container;
 
 /* Validates header, header checksum, section table (bounds, alignment, no overlap, no
@@ -64,9 +62,9 @@ nxe_status nxe_container_verify(const nxe_container *container, const nxe_sectio
 typedef struct nxe_container_layout {
     uint32_t alignment;
     int32_t num_sections;
-    uint32_t types[NXE_CONTAINER_MAX_SECTIONS];
-    uint64_t sizes[NXE_CONTAINER_MAX_SECTIONS];
-    uint64_t offsets[NXE_CONTAINER_MAX_SECTIONS]; /* filled by plan */
+    uint32_t types[NXE_LIMIT_SECTIONS];
+    uint64_t sizes[NXE_LIMIT_SECTIONS];
+    uint64_t offsets[NXE_LIMIT_SECTIONS]; /* filled by plan */
     uint64_t file_size;                           /* filled by plan */
 } nxe_container_layout;
 

@@ -124,7 +124,7 @@ static nxe_status check_text(const nxe_model *model, const nxe_section *section)
 static nxe_status parse_entry(nxe_reader *r, const nxe_model *model, const char *previous,
                               model_tensor *t)
 {
-    nxe_status status = nxe_read_string(r, NXE_CODEC_MAX_NAME, &t->name);
+    nxe_status status = nxe_read_string(r, NXE_LIMIT_NAME, &t->name);
     if (status != NXE_OK)
         return status;
     if (!t->name[0])
@@ -233,7 +233,7 @@ static nxe_status parse_index(nxe_model *model)
                                    what, (size_t)model->index->offset);
     uint32_t count;
     /* an entry takes at least a name length, dtype, rank, quantization type, offset, size */
-    nxe_status status = nxe_read_count(&r, NXE_CODEC_MAX_TENSORS, 32, &count);
+    nxe_status status = nxe_read_count(&r, NXE_LIMIT_TENSORS, 32, &count);
     if (status != NXE_OK)
         return status;
     model->tensors = nxe_alloc_zeroed(sizeof *model->tensors * (count ? count : 1));

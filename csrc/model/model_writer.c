@@ -247,12 +247,12 @@ NXE_API nxe_status nxe_graph_save_model(nxe_graph *graph, const nxe_model_write_
                          "%s: options.struct_size is %u, expected at least %zu (initialize with "
                          "NXE_MODEL_WRITE_OPTIONS_INIT)",
                          where, options->struct_size, sizeof(nxe_model_write_options));
-    uint32_t alignment = options->alignment ? options->alignment : NXE_CONTAINER_MIN_ALIGNMENT;
-    if (alignment < NXE_CONTAINER_MIN_ALIGNMENT || alignment > NXE_CONTAINER_MAX_ALIGNMENT ||
+    uint32_t alignment = options->alignment ? options->alignment : NXE_LIMIT_MIN_ALIGNMENT;
+    if (alignment < NXE_LIMIT_MIN_ALIGNMENT || alignment > NXE_LIMIT_MAX_ALIGNMENT ||
         (alignment & (alignment - 1)))
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
                          "%s: alignment %u is not a power of two in [%u, %u]", where, alignment,
-                         NXE_CONTAINER_MIN_ALIGNMENT, NXE_CONTAINER_MAX_ALIGNMENT);
+                         NXE_LIMIT_MIN_ALIGNMENT, NXE_LIMIT_MAX_ALIGNMENT);
     const char *metadata = options->metadata_json ? options->metadata_json : "{}";
     const char *annotations = options->annotations_json ? options->annotations_json : "{}";
     nxe_status status = check_json_text(metadata, "metadata_json", where);

@@ -1,6 +1,8 @@
 /* common.c — shape rules shared by op families: broadcasting, axes, sizes, dtype checks. */
 #include "ops/op_def.h"
 
+const nxe_quant nxe_no_quant = {.type = NXE_QUANT_NONE};
+
 nxe_status nxe_broadcast_shapes(const nxe_node *node, int32_t ndim_a, const int64_t *a,
                                 int32_t ndim_b, const int64_t *b, int32_t *ndim_out,
                                 int64_t *out)

@@ -7,6 +7,7 @@
 #include "core/core.h"
 #include "core/threadpool.h"
 #include "dispatch.h"
+#include "ops/node.h"
 
 /* Quantization of one tensor (internal mirror of the public setters). */
 typedef struct nxe_quant {
@@ -19,6 +20,9 @@ typedef struct nxe_quant {
     int32_t fractional_length;
 } nxe_quant;
 
+/* The quantization of unquantized values and absent optional inputs. */
+extern const nxe_quant nxe_no_quant;
+
 /* One tensor as an op sees it. At infer time `data` is set for CONSTANT tensors only
  * (NULL otherwise); at run time it is the tensor's buffer. An absent optional input has
  * dtype NXE_DTYPE_NONE. */
@@ -29,26 +33,6 @@ typedef struct nxe_value {
     const nxe_quant *quant; /* never NULL at infer or run: type NONE when unquantized */
     void *data;
 } nxe_value;
-
-/* The op instance, as far as an op's infer function may see it: its names and attributes. */
-typedef struct nxe_node nxe_node;
-
-const char *nxe_node_type(const nxe_node *node);
-const char *nxe_node_name(const nxe_node *node);
-/* Attribute getters return the value set on the node, else the schema default. An attribute
- * without default that was not set fails with a message naming op and attribute. */
-nxe_status nxe_node_attr_int(const nxe_node *node, const char *name, int64_t *value);
-nxe_status nxe_node_attr_float(const nxe_node *node, const char *name, double *value);
-/* The string lives as long as the node. */
-nxe_status nxe_node_attr_string(const nxe_node *node, const char *name, const char **value);
-/* Copies up to `capacity` values; *count receives the full count (fails if > capacity). */
-nxe_status nxe_node_attr_ints(const nxe_node *node, const char *name, int64_t *values,
-                              int32_t capacity, int32_t *count);
-nxe_status nxe_node_attr_floats(const nxe_node *node, const char *name, float *values,
-                                int32_t capacity, int32_t *count);
-/* Records an error prefixed with "op 'Type' ('name'): " and returns `status`. */
-nxe_status nxe_node_error(const nxe_node *node, nxe_status status, const char *fmt, ...)
-    NXE_PRINTF(3, 4);
 
 /* Compile-time rule. Inputs have settled dtypes and shapes (and data, for constants); their
  * dtypes already passed the schema's masks. Outputs arrive as declared by the user (dtype
@@ -117,13 +101,15 @@ typedef struct nxe_op_def {
     nxe_op_as_activation_fn as_activation; /* optional */
 } nxe_op_def;
 
-/* Each op family file exports a table; the registry (csrc/graph/registry.c) lists them. */
+/* Each op family file exports a table; the registry (csrc/ops/registry.c) lists them. */
 typedef struct nxe_op_family {
     const nxe_op_def *defs;
     int32_t count;
 } nxe_op_family;
 
 const nxe_op_def *nxe_op_def_find(const char *op_type);
+/* The unquoted text of a schema's JSON string default, in static storage; NULL if too long. */
+const char *nxe_registry_unquoted(const char *quoted);
 
 /* Dtype masks for schemas. */
 #define NXE_MASK(dt) (1u << (dt))

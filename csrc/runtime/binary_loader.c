@@ -1,13 +1,12 @@
 /* binary_loader.c — the small executor's loader: maps a compiled binary (.nxb), checks every
- * byte of its plan and turns it into an executable without the graph builder, shape rules
- * or passes. Constants are used in place from the mapping. Only a binary for another ISA or
- * kernel ABI goes through the model reader and the compiler (allow_recompile). */
+ * byte of its plan and turns it into an executable without the graph builder: the nodes it
+ * decodes go straight to the ops' shape rules, which re-derive each step's params. Constants
+ * are used in place from the mapping. Only a binary for another ISA or kernel ABI goes through
+ * the model reader and the compiler (allow_recompile). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/graph_internal.h"
-#include "model/container.h"
 #include "runtime/binary.h"
 
 typedef struct load_request {
@@ -32,27 +31,10 @@ typedef struct plan_state {
     bool *settled;             /* per tensor: dtype, rank and every dim known */
     bool *produced;            /* per tensor: written by a step decoded so far */
     bool *is_io;               /* per tensor: listed as a graph input or output */
-    uint64_t staging_default;
-    nxe_op *ops;               /* per step: its attributes, for the shape rule at the end */
-    int32_t num_ops;
 } plan_state;
-
-static void free_attrs(nxe_op *op)
-{
-    for (int32_t a = 0; a < op->num_attrs; a++) {
-        nxe_free(op->attrs[a].name);
-        nxe_free(op->attrs[a].string_value);
-        nxe_free(op->attrs[a].ints);
-        nxe_free(op->attrs[a].floats);
-    }
-    nxe_free(op->attrs);
-}
 
 static void plan_state_free(plan_state *state)
 {
-    for (int32_t s = 0; s < state->num_ops; s++)
-        free_attrs(&state->ops[s]);
-    nxe_free(state->ops);
     nxe_free(state->buffers);
     nxe_free(state->buffer_of);
     nxe_free(state->settled);
@@ -78,7 +60,7 @@ static int compare_buffers(const void *a, const void *b)
 static nxe_status read_buffers(nxe_reader *r, plan_state *state)
 {
     uint32_t count;
-    nxe_status status = nxe_read_count(r, NXE_PLAN_MAX_BUFFERS, 16, &count);
+    nxe_status status = nxe_read_count(r, NXE_LIMIT_TENSORS, 16, &count);
     if (status != NXE_OK)
         return status;
     state->buffers = nxe_alloc(sizeof(plan_buffer) * ((size_t)count + 1));
@@ -127,82 +109,33 @@ static nxe_status read_buffers(nxe_reader *r, plan_state *state)
 
 /* ---- tensors ---- */
 
-static nxe_status read_quant(nxe_reader *r, nxe_exe_tensor *t, bool settled)
+/* The tensor record, moved into the plan's tensor; `settled` when it has a definite dtype,
+ * rank and dims. Per-channel kernels index scales by channel: a settled tensor's scale count
+ * must be its channel count. */
+static nxe_status read_tensor_record(nxe_reader *r, nxe_exe_tensor *t, bool *settled)
 {
-    nxe_quant *quant = &t->quant;
-    nxe_status status = nxe_read_i32(r, &quant->type);
+    nxe_tensor_record record = {0};
+    nxe_status status = nxe_tensor_record_decode(r, &record);
     if (status != NXE_OK)
         return status;
-    switch (quant->type) {
-    case NXE_QUANT_NONE:
-        return NXE_OK;
-    case NXE_QUANT_ASYMMETRIC:
-        status = nxe_read_f32(r, &quant->scale);
-        if (status == NXE_OK)
-            status = nxe_read_i32(r, &quant->zero_point);
-        return status;
-    case NXE_QUANT_DYNAMIC_FIXED_POINT:
-        return nxe_read_i32(r, &quant->fractional_length);
-    case NXE_QUANT_SYMMETRIC_PER_CHANNEL:
-        break;
-    default:
-        return nxe_reader_error(r, "tensor '%s' has unknown quantization type %d", t->name,
-                                quant->type);
-    }
-    uint32_t count;
-    status = nxe_read_i32(r, &quant->axis);
-    if (status == NXE_OK)
-        status = nxe_read_count(r, NXE_PLAN_MAX_SCALES, sizeof(float), &count);
-    if (status != NXE_OK)
-        return status;
-    /* Per-channel kernels index scales by channel: the count must be the channel count. */
-    if (count == 0 || quant->axis < 0 || quant->axis >= NXE_MAX_RANK ||
-        (settled && (quant->axis >= t->ndim || t->shape[quant->axis] != (int64_t)count)))
-        return nxe_reader_error(r, "tensor '%s' has %u per-channel scales on axis %d, which "
-                                "does not match its shape", t->name, count, quant->axis);
-    t->scales = nxe_alloc(sizeof(float) * ((size_t)count + 1));
-    if (!t->scales)
-        return out_of_memory();
-    for (uint32_t i = 0; i < count && status == NXE_OK; i++) {
-        status = nxe_read_f32(r, &t->scales[i]);
-        if (status == NXE_OK && !(t->scales[i] > 0.0f && t->scales[i] <= 3.0e38f))
-            status = nxe_reader_error(r, "scale %u of tensor '%s' is not finite and positive",
-                                      i, t->name);
-    }
-    quant->num_scales = (int32_t)count;
-    quant->scales = t->scales;
-    return status;
-}
-
-/* Kind, dtype and shape; `settled` when the tensor has a definite dtype, rank and dims. */
-static nxe_status read_tensor_spec(nxe_reader *r, nxe_exe_tensor *t, bool *settled)
-{
-    nxe_status status = nxe_read_string(r, NXE_PLAN_MAX_NAME, &t->name);
-    if (status == NXE_OK)
-        status = nxe_read_i32(r, &t->kind);
-    if (status == NXE_OK)
-        status = nxe_read_i32(r, &t->dtype);
-    if (status == NXE_OK)
-        status = nxe_read_i32(r, &t->ndim);
-    if (status != NXE_OK)
-        return status;
-    if (t->kind < NXE_TENSOR_INPUT || t->kind > NXE_TENSOR_VARIABLE)
-        return nxe_reader_error(r, "tensor '%s' has unknown kind %d", t->name, t->kind);
-    if (t->dtype < NXE_DTYPE_NONE || t->dtype >= NXE_DTYPE_COUNT)
-        return nxe_reader_error(r, "tensor '%s' has unknown dtype %d", t->name, t->dtype);
-    if (t->ndim < -1 || t->ndim > NXE_MAX_RANK)
-        return nxe_reader_error(r, "tensor '%s' has rank %d; ranks are -1 (unknown) to %d",
-                                t->name, t->ndim, NXE_MAX_RANK);
+    t->name = record.name;
+    t->kind = record.kind;
+    t->dtype = record.dtype;
+    t->ndim = record.ndim;
+    memcpy(t->shape, record.shape, sizeof t->shape);
+    t->quant = record.quant;
+    t->scales = record.scales;
     *settled = nxe_dtype_valid(t->dtype) && t->ndim >= 0;
-    for (int32_t d = 0; d < t->ndim && status == NXE_OK; d++) {
-        status = nxe_read_i64(r, &t->shape[d]);
-        if (status == NXE_OK && t->shape[d] < -1)
-            status = nxe_reader_error(r, "tensor '%s' has dimension %d = %lld", t->name, d,
-                                      (long long)t->shape[d]);
+    for (int32_t d = 0; d < t->ndim; d++)
         if (t->shape[d] < 0)
             *settled = false;
-    }
-    return status;
+    const nxe_quant *quant = &t->quant;
+    if (quant->type == NXE_QUANT_SYMMETRIC_PER_CHANNEL && *settled &&
+        (quant->axis < 0 || quant->axis >= t->ndim || t->shape[quant->axis] != quant->num_scales))
+        return nxe_reader_error(r, "tensor '%s' has %d per-channel scales on axis %d, which "
+                                "does not match its shape", t->name, quant->num_scales,
+                                quant->axis);
+    return NXE_OK;
 }
 
 static nxe_status read_placement(nxe_reader *r, nxe_executable *exe, plan_state *state,
@@ -217,19 +150,9 @@ static nxe_status read_placement(nxe_reader *r, nxe_executable *exe, plan_state 
     if (placement == NXE_PLAN_NONE)
         return NXE_OK;
     if (placement == NXE_PLAN_ARENA) {
-        status = nxe_read_u64(r, &t->arena_offset);
-        if (status != NXE_OK)
-            return status;
         if (t->kind != NXE_TENSOR_TRANSIENT)
             return nxe_reader_error(r, "tensor '%s' of kind %d is placed in the arena", t->name,
                                     t->kind);
-        if (t->arena_offset % 64 != 0 || t->arena_offset > exe->arena_bytes ||
-            t->bytes > exe->arena_bytes - t->arena_offset)
-            return nxe_reader_error(r,
-                                    "tensor '%s' ([%llu, +%zu)) lies outside the %llu-byte "
-                                    "arena or is not 64-byte aligned",
-                                    t->name, (unsigned long long)t->arena_offset, t->bytes,
-                                    (unsigned long long)exe->arena_bytes);
         t->in_arena = true;
         exe->transient_bytes += t->bytes;
         return NXE_OK;
@@ -257,9 +180,7 @@ static nxe_status read_tensor(nxe_reader *r, nxe_executable *exe, plan_state *st
 {
     nxe_exe_tensor *t = &exe->tensors[i];
     bool settled = false;
-    nxe_status status = read_tensor_spec(r, t, &settled);
-    if (status == NXE_OK)
-        status = read_quant(r, t, settled);
+    nxe_status status = read_tensor_record(r, t, &settled);
     uint64_t bytes = 0;
     if (status == NXE_OK)
         status = nxe_read_u64(r, &bytes);
@@ -271,9 +192,9 @@ static nxe_status read_tensor(nxe_reader *r, nxe_executable *exe, plan_state *st
         size_t product;
         if (!nxe_shape_numel(t->ndim, t->shape, &numel) ||
             nxe_mul_overflow_size((size_t)numel, nxe_dtype_size(t->dtype), &product) ||
-            product > NXE_PLAN_MAX_BYTES)
+            product > NXE_LIMIT_TENSOR_BYTES)
             return nxe_reader_error(r, "tensor '%s' is larger than the %llu-byte limit", t->name,
-                                    (unsigned long long)NXE_PLAN_MAX_BYTES);
+                                    (unsigned long long)NXE_LIMIT_TENSOR_BYTES);
         expected = product;
     }
     /* A tensor no step uses records 0 bytes. */
@@ -297,86 +218,50 @@ static nxe_status read_tensors(nxe_reader *r, nxe_executable *exe, plan_state *s
 
 /* ---- steps ---- */
 
-/* Same rule as binding in the graph builder: required parameters present, no extra ones
- * unless the last parameter repeats. */
-static nxe_status check_io_count(nxe_reader *r, const nxe_op_def *def, const char *op_name,
-                                 const nxe_op_param_info *params, int32_t num_params,
-                                 uint32_t count, const char *what)
-{
-    bool variadic = num_params > 0 && params[num_params - 1].variadic;
-    int32_t required = 0;
-    for (int32_t i = 0; i < num_params; i++)
-        if (!params[i].optional && !(variadic && i == num_params - 1))
-            required = i + 1;
-    if (variadic && !params[num_params - 1].optional)
-        required = num_params;
-    if ((int64_t)count < required || (!variadic && (int64_t)count > num_params))
-        return nxe_reader_error(r, "op '%s' ('%s') has %u %s; its schema takes %d to %d%s",
-                                def->info.name, op_name, count, what, required, num_params,
-                                variadic ? " or more" : "");
-    return NXE_OK;
-}
-
 static nxe_status read_step_tensors(nxe_reader *r, nxe_executable *exe, plan_state *state,
                                     nxe_exe_step *step, bool outputs)
 {
-    const nxe_op_info *info = &step->def->info;
-    const nxe_op_param_info *params = outputs ? info->outputs : info->inputs;
-    int32_t num_params = outputs ? info->num_outputs : info->num_inputs;
+    const char *type = nxe_node_type(&step->node), *op_name = step->node.name;
     const char *what = outputs ? "outputs" : "inputs";
-    uint32_t count;
-    nxe_status status = nxe_read_count(r, NXE_PLAN_MAX_OP_IO, 4, &count);
-    if (status == NXE_OK)
-        status = check_io_count(r, step->def, step->op_name, params, num_params, count, what);
+    int32_t **ids = outputs ? &step->output_ids : &step->input_ids;
+    int32_t *count = outputs ? &step->num_outputs : &step->num_inputs;
+    nxe_status status = nxe_ids_decode(r, &step->node, outputs, ids, count);
     if (status != NXE_OK)
         return status;
-    int32_t **ids = outputs ? &step->output_ids : &step->input_ids;
     nxe_value **values = outputs ? &step->output_values : &step->input_values;
-    *ids = nxe_alloc(sizeof(int32_t) * ((size_t)count + 1));
-    *values = nxe_alloc_zeroed(sizeof(nxe_value) * ((size_t)count + 1));
-    if (!*ids || !*values)
+    *values = nxe_alloc_zeroed(sizeof(nxe_value) * ((size_t)*count + 1));
+    if (!*values)
         return out_of_memory();
-    if (outputs)
-        step->num_outputs = (int32_t)count;
-    else
-        step->num_inputs = (int32_t)count;
-    for (uint32_t j = 0; j < count; j++) {
-        /* A variadic last parameter repeats (check_io_count rules out the rest). */
-        const nxe_op_param_info *param =
-            &params[j < (uint32_t)num_params ? j : (uint32_t)num_params - 1];
-        int32_t id;
-        status = nxe_read_i32(r, &id);
-        if (status != NXE_OK)
-            return status;
-        (*ids)[j] = id;
+    for (int32_t j = 0; j < *count; j++) {
+        const nxe_op_param_info *param = nxe_node_param(&step->node, outputs, j);
+        int32_t id = (*ids)[j];
         nxe_value *value = &(*values)[j];
         if (id == -1 && !outputs && param->optional) {
             *value = (nxe_value){.dtype = NXE_DTYPE_NONE, .quant = &nxe_no_quant};
             continue;
         }
         if (id < 0 || id >= exe->num_tensors)
-            return nxe_reader_error(r, "op '%s' ('%s'): %s %u is tensor %d; the plan has %d",
-                                    info->name, step->op_name, what, j, id, exe->num_tensors);
+            return nxe_reader_error(r, "op '%s' ('%s'): %s %d is tensor %d; the plan has %d",
+                                    type, op_name, what, j, id, exe->num_tensors);
         const nxe_exe_tensor *t = &exe->tensors[id];
         if (!state->settled[id] || !(param->dtypes & NXE_MASK(t->dtype)))
-            return nxe_reader_error(r, "op '%s' ('%s'): %s %u ('%s', tensor '%s') has dtype %s "
+            return nxe_reader_error(r, "op '%s' ('%s'): %s %d ('%s', tensor '%s') has dtype %s "
                                     "or an unsettled shape the schema does not accept",
-                                    info->name, step->op_name, what, j, param->name, t->name,
+                                    type, op_name, what, j, param->name, t->name,
                                     nxe_dtype_name(t->dtype));
         if (outputs) {
             if (t->kind == NXE_TENSOR_INPUT || t->kind == NXE_TENSOR_CONSTANT)
-                return nxe_reader_error(r, "op '%s' ('%s') writes %s tensor '%s'", info->name,
-                                        step->op_name,
+                return nxe_reader_error(r, "op '%s' ('%s') writes %s tensor '%s'", type, op_name,
                                         t->kind == NXE_TENSOR_INPUT ? "input" : "constant",
                                         t->name);
             if (state->produced[id])
                 return nxe_reader_error(r, "op '%s' ('%s') writes tensor '%s', which an earlier "
-                                        "step already wrote", info->name, step->op_name, t->name);
+                                        "step already wrote", type, op_name, t->name);
             state->produced[id] = true;
         } else if ((t->kind == NXE_TENSOR_TRANSIENT || t->kind == NXE_TENSOR_OUTPUT) &&
                    !state->produced[id]) {
             return nxe_reader_error(r, "op '%s' ('%s') reads tensor '%s' before any step writes "
-                                    "it", info->name, step->op_name, t->name);
+                                    "it", type, op_name, t->name);
         }
         *value = (nxe_value){.dtype = t->dtype, .ndim = t->ndim, .quant = &t->quant};
         memcpy(value->shape, t->shape, sizeof value->shape);
@@ -384,110 +269,10 @@ static nxe_status read_step_tensors(nxe_reader *r, nxe_executable *exe, plan_sta
     return NXE_OK;
 }
 
-/* Reads one attribute value of the schema's type. */
-static nxe_status read_attr_value(nxe_reader *r, nxe_attr *attr)
-{
-    uint32_t count;
-    nxe_status status;
-    switch (attr->type) {
-    case NXE_ATTR_INT:
-        return nxe_read_i64(r, &attr->int_value);
-    case NXE_ATTR_FLOAT:
-        return nxe_read_f64(r, &attr->float_value);
-    case NXE_ATTR_STRING:
-        return nxe_read_string(r, NXE_PLAN_MAX_NAME, &attr->string_value);
-    case NXE_ATTR_INTS:
-        status = nxe_read_count(r, NXE_PLAN_MAX_ATTR_VALUES, 8, &count);
-        if (status != NXE_OK)
-            return status;
-        attr->ints = nxe_alloc(sizeof(int64_t) * ((size_t)count + 1));
-        if (!attr->ints)
-            return out_of_memory();
-        attr->count = (int32_t)count;
-        for (uint32_t i = 0; i < count && status == NXE_OK; i++)
-            status = nxe_read_i64(r, &attr->ints[i]);
-        return status;
-    default: /* NXE_ATTR_FLOATS */
-        status = nxe_read_count(r, NXE_PLAN_MAX_ATTR_VALUES, 4, &count);
-        if (status != NXE_OK)
-            return status;
-        attr->floats = nxe_alloc(sizeof(float) * ((size_t)count + 1));
-        if (!attr->floats)
-            return out_of_memory();
-        attr->count = (int32_t)count;
-        for (uint32_t i = 0; i < count && status == NXE_OK; i++)
-            status = nxe_read_f32(r, &attr->floats[i]);
-        return status;
-    }
-}
-
-/* The step's attributes, each named by the op's schema with the schema's type, at most once. */
-static nxe_status read_attrs(nxe_reader *r, const nxe_exe_step *step, nxe_op *op)
-{
-    const nxe_op_info *info = &step->def->info;
-    uint32_t count;
-    nxe_status status = nxe_read_count(r, (uint32_t)info->num_attrs, 8, &count);
-    if (status != NXE_OK)
-        return status;
-    op->attrs = nxe_alloc_zeroed(sizeof(nxe_attr) * ((size_t)count + 1));
-    if (!op->attrs)
-        return out_of_memory();
-    for (uint32_t a = 0; a < count; a++) {
-        nxe_attr *attr = &op->attrs[a];
-        op->num_attrs = (int32_t)a + 1;
-        uint32_t type;
-        status = nxe_read_string(r, NXE_PLAN_MAX_NAME, &attr->name);
-        if (status == NXE_OK)
-            status = nxe_read_u32(r, &type);
-        if (status != NXE_OK)
-            return status;
-        const nxe_op_attr_info *schema = NULL;
-        for (int32_t k = 0; k < info->num_attrs && !schema; k++)
-            if (strcmp(info->attrs[k].name, attr->name) == 0)
-                schema = &info->attrs[k];
-        if (!schema || (uint32_t)schema->type != type)
-            return nxe_reader_error(r, "op '%s' ('%s') has no attribute '%s' of type %u",
-                                    info->name, step->op_name, attr->name, type);
-        for (uint32_t k = 0; k < a; k++)
-            if (strcmp(op->attrs[k].name, attr->name) == 0)
-                return nxe_reader_error(r, "op '%s' ('%s') sets attribute '%s' twice",
-                                        info->name, step->op_name, attr->name);
-        attr->type = schema->type;
-        status = read_attr_value(r, attr);
-        if (status != NXE_OK)
-            return status;
-    }
-    return NXE_OK;
-}
-
-static nxe_status read_step(nxe_reader *r, nxe_executable *exe, plan_state *state,
-                            nxe_exe_step *step, nxe_op *op)
-{
-    char *op_type = NULL;
-    nxe_status status = nxe_read_string(r, NXE_PLAN_MAX_NAME, &op_type);
-    if (status != NXE_OK)
-        return status;
-    step->def = nxe_op_def_find(op_type);
-    if (!step->def)
-        status = nxe_reader_error(r, "unknown op type '%s' (this library has no such op)",
-                                  op_type);
-    nxe_free(op_type);
-    if (status == NXE_OK)
-        status = nxe_read_string(r, NXE_PLAN_MAX_NAME, &step->op_name);
-    if (status == NXE_OK)
-        status = read_attrs(r, step, op);
-    if (status != NXE_OK)
-        return status;
-    status = read_step_tensors(r, exe, state, step, false);
-    if (status == NXE_OK)
-        status = read_step_tensors(r, exe, state, step, true);
-    return status;
-}
-
 static nxe_status read_steps(nxe_reader *r, nxe_executable *exe, plan_state *state)
 {
     uint32_t count;
-    nxe_status status = nxe_read_count(r, NXE_PLAN_MAX_STEPS, 20, &count);
+    nxe_status status = nxe_read_count(r, NXE_LIMIT_OPS, 20, &count);
     if (status != NXE_OK)
         return status;
     nxe_free(exe->steps);
@@ -496,14 +281,14 @@ static nxe_status read_steps(nxe_reader *r, nxe_executable *exe, plan_state *sta
     if (!exe->steps)
         return out_of_memory();
     exe->num_steps = (int32_t)count;
-    state->ops = nxe_alloc_zeroed(sizeof(nxe_op) * ((size_t)count + 1));
-    if (!state->ops)
-        return out_of_memory();
-    state->num_ops = (int32_t)count;
-    for (uint32_t s = 0; s < count; s++)
-        exe->steps[s].source_op = -1;
-    for (uint32_t s = 0; s < count && status == NXE_OK; s++)
-        status = read_step(r, exe, state, &exe->steps[s], &state->ops[s]);
+    for (uint32_t s = 0; s < count && status == NXE_OK; s++) {
+        nxe_exe_step *step = &exe->steps[s];
+        status = nxe_node_record_decode(r, &step->node);
+        if (status == NXE_OK)
+            status = read_step_tensors(r, exe, state, step, false);
+        if (status == NXE_OK)
+            status = read_step_tensors(r, exe, state, step, true);
+    }
     return status;
 }
 
@@ -586,7 +371,7 @@ static nxe_status check_step_tensors(nxe_executable *exe, const plan_state *stat
                 return nxe_error(NXE_ERROR_FORMAT,
                                  "PLAN section: op '%s' ('%s') uses tensor '%s', which has no "
                                  "storage of its size",
-                                 step->def->info.name, step->op_name, t->name);
+                                 nxe_node_type(&step->node), step->node.name, t->name);
         }
     }
     return NXE_OK;
@@ -634,51 +419,22 @@ static nxe_status bind_data(nxe_executable *exe, const plan_state *state)
     return status;
 }
 
-static nxe_status check_memory_plan(nxe_executable *exe, const plan_state *state,
-                                    uint64_t recorded_transient)
-{
-    uint64_t aligned = 0;
-    for (int32_t i = 0; i < exe->num_tensors; i++)
-        if (exe->tensors[i].in_arena)
-            aligned += (exe->tensors[i].bytes + 63) / 64 * 64;
-    if (exe->arena_bytes > aligned || recorded_transient != exe->transient_bytes)
-        return nxe_error(NXE_ERROR_FORMAT,
-                         "PLAN section: the arena of %llu bytes (%llu transient) does not match "
-                         "its tensors (%llu bytes, %llu aligned)",
-                         (unsigned long long)exe->arena_bytes,
-                         (unsigned long long)recorded_transient,
-                         (unsigned long long)exe->transient_bytes, (unsigned long long)aligned);
-    uint64_t minimum = nxe_executable_staging_minimum(exe);
-    uint64_t largest = nxe_executable_staging_default(exe);
-    if (largest > NXE_PLAN_MAX_BYTES || state->staging_default < minimum ||
-        state->staging_default > largest)
-        return nxe_error(NXE_ERROR_FORMAT,
-                         "PLAN section: staging capacity %llu is outside [%llu, %llu] (or above "
-                         "the %llu-byte limit)",
-                         (unsigned long long)state->staging_default,
-                         (unsigned long long)minimum, (unsigned long long)largest,
-                         (unsigned long long)NXE_PLAN_MAX_BYTES);
-    return NXE_OK;
-}
-
 /* Runs each op's shape rule on the shapes and attributes the plan records: the rule makes the
  * params the kernels will use, and what it infers must be exactly what the plan says. */
-static nxe_status derive_params(nxe_executable *exe, plan_state *state)
+static nxe_status derive_params(nxe_executable *exe)
 {
     for (int32_t s = 0; s < exe->num_steps; s++) {
         nxe_exe_step *step = &exe->steps[s];
-        nxe_op *op = &state->ops[s];
-        op->def = step->def;
-        op->name = step->op_name;
+        const nxe_op_def *def = step->node.def;
         for (int32_t j = 0; j < step->num_inputs; j++) {
             int32_t id = step->input_ids[j];
             if (id >= 0 && exe->tensors[id].kind == NXE_TENSOR_CONSTANT)
                 step->input_values[j].data = exe->tensors[id].storage;
         }
-        step->params = nxe_alloc_zeroed(step->def->params_size ? step->def->params_size : 1);
+        step->params = nxe_alloc_zeroed(def->params_size ? def->params_size : 1);
         if (!step->params)
             return out_of_memory();
-        nxe_status status = step->def->infer(nxe_op_node(op), step->input_values,
+        nxe_status status = def->infer(&step->node, step->input_values,
                                              step->num_inputs, step->output_values,
                                              step->num_outputs, step->params);
         for (int32_t j = 0; j < step->num_inputs; j++)
@@ -698,7 +454,7 @@ static nxe_status derive_params(nxe_executable *exe, plan_state *state)
                 return nxe_error(NXE_ERROR_FORMAT,
                                  "PLAN section: op '%s' ('%s') makes tensor '%s' %s %s, but the "
                                  "plan records %s %s",
-                                 step->def->info.name, step->op_name, t->name,
+                                 nxe_node_type(&step->node), step->node.name, t->name,
                                  nxe_dtype_name(v->dtype),
                                  nxe_shape_str(v->ndim, v->shape, inferred, sizeof inferred),
                                  nxe_dtype_name(t->dtype),
@@ -710,8 +466,7 @@ static nxe_status derive_params(nxe_executable *exe, plan_state *state)
 }
 
 /* Decodes the tensors, steps and I/O lists, then cross-checks them. */
-static nxe_status decode_plan_tensors(nxe_reader *r, nxe_executable *exe, plan_state *state,
-                                      uint64_t recorded_transient)
+static nxe_status decode_plan_tensors(nxe_reader *r, nxe_executable *exe, plan_state *state)
 {
     nxe_status status = read_tensors(r, exe, state);
     if (status == NXE_OK)
@@ -725,11 +480,9 @@ static nxe_status decode_plan_tensors(nxe_reader *r, nxe_executable *exe, plan_s
     if (status == NXE_OK)
         status = check_step_tensors(exe, state);
     if (status == NXE_OK)
-        status = check_memory_plan(exe, state, recorded_transient);
-    if (status == NXE_OK)
         status = bind_data(exe, state);
     if (status == NXE_OK)
-        status = derive_params(exe, state);
+        status = derive_params(exe);
     return status;
 }
 
@@ -741,27 +494,15 @@ static nxe_status decode_plan(nxe_reader *r, const nxe_container *container,
     *out = NULL;
     plan_state state = {.data_section = data_section,
                         .data = container->base + data_section->offset};
-    uint64_t arena_bytes, recorded_transient;
     uint32_t num_tensors;
-    nxe_status status = nxe_read_u64(r, &arena_bytes);
+    nxe_status status = read_buffers(r, &state);
     if (status == NXE_OK)
-        status = nxe_read_u64(r, &recorded_transient);
-    if (status == NXE_OK)
-        status = nxe_read_u64(r, &state.staging_default);
-    if (status == NXE_OK && arena_bytes > NXE_PLAN_MAX_BYTES)
-        status = nxe_reader_error(r, "an arena of %llu bytes exceeds the %llu-byte limit",
-                                  (unsigned long long)arena_bytes,
-                                  (unsigned long long)NXE_PLAN_MAX_BYTES);
-    if (status == NXE_OK)
-        status = read_buffers(r, &state);
-    if (status == NXE_OK)
-        status = nxe_read_count(r, NXE_PLAN_MAX_TENSORS, 29, &num_tensors);
+        status = nxe_read_count(r, NXE_LIMIT_TENSORS, 29, &num_tensors);
     nxe_executable *exe = NULL;
     if (status == NXE_OK)
         status = nxe_executable_alloc((int32_t)num_tensors, 0, &exe);
     if (status == NXE_OK) {
         size_t n = (size_t)num_tensors + 1;
-        exe->arena_bytes = arena_bytes;
         state.buffer_of = nxe_alloc(sizeof(int32_t) * n);
         state.settled = nxe_alloc_zeroed(sizeof(bool) * n);
         state.produced = nxe_alloc_zeroed(sizeof(bool) * n);
@@ -772,7 +513,7 @@ static nxe_status decode_plan(nxe_reader *r, const nxe_container *container,
     for (uint32_t i = 0; status == NXE_OK && i < num_tensors; i++)
         state.buffer_of[i] = -1;
     if (status == NXE_OK)
-        status = decode_plan_tensors(r, exe, &state, recorded_transient);
+        status = decode_plan_tensors(r, exe, &state);
     plan_state_free(&state);
     if (status != NXE_OK) {
         nxe_executable_release(exe);
@@ -820,11 +561,11 @@ static nxe_status load_request_from(const nxe_load_options *options, const char 
     if (opts.num_threads < 0 || opts.num_threads > 1024)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: num_threads %d is outside [0, 1024]",
                          where, opts.num_threads);
-    if (opts.staging_bytes > NXE_PLAN_MAX_BYTES)
+    if (opts.staging_bytes > NXE_LIMIT_TENSOR_BYTES)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
                          "%s: staging_bytes %llu exceeds the %llu-byte limit", where,
                          (unsigned long long)opts.staging_bytes,
-                         (unsigned long long)NXE_PLAN_MAX_BYTES);
+                         (unsigned long long)NXE_LIMIT_TENSOR_BYTES);
     *request = (load_request){.num_threads = opts.num_threads,
                               .verify = opts.verify != 0,
                               .allow_recompile = opts.allow_recompile != 0,
@@ -933,8 +674,8 @@ static nxe_status load_plan(const nxe_container *container, const load_request *
         exe->relax_precision = (int32_t)prefix.relax_precision;
         memcpy(exe->isa, prefix.isa, strlen(prefix.isa) + 1);
         memcpy(exe->fingerprint, prefix.fingerprint, sizeof exe->fingerprint);
-        /* The recorded arena offsets were checked; the arena is planned again after the
-         * steps are prepared and fused for this CPU, as the compiler does. */
+        /* The arena is planned after the steps are prepared and folded for this CPU, as the
+         * compiler does. */
         status = nxe_executable_prepare(exe);
         if (status != NXE_OK)
             nxe_error_prefix("%s: ", what);

@@ -5,8 +5,8 @@
 
 #include "graph/graph_internal.h"
 #include "model/container.h"
-#include "model/graph_codec.h"
 #include "model/model.h"
+#include "model/records.h"
 #include "runtime/binary.h"
 
 /* Buffers of the DATA section: the distinct constants first (buffer c = constant c), then one
@@ -72,34 +72,46 @@ static nxe_status lay_out_data(const nxe_executable *exe, data_layout *data)
     return NXE_OK;
 }
 
-static void write_ids(nxe_writer *w, const int32_t *ids, int32_t count)
+/* The limits a loader enforces, checked before anything is written: the library refuses to
+ * write what it would refuse to read. */
+static nxe_status check_plan(const nxe_executable *exe, const char *where)
 {
-    nxe_write_u32(w, (uint32_t)count);
-    for (int32_t i = 0; i < count; i++)
-        nxe_write_i32(w, ids[i]);
+    if (exe->num_tensors > NXE_LIMIT_TENSORS || exe->num_steps > NXE_LIMIT_OPS)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                         "%s: the plan has %d tensors and %d steps; binaries hold at most %d "
+                         "tensors and %d steps",
+                         where, exe->num_tensors, exe->num_steps, NXE_LIMIT_TENSORS, NXE_LIMIT_OPS);
+    for (int32_t i = 0; i < exe->num_tensors; i++) {
+        const nxe_exe_tensor *t = &exe->tensors[i];
+        nxe_status status = nxe_tensor_record_check(t->name, &t->quant, where);
+        if (status != NXE_OK)
+            return status;
+        int64_t numel;
+        size_t bytes;
+        if (nxe_dtype_valid(t->dtype) && t->ndim >= 0 && nxe_shape_numel(t->ndim, t->shape, &numel) &&
+            (nxe_mul_overflow_size((size_t)numel, nxe_dtype_size(t->dtype), &bytes) ||
+             bytes > NXE_LIMIT_TENSOR_BYTES))
+            return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                             "%s: tensor '%.48s' is larger than the %llu bytes a binary allows",
+                             where, t->name, (unsigned long long)NXE_LIMIT_TENSOR_BYTES);
+    }
+    for (int32_t s = 0; s < exe->num_steps; s++) {
+        nxe_status status = nxe_node_record_check(&exe->steps[s].node, where);
+        if (status != NXE_OK)
+            return status;
+    }
+    return NXE_OK;
 }
 
 /* The PLAN section. Its prefix (kernel ABI, ISA, relax flag, fingerprint) keeps this layout in
  * every version, so a loader can always tell why it cannot run a plan. */
-/* Attributes in the op's set order, each encoded as in the GRAPH section. */
-static void write_attrs(nxe_writer *w, const nxe_op *op)
-{
-    nxe_write_u32(w, (uint32_t)op->num_attrs);
-    for (int32_t a = 0; a < op->num_attrs; a++)
-        nxe_attr_encode(w, &op->attrs[a]);
-}
-
-static void write_plan(nxe_writer *w, const nxe_graph *graph, const nxe_executable *exe,
-                       const data_layout *data)
+static void write_plan(nxe_writer *w, const nxe_executable *exe, const data_layout *data)
 {
     nxe_write_u32(w, (uint32_t)exe->kernel_abi);
     nxe_write_string(w, exe->isa);
     nxe_write_u32(w, (uint32_t)exe->relax_precision);
     nxe_write_bytes(w, exe->fingerprint, sizeof exe->fingerprint);
 
-    nxe_write_u64(w, exe->arena_bytes);
-    nxe_write_u64(w, exe->transient_bytes);
-    nxe_write_u64(w, nxe_executable_staging_default(exe));
     nxe_write_u32(w, (uint32_t)data->num_buffers);
     for (int32_t b = 0; b < data->num_buffers; b++) {
         nxe_write_u64(w, data->offsets[b]);
@@ -108,17 +120,10 @@ static void write_plan(nxe_writer *w, const nxe_graph *graph, const nxe_executab
     nxe_write_u32(w, (uint32_t)exe->num_tensors);
     for (int32_t i = 0; i < exe->num_tensors; i++) {
         const nxe_exe_tensor *t = &exe->tensors[i];
-        nxe_write_string(w, t->name);
-        nxe_write_i32(w, t->kind);
-        nxe_write_i32(w, t->dtype);
-        nxe_write_i32(w, t->ndim);
-        for (int32_t d = 0; d < t->ndim; d++)
-            nxe_write_i64(w, t->shape[d]);
-        nxe_quant_encode(w, &t->quant);
+        nxe_tensor_record_encode(w, t->name, t->kind, t->dtype, t->ndim, t->shape, &t->quant);
         nxe_write_u64(w, t->bytes);
         if (t->in_arena) {
             nxe_write_u8(w, NXE_PLAN_ARENA);
-            nxe_write_u64(w, t->arena_offset);
         } else if (data->tensor_buffer[i] >= 0) {
             nxe_write_u8(w, NXE_PLAN_DATA);
             nxe_write_u32(w, (uint32_t)data->tensor_buffer[i]);
@@ -129,14 +134,12 @@ static void write_plan(nxe_writer *w, const nxe_graph *graph, const nxe_executab
     nxe_write_u32(w, (uint32_t)exe->num_steps);
     for (int32_t s = 0; s < exe->num_steps; s++) {
         const nxe_exe_step *step = &exe->steps[s];
-        nxe_write_string(w, step->def->info.name);
-        nxe_write_string(w, step->op_name);
-        write_attrs(w, graph->ops[step->source_op]);
-        write_ids(w, step->input_ids, step->num_inputs);
-        write_ids(w, step->output_ids, step->num_outputs);
+        nxe_node_record_encode(w, &step->node);
+        nxe_ids_encode(w, step->input_ids, step->num_inputs);
+        nxe_ids_encode(w, step->output_ids, step->num_outputs);
     }
-    write_ids(w, exe->input_ids, exe->num_inputs);
-    write_ids(w, exe->output_ids, exe->num_outputs);
+    nxe_ids_encode(w, exe->input_ids, exe->num_inputs);
+    nxe_ids_encode(w, exe->output_ids, exe->num_outputs);
 }
 
 static void write_data(uint8_t *section, const data_layout *data)
@@ -156,10 +159,10 @@ enum { PLAN_INDEX, DATA_INDEX, MODEL_INDEX, NUM_SECTIONS };
 static nxe_status plan_file(nxe_graph *graph, const nxe_executable *exe, const data_layout *data,
                             nxe_container_layout *layout)
 {
-    *layout = (nxe_container_layout){.alignment = NXE_CONTAINER_MIN_ALIGNMENT,
+    *layout = (nxe_container_layout){.alignment = NXE_LIMIT_MIN_ALIGNMENT,
                                      .num_sections = NUM_SECTIONS};
     nxe_writer counter = nxe_writer_make(NULL, 0);
-    write_plan(&counter, graph, exe, data);
+    write_plan(&counter, exe, data);
     size_t model_size = 0;
     nxe_status status = nxe_graph_save_model(graph, NULL, NULL, &model_size);
     if (status != NXE_OK) {
@@ -181,7 +184,7 @@ static nxe_status write_file(nxe_graph *graph, const nxe_executable *exe,
 {
     uint8_t *plan = file + layout->offsets[PLAN_INDEX];
     nxe_writer w = nxe_writer_make(plan, (size_t)layout->sizes[PLAN_INDEX]);
-    write_plan(&w, graph, exe, data);
+    write_plan(&w, exe, data);
     if (w.size != layout->sizes[PLAN_INDEX])
         return nxe_error(NXE_ERROR_INTERNAL, "the PLAN section changed size while written");
     write_data(file + layout->offsets[DATA_INDEX], data);
@@ -227,6 +230,8 @@ NXE_API nxe_status nxe_graph_compile_to_binary(nxe_graph *graph,
     }
     data_layout data = {0};
     nxe_container_layout layout;
+    if (status == NXE_OK)
+        status = check_plan(exe, where);
     if (status == NXE_OK)
         status = lay_out_data(exe, &data);
     if (status == NXE_OK) {

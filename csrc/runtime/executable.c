@@ -26,8 +26,6 @@
 
 #define STAGING_ALIGNMENT 64u
 
-const nxe_quant nxe_no_quant = {.type = NXE_QUANT_NONE};
-
 /* ---- run contexts ---- */
 
 /* What one run writes. */
@@ -241,16 +239,8 @@ NXE_API void nxe_executable_release(nxe_executable *exe)
     for (int32_t c = 0; exe->constants && c < exe->num_constants; c++)
         if (exe->constants[c].owned)
             nxe_free(exe->constants[c].data);
-    for (int32_t s = 0; exe->steps && s < exe->num_steps; s++) {
-        nxe_exe_step *step = &exe->steps[s];
-        nxe_free(step->op_name);
-        nxe_free(step->params);
-        nxe_free(step->input_ids);
-        nxe_free(step->output_ids);
-        nxe_free(step->input_values);
-        nxe_free(step->output_values);
-        nxe_free(step->prepared);
-    }
+    for (int32_t s = 0; exe->steps && s < exe->num_steps; s++)
+        nxe_exe_step_clear(&exe->steps[s]);
     nxe_free(exe->tensors);
     nxe_free(exe->constants);
     nxe_free(exe->data);
@@ -633,13 +623,14 @@ static nxe_status run_steps(const nxe_executable *exe, nxe_run_context *context,
             outputs[j].data = context->data[step->output_ids[j]];
         nxe_status status =
             step->prepared
-                ? step->def->run_prepared(step->params, step->prepared, &step->fused,
+                ? step->node.def->run_prepared(step->params, step->prepared, &step->fused,
                                           context->workspace, inputs, step->num_inputs,
                                           outputs, step->num_outputs, exe->pool)
-                : step->def->run(step->params, inputs, step->num_inputs, outputs,
+                : step->node.def->run(step->params, inputs, step->num_inputs, outputs,
                                  step->num_outputs, exe->pool);
         if (status != NXE_OK) {
-            nxe_error_prefix("%s: op '%s' ('%s'): ", where, step->def->info.name, step->op_name);
+            nxe_error_prefix("%s: op '%s' ('%s'): ", where, nxe_node_type(&step->node),
+                             step->node.name);
             return status;
         }
     }

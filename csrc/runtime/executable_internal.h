@@ -1,20 +1,20 @@
-/* executable_internal.h — a compiled plan: tensors as the executable keeps them, the steps
- * (one op run each), the constants, the memory plan and the run contexts that carry it out.
- * Independent of the graph it came from; the compiler and the binary loader both fill one in. */
+/* executable_internal.h — an executable: a plan (its tensors and steps, transform/plan.h),
+ * the constants, the memory plan and the run contexts that carry it out. Independent of the
+ * graph it came from; the compiler and the binary loader both fill one in. */
 #ifndef NXE_EXECUTABLE_INTERNAL_H
 #define NXE_EXECUTABLE_INTERNAL_H
 
 #include "core/core.h"
 #include "core/file_map.h"
 #include "core/threadpool.h"
-#include "ops/op_def.h"
+#include "transform/plan.h"
 
 /* Bump whenever the PLAN encoding (runtime/binary_writer.c) or a kernel's contract with the
  * data a plan carries changes. Op params are not stored in plans: the loader re-derives them
  * with the ops' shape rules from the recorded attributes and shapes, so a crafted plan cannot
  * hand a kernel sizes its buffers do not have. A binary carrying another version is refused
  * (or recompiled from its embedded model). */
-#define NXE_KERNEL_ABI_VERSION 2
+#define NXE_KERNEL_ABI_VERSION 3
 /* The ISA tag of plans this build compiles. Plans are portable: they hold no packed weights
  * and no folded steps, and every loader prepares them for its own CPU's kernels
  * (runtime/prepare.c), so "ref" is the only tag; plans carrying ISA-specific data would add
@@ -22,28 +22,8 @@
 #define NXE_ISA_REF "ref"
 #define NXE_ISA_TAG_CAPACITY 16
 
-/* The quantization of unquantized values and absent optional inputs. */
-extern const nxe_quant nxe_no_quant;
-
 /* Whether the kernels a plan tagged `isa` needs exist in this build and run on this CPU. */
 bool nxe_isa_runs_here(const char *isa);
-
-typedef struct nxe_exe_tensor {
-    char *name;
-    int32_t kind;
-    int32_t dtype;
-    int32_t ndim;
-    int64_t shape[NXE_MAX_RANK];
-    nxe_quant quant;
-    float *scales;     /* storage behind quant.scales */
-    size_t bytes;
-    bool in_arena;     /* TRANSIENT */
-    uint64_t arena_offset;
-    int32_t constant;  /* CONSTANT: index into nxe_executable.constants; -1 otherwise */
-    void *storage;     /* CONSTANT: the constant's bytes (shared, not owned by the tensor);
-                          VARIABLE: the current value */
-    bool owns_storage; /* VARIABLE storage to free with the executable */
-} nxe_exe_tensor;
 
 /* One distinct constant buffer: tensors with equal dtype, shape, quantization and bytes
  * share it. */
@@ -52,21 +32,6 @@ typedef struct nxe_exe_constant {
     size_t bytes;
     bool owned;        /* false: the bytes live in the executable's file mapping */
 } nxe_exe_constant;
-
-typedef struct nxe_exe_step {
-    const nxe_op_def *def;
-    char *op_name;
-    int32_t source_op;   /* index of the graph op it came from (compile only; -1 when loaded) */
-    void *params;        /* made by the op's shape rule, at compile and again at load */
-    int32_t num_inputs;
-    int32_t num_outputs;
-    int32_t *input_ids;  /* tensor index, -1 for an absent optional input */
-    int32_t *output_ids;
-    nxe_value *input_values;
-    nxe_value *output_values;
-    void *prepared;          /* from the op's prepare (packed weights), or NULL */
-    nxe_fused_epilogue fused; /* what runtime/prepare.c folded into this step */
-} nxe_exe_step;
 
 /* What changes while runs are under way (executable.c): the run contexts, each holding what
  * one run writes (arena, workspace, staging, the steps' value descriptors) so that runs from

@@ -21,7 +21,7 @@ static uint8_t *rechecksummed_copy(const uint8_t *data, size_t size)
     nxe_store_u64(file + 24, size);
     uint32_t count = nxe_load_u32(file + 20);
     size_t table = NXE_CONTAINER_HEADER_SIZE + (size_t)count * NXE_CONTAINER_ENTRY_SIZE;
-    if (count > NXE_CONTAINER_MAX_SECTIONS || table > size)
+    if (count > NXE_LIMIT_SECTIONS || table > size)
         return file;
     for (uint32_t i = 0; i < count; i++) {
         uint8_t *entry = file + NXE_CONTAINER_HEADER_SIZE + (size_t)i * NXE_CONTAINER_ENTRY_SIZE;

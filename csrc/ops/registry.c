@@ -3,7 +3,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "graph/graph_internal.h"
+#include "ops/op_def.h"
 
 extern const nxe_op_family nxe_ops_conv;
 extern const nxe_op_family nxe_ops_elementwise;

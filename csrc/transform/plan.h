@@ -1,0 +1,42 @@
+/* plan.h — a plan: the tensors and the ordered steps an executable runs, as the compiler and
+ * the binary loader make them and the passes in transform/ rewrite them. Knows nothing of the
+ * graph a plan came from. */
+#ifndef NXE_PLAN_H
+#define NXE_PLAN_H
+
+#include "ops/op_def.h"
+
+typedef struct nxe_exe_tensor {
+    char *name;
+    int32_t kind;
+    int32_t dtype;
+    int32_t ndim;
+    int64_t shape[NXE_MAX_RANK];
+    nxe_quant quant;
+    float *scales;     /* storage behind quant.scales */
+    size_t bytes;
+    bool in_arena;     /* TRANSIENT */
+    uint64_t arena_offset;
+    int32_t constant;  /* CONSTANT: which distinct constant buffer it uses; -1 otherwise */
+    void *storage;     /* CONSTANT: the constant's bytes (shared, not owned by the tensor);
+                          VARIABLE: the current value */
+    bool owns_storage; /* VARIABLE storage to free with the executable */
+} nxe_exe_tensor;
+
+typedef struct nxe_exe_step {
+    nxe_node node;       /* the op: its definition, name and attributes */
+    void *params;        /* made by the op's shape rule, at compile and again at load */
+    int32_t num_inputs;
+    int32_t num_outputs;
+    int32_t *input_ids;  /* tensor index, -1 for an absent optional input */
+    int32_t *output_ids;
+    nxe_value *input_values;
+    nxe_value *output_values;
+    void *prepared;          /* from the op's prepare (packed weights), or NULL */
+    nxe_fused_epilogue fused; /* what transform/fold_epilogues.c folded into this step */
+} nxe_exe_step;
+
+/* Frees what a step owns and zeroes it. */
+void nxe_exe_step_clear(nxe_exe_step *step);
+
+#endif
