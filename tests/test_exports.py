@@ -1,5 +1,6 @@
-"""The installed libnxe.so and libnxe_sr.so each export exactly the NXE_API functions of their
-public header (nxe.h, nxe_sr.h) and nothing else, so the ABI is what the headers say."""
+"""The installed libnxe.so and libnxe_sr.so each export exactly the functions their public
+header (nxe.h, nxe_sr.h) declares with the library's own export macro (NXE_API, NXE_SR_API) and
+nothing else, so the ABI is what the headers say."""
 
 import re
 import subprocess
@@ -14,6 +15,7 @@ PUBLIC_HEADERS = sorted((_binding.INCLUDE_DIR / "nxe").glob("*.h"))
 
 
 LIBRARIES = {"nxe.h": _binding.LIBRARY_PATH, "nxe_sr.h": _binding.SR_LIBRARY_PATH}
+EXPORT_MACROS = {"nxe.h": "NXE_API", "nxe_sr.h": "NXE_SR_API"}
 
 
 def exported_symbols(library=_binding.LIBRARY_PATH):
@@ -28,13 +30,15 @@ def exported_symbols(library=_binding.LIBRARY_PATH):
     return symbols
 
 
-def declared_functions(header: Path):
-    """Names of the NXE_API functions a header declares, read from its text."""
+def declared_functions(header: Path, macro: str | None = None):
+    """Names of the functions a header declares with `macro` (its library's export macro
+    unless given), read from its text."""
     text = header.read_text()
     text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
     text = re.sub(r"//[^\n]*", " ", text)
     text = re.sub(r"^\s*#.*$", " ", text, flags=re.M)
-    return set(re.findall(r"\bNXE_API\b[^;{}]*?\b(nxe_\w+)\s*\(", text))
+    macro = macro or EXPORT_MACROS[header.name]
+    return set(re.findall(rf"\b{macro}\b[^;{{}}]*?\b(nxe_\w+)\s*\(", text))
 
 
 def all_declared():
@@ -55,6 +59,17 @@ def test_header_declares_functions():
     assert "nxe_graph_compile" in all_declared()
     assert "nxe_sr_process" in declared_functions(_binding.INCLUDE_DIR / "nxe" / "nxe_sr.h")
     assert sorted(LIBRARIES) == sorted(h.name for h in PUBLIC_HEADERS)
+
+
+def test_libnxe_sr_declares_its_functions_with_its_own_macro():
+    header = _binding.INCLUDE_DIR / "nxe" / "nxe_sr.h"
+    assert declared_functions(header, "NXE_API") == set()
+    assert "nxe_sr_last_error" in declared_functions(header)
+
+
+def test_libnxe_leaves_no_public_way_to_write_its_last_error():
+    """libnxe_sr reports through its own nxe_sr_last_error, not by writing libnxe's message."""
+    assert not any("set_last_error" in name for name in exported_symbols(_binding.LIBRARY_PATH))
 
 
 @pytest.mark.parametrize("header", sorted(LIBRARIES))
