@@ -2,6 +2,8 @@
 header (nxe.h, nxe_sr.h) declares with the library's own export macro (NXE_API, NXE_SR_API) and
 nothing else, so the ABI is what the headers say."""
 
+from __future__ import annotations
+
 import re
 import subprocess
 from pathlib import Path

@@ -466,18 +466,14 @@ def test_one_upscaler_shared_by_threads_matches_single_threaded_runs():
     shared = nxe.sr.Upscaler(ESPCN, tile=32, threads=2)
     threads, rounds = 4, 3
     start = threading.Barrier(threads)
-    wrong, errors = [], []
+    outcomes = []  # (thread, frame, equal); a thread that raises leaves its count short
 
     def work(index):
-        try:
-            start.wait(timeout=60)
-            for step in range(rounds * len(frames)):
-                i = (index + step) % len(frames)
-                got = shared.upscale_planes(frames[i][1], frames[i][0])
-                if not all(np.array_equal(g, w) for g, w in zip(got, want[i])):
-                    wrong.append((index, i))
-        except Exception as error:  # reported below; a thread's exception is otherwise lost
-            errors.append(error)
+        start.wait(timeout=60)
+        for step in range(rounds * len(frames)):
+            i = (index + step) % len(frames)
+            got = shared.upscale_planes(frames[i][1], frames[i][0])
+            outcomes.append((index, i, all(np.array_equal(g, w) for g, w in zip(got, want[i]))))
 
     workers = [threading.Thread(target=work, args=(t,), daemon=True) for t in range(threads)]
     for worker in workers:
@@ -485,7 +481,8 @@ def test_one_upscaler_shared_by_threads_matches_single_threaded_runs():
     for worker in workers:
         worker.join(timeout=300)
     assert not any(worker.is_alive() for worker in workers), "a thread did not finish"
-    assert errors == [] and wrong == []
+    assert len(outcomes) == threads * rounds * len(frames)
+    assert [(t, i) for t, i, equal in outcomes if not equal] == []
     assert shared.info()["frames"] == threads * rounds * len(frames)
 
 
