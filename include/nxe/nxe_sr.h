@@ -176,6 +176,8 @@ NXE_SR_API nxe_status nxe_sr_builtin_name(int32_t index, const char **name);
 
 /* ---- Sessions ----------------------------------------------------------------------------- */
 
+/* since SR API 0.1. A session: one model, its options, and what it compiled for the frame
+ * size it last saw. */
 typedef struct nxe_sr nxe_sr;
 
 /* since SR API 0.1. */
