@@ -11,13 +11,13 @@
 #define MAX_SIDE 32768
 
 #define NOT_PACKED .red = -1, .green = -1, .blue = -1, .alpha = -1
-#define YUV(format_name, sample_bits, cx, cy)                                                  \
+#define YUV(format_name, sample_bits, cx, cy)                                                \
     {.name = format_name, .layout = NXE_SR_LAYOUT_PLANAR, .planes = 3, .bits = sample_bits,  \
-     .sample_bytes = (sample_bits + 7) / 8, .chroma_x = cx, .chroma_y = cy,                    \
+     .sample_bytes = ((sample_bits) + 7) / 8, .chroma_x = cx, .chroma_y = cy,                \
      .plane_samples = {1, 1, 1}, NOT_PACKED}
-#define PACKED(format_name, r, g, b, a)                                                        \
+#define PACKED(format_name, r, g, b, a)                                                      \
     {.name = format_name, .layout = NXE_SR_LAYOUT_PACKED, .planes = 1, .bits = 8,            \
-     .sample_bytes = 1, .chroma_x = 1, .chroma_y = 1, .plane_samples = {a < 0 ? 3 : 4},        \
+     .sample_bytes = 1, .chroma_x = 1, .chroma_y = 1, .plane_samples = {(a) < 0 ? 3 : 4},    \
      .red = r, .green = g, .blue = b, .alpha = a}
 
 static const nxe_sr_format_desc formats[] = {
