@@ -66,7 +66,7 @@ static int32_t nxe_format_of(enum AVPixelFormat format)
 /* Logs the library's message for a failed call and turns its status into an AVERROR. */
 static int library_error(AVFilterContext *ctx, nxe_status status, const char *what)
 {
-    av_log(ctx, AV_LOG_ERROR, "%s: %s (%s)\n", what, nxe_last_error(), nxe_status_name(status));
+    av_log(ctx, AV_LOG_ERROR, "%s: %s (%s)\n", what, nxe_sr_last_error(), nxe_status_name(status));
     switch (status) {
     case NXE_ERROR_OUT_OF_MEMORY:
         return AVERROR(ENOMEM);

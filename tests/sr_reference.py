@@ -1,6 +1,8 @@
 """numpy references for the SR frame path (tests/test_sr.py, tests/test_ffmpeg_filter.py):
 Keys' cubic upscaling, YUV <-> RGB, box downsampling, quantization, each pixel format's
-whole round trip, and the network itself run untiled through the model's own graph."""
+whole round trip, and the network itself run untiled through the model's own graph. What a
+format is (planes, bits, subsampling, channel order) comes from libnxe_sr's one format table,
+through nxe.sr.FORMATS."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from functools import lru_cache
 import numpy as np
 
 import nxe
+import nxe.sr
 
 CUBIC_A = -0.5  # Keys' a, as MATLAB's imresize
 
@@ -96,27 +99,19 @@ def network(model: str, planes: np.ndarray) -> np.ndarray:
     return exe.run({name_in: planes[None].astype(np.float32)})[name_out][0].astype(np.float64)
 
 
-LAYOUT = {  # planes, chroma fx, fy, bits
-    "gray8": (1, 1, 1, 8), "yuv420p": (3, 2, 2, 8), "yuv422p": (3, 2, 1, 8),
-    "yuv444p": (3, 1, 1, 8), "yuv420p10": (3, 2, 2, 10), "yuv422p10": (3, 2, 1, 10),
-    "yuv444p10": (3, 1, 1, 10), "nv12": (2, 2, 2, 8), "rgb24": (1, 1, 1, 8),
-    "bgr24": (1, 1, 1, 8), "rgba": (1, 1, 1, 8), "bgra": (1, 1, 1, 8),
-}
-PACKED = {"rgb24": (0, 1, 2, None), "bgr24": (2, 1, 0, None), "rgba": (0, 1, 2, 3),
-          "bgra": (2, 1, 0, 3)}
-
-
 def upscale_frame(model: str, channels: int, scale: int, planes: list[np.ndarray], fmt: str,
                   matrix: str = "bt601", full: bool = False) -> list[np.ndarray]:
     """What libnxe_sr must produce for one frame, computed in float64 (the network in fp32)."""
-    count, fx, fy, bits = LAYOUT[fmt]
+    f = nxe.sr.FORMATS[fmt]
+    fx, fy = f.chroma
+    bits = f.bits
     top = 2**bits - 1
-    dtype = np.uint16 if bits > 8 else np.uint8
+    dtype = f.dtype
     s = scale
-    if fmt in PACKED:
-        image = planes[0].reshape(planes[0].shape[0], -1, 4 if PACKED[fmt][3] else 3)
+    if f.layout == "packed":
+        image = planes[0].reshape(planes[0].shape[0], -1, f.plane_samples[0])
         h, w = image.shape[:2]
-        ri, gi, bi, ai = PACKED[fmt]
+        ri, gi, bi, ai = f.rgba
         rgb = [image[..., i] / 255.0 for i in (ri, gi, bi)]
         out = np.empty((h * s, w * s, image.shape[2]), np.uint8)
         if channels == 1:
@@ -136,7 +131,7 @@ def upscale_frame(model: str, channels: int, scale: int, planes: list[np.ndarray
 
     y = planes[0] / top
     h, w = y.shape
-    if fmt == "nv12":
+    if f.layout == "semiplanar":
         chroma = [planes[1].reshape(planes[1].shape[0], -1, 2)[..., k] / top for k in (0, 1)]
     else:
         chroma = [p / top for p in planes[1:]]
@@ -146,21 +141,21 @@ def upscale_frame(model: str, channels: int, scale: int, planes: list[np.ndarray
         c_out = [quantize(upscale_cubic(p, *ch_out, s, s), top, dtype) for p in chroma]
     else:
         c = coefficients(matrix, full, bits)
-        if fmt == "gray8":
+        if f.layout == "gray":
             rgb = np.stack([y, y, y])
         else:
             full_chroma = [upscale_cubic(p, h, w, fx, fy) for p in chroma]
             rgb = np.clip(np.stack(yuv_to_rgb(c, y, *full_chroma)), 0, 1)
         rgb_hr = np.clip(network(model, rgb), 0, 1)
-        if fmt == "gray8":
+        if f.layout == "gray":
             gray = coefficients("bt601", True, 8)
             return [quantize(rgb_to_yuv(gray, *rgb_hr)[0], top, dtype)]
         y_hr, u_hr, v_hr = rgb_to_yuv(c, *rgb_hr)
         y_out = quantize(y_hr, top, dtype)
         c_out = [quantize(downsample_box(p, *ch_out, fx, fy), top, dtype) for p in (u_hr, v_hr)]
-    if fmt == "gray8":
+    if f.layout == "gray":
         return [y_out]
-    if fmt == "nv12":
+    if f.layout == "semiplanar":
         uv = np.stack(c_out, axis=-1)
         return [y_out, uv if planes[1].ndim == 3 else uv.reshape(ch_out[0], -1)]
     return [y_out, *c_out]

@@ -62,6 +62,15 @@ def test_pkg_config_version_is_the_library_version(c_user_env):
     assert version == nxe.version()
 
 
+def test_nxe_sr_pkg_config_version_is_its_api_version(c_user_env):
+    """libnxe_sr's library version is MAJOR.MINOR.0 of the SR API it implements."""
+    version = run([tool("pkg-config"), "--modversion", "nxe_sr"], env=c_user_env).strip()
+    loaded = _binding.sr_library().nxe_sr_api_version()
+    assert version == f"{loaded >> 16}.{loaded & 0xFFFF}.0"
+    assert loaded >> 16 == _binding.lib.NXE_SR_API_VERSION_MAJOR
+    assert loaded & 0xFFFF == _binding.lib.NXE_SR_API_VERSION_MINOR
+
+
 def test_nxe_config_flags_build_a_program_that_runs_without_ld_library_path(tmp_path, c_user_env):
     config = [sys.executable, "-m", "nxe", "config"]
     cflags = shlex.split(run(config + ["--cflags"]))

@@ -37,11 +37,15 @@ def ffmpeg() -> Path:
 
 @dataclass(frozen=True)
 class PixelFormat:
-    """A pixel format as ffmpeg names it and as nxe.sr names it, and its sample type."""
+    """A pixel format as ffmpeg names it and as nxe.sr names it."""
 
     ffmpeg: str
     nxe: str
-    dtype: str = "u1"
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The sample type, as libnxe_sr's format table has it."""
+        return nxe.sr.FORMATS[self.nxe].dtype
 
     def plane_shapes(self, width: int, height: int) -> list[tuple[int, int]]:
         """(rows, samples per row) of each plane, as rawvideo packs them."""
@@ -56,8 +60,8 @@ FORMATS = {
         PixelFormat("yuv420p", "yuv420p"),
         PixelFormat("yuv422p", "yuv422p"),
         PixelFormat("yuv444p", "yuv444p"),
-        PixelFormat("yuv420p10le", "yuv420p10", dtype="<u2"),
-        PixelFormat("yuv444p10le", "yuv444p10", dtype="<u2"),
+        PixelFormat("yuv420p10le", "yuv420p10"),
+        PixelFormat("yuv444p10le", "yuv444p10"),
         PixelFormat("nv12", "nv12"),
         PixelFormat("rgb24", "rgb24"),
         PixelFormat("bgra", "bgra"),
@@ -119,7 +123,7 @@ def read_frames(
     assert result.returncode == 0, result.stderr.decode(errors="replace")
     fmt = clip.pixel_format
     shapes = fmt.plane_shapes(clip.width * scale, clip.height * scale)
-    dtype = np.dtype(fmt.dtype)
+    dtype = fmt.dtype
     frame_bytes = sum(math.prod(shape) for shape in shapes) * dtype.itemsize
     data = result.stdout
     assert len(data) % frame_bytes == 0, (
@@ -134,6 +138,25 @@ def read_frames(
             offset += count * dtype.itemsize
         frames.append(planes)
     return frames
+
+
+def test_format_table_agrees_with_ffmpeg_pixel_formats(ffmpeg):
+    """libnxe_sr's format table against FFmpeg's own descriptors (`ffmpeg -pix_fmts`): the
+    components and bits per pixel of every format the filter maps, from planes, samples per
+    pixel, subsampling and bits."""
+    listing = subprocess.run([str(ffmpeg), "-hide_banner", "-pix_fmts"], check=True,
+                             capture_output=True, text=True, timeout=60).stdout
+    described = {}
+    for line in listing.splitlines():
+        fields = line.split()
+        if len(fields) >= 4 and fields[2].isdigit() and fields[3].isdigit():
+            described[fields[1]] = (int(fields[2]), int(fields[3]))
+    for pixel_format in FORMATS.values():
+        f = nxe.sr.FORMATS[pixel_format.nxe]
+        chroma_area = f.chroma[0] * f.chroma[1]
+        samples = f.plane_samples[0] + sum(f.plane_samples[1:]) / chroma_area
+        assert described[pixel_format.ffmpeg] == (sum(f.plane_samples), f.bits * samples), (
+            pixel_format)
 
 
 def assert_filter_matches_library(

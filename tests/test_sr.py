@@ -1,9 +1,12 @@
 """libnxe_sr through its Python binding: every pixel format against a float64 reference of the
 whole frame path (tests/sr_reference.py), tiles against untiled runs, reconfiguration on a new
-frame size, strides, precision, and bad frames, options and model files. Tolerance: 1 LSB (the
-library computes in fp32, the reference in float64; a sample at a rounding edge may differ)."""
+frame size, strides, precision, the format table and the built-in model list, one session shared
+by threads, and bad frames, options and model files. Tolerance: 1 LSB (the library computes in
+fp32, the reference in float64; a sample at a rounding edge may differ)."""
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 import pytest
@@ -21,9 +24,10 @@ EDSR = "edsr-x2"
 def frame_planes(fmt: str, w: int, h: int, seed: int = 0) -> list[np.ndarray]:
     """A frame with structure (gradients, edges) and noise, in every plane."""
     rng = np.random.default_rng(seed)
+    f = nxe.sr.FORMATS[fmt]
     out = []
     for shape in nxe.sr.plane_shapes(fmt, w, h):
-        bits = ref.LAYOUT[fmt][3]
+        bits = f.bits
         top = 2**bits - 1
         yy, xx = np.meshgrid(np.linspace(0, 1, shape[0]), np.linspace(0, 1, shape[1]),
                              indexing="ij")
@@ -31,10 +35,9 @@ def frame_planes(fmt: str, w: int, h: int, seed: int = 0) -> list[np.ndarray]:
         if len(shape) == 3:
             base = base[..., None] + 0.1 * np.arange(shape[2])
         noisy = base + 0.1 * rng.standard_normal(shape)
-        if not fmt.startswith(("rgb", "bgr", "gray")) and len(out) > 0:
+        if f.layout in ("planar", "semiplanar") and len(out) > 0:
             noisy = 0.5 + 0.4 * (noisy - 0.5)  # chroma stays near neutral
-        out.append(np.clip(np.round(noisy * top), 16 if bits == 8 else 0, top).astype(
-            np.uint16 if bits > 8 else np.uint8))
+        out.append(np.clip(np.round(noisy * top), 16 if bits == 8 else 0, top).astype(f.dtype))
     return out
 
 
@@ -47,7 +50,7 @@ def assert_close_planes(got, want, lsb=1):
         assert diff.mean() < 0.02, f"plane {index}: mean diff {diff.mean():.4f} LSB"
 
 
-@pytest.mark.parametrize("fmt", list(ref.LAYOUT))
+@pytest.mark.parametrize("fmt", list(nxe.sr.FORMATS))
 def test_luma_model_matches_reference_for_every_format(fmt):
     up = nxe.sr.Upscaler(ESPCN)
     planes = frame_planes(fmt, 37, 23)
@@ -169,7 +172,8 @@ def test_info_and_output_size():
         assert info["receptive_radius"] == model.metadata["receptive_radius"]
         assert info["name"] == model.metadata["name"]
     w, h = ffi.new("int32_t *"), ffi.new("int32_t *")
-    assert sr_library().nxe_sr_output_size(up._pointer(), 7, 5, w, h) == lib.NXE_OK
+    with up._session() as session:
+        assert sr_library().nxe_sr_output_size(session, 7, 5, w, h) == lib.NXE_OK
     assert (w[0], h[0]) == (21, 15)
     edsr = nxe.sr.Upscaler("edsr-x4").info()
     assert edsr["tile_size"] == 256 and edsr["tile_overlap"] == edsr["receptive_radius"]
@@ -178,11 +182,12 @@ def test_info_and_output_size():
 def test_every_format_is_supported_and_named():
     sr = sr_library()
     up = nxe.sr.Upscaler(EDSR)
-    for name, code in nxe.sr.FORMATS.items():
-        assert ffi.string(sr.nxe_sr_format_name(code)).decode() == name
-        assert sr.nxe_sr_format_supported(up._pointer(), code) == lib.NXE_OK
-    assert sr.nxe_sr_format_name(99) == ffi.NULL
-    assert sr.nxe_sr_format_supported(up._pointer(), 99) == lib.NXE_ERROR_INVALID_ARGUMENT
+    with up._session() as session:
+        for name, f in nxe.sr.FORMATS.items():
+            assert ffi.string(sr.nxe_sr_format_name(f.code)).decode() == name
+            assert sr.nxe_sr_format_supported(session, f.code) == lib.NXE_OK
+        assert sr.nxe_sr_format_name(99) == ffi.NULL
+        assert sr.nxe_sr_format_supported(session, 99) == lib.NXE_ERROR_INVALID_ARGUMENT
 
 
 # ---- bad input ----
@@ -190,7 +195,7 @@ def test_every_format_is_supported_and_named():
 def raw_frame(fmt: str, w: int, h: int, planes):
     frame = ffi.new("nxe_sr_frame *")
     frame.struct_size = ffi.sizeof("nxe_sr_frame")
-    frame.format = nxe.sr.FORMATS[fmt]
+    frame.format = nxe.sr.FORMATS[fmt].code
     frame.width, frame.height = w, h
     for index, p in enumerate(planes):
         frame.data[index] = ffi.cast("void *", p.ctypes.data)
@@ -198,9 +203,14 @@ def raw_frame(fmt: str, w: int, h: int, planes):
     return frame
 
 
+def sr_last_error() -> str:
+    return ffi.string(sr_library().nxe_sr_last_error()).decode()
+
+
 def process_status(up, frame_in, frame_out):
-    status = sr_library().nxe_sr_process(up._pointer(), frame_in, frame_out)
-    return status, ffi.string(lib.nxe_last_error()).decode()
+    with up._session() as session:
+        status = sr_library().nxe_sr_process(session, frame_in, frame_out)
+    return status, sr_last_error()
 
 
 @pytest.fixture()
@@ -218,10 +228,11 @@ def good_frames():
     (lambda i, o: i.strides.__setitem__(2, -9), "NXE_ERROR_INVALID_ARGUMENT",
      "smaller than its row"),
     (lambda i, o: setattr(o, "height", 19), "NXE_ERROR_SHAPE_MISMATCH", "needs 40x20"),
-    (lambda i, o: setattr(o, "format", nxe.sr.FORMATS["yuv422p"]), "NXE_ERROR_INVALID_ARGUMENT",
-     "must match"),
+    (lambda i, o: setattr(o, "format", nxe.sr.FORMATS["yuv422p"].code),
+     "NXE_ERROR_INVALID_ARGUMENT", "must match"),
     (lambda i, o: setattr(i, "format", 0), "NXE_ERROR_UNSUPPORTED", "unknown pixel format"),
-    (lambda i, o: setattr(i, "format", 13), "NXE_ERROR_UNSUPPORTED", "unknown pixel format"),
+    (lambda i, o: setattr(i, "format", len(nxe.sr.FORMATS) + 1), "NXE_ERROR_UNSUPPORTED",
+     "unknown pixel format"),
     (lambda i, o: setattr(i, "width", 0), "NXE_ERROR_INVALID_ARGUMENT", "sides must be"),
     (lambda i, o: setattr(i, "height", 1 << 20), "NXE_ERROR_INVALID_ARGUMENT", "sides must be"),
     (lambda i, o: setattr(i, "color_matrix", 7), "NXE_ERROR_INVALID_ARGUMENT", "color_matrix"),
@@ -249,8 +260,9 @@ def test_null_arguments():
     up = nxe.sr.Upscaler(ESPCN)
     frame = raw_frame("gray8", 4, 4, [np.zeros((4, 4), np.uint8)])
     assert sr.nxe_sr_process(ffi.NULL, frame, frame) == lib.NXE_ERROR_INVALID_ARGUMENT
-    assert sr.nxe_sr_process(up._pointer(), ffi.NULL, frame) == lib.NXE_ERROR_INVALID_ARGUMENT
-    assert sr.nxe_sr_process(up._pointer(), frame, ffi.NULL) == lib.NXE_ERROR_INVALID_ARGUMENT
+    with up._session() as session:
+        assert sr.nxe_sr_process(session, ffi.NULL, frame) == lib.NXE_ERROR_INVALID_ARGUMENT
+        assert sr.nxe_sr_process(session, frame, ffi.NULL) == lib.NXE_ERROR_INVALID_ARGUMENT
     out = ffi.new("nxe_sr **")
     assert sr.nxe_sr_open(ffi.NULL, ffi.NULL, out) == lib.NXE_ERROR_INVALID_ARGUMENT
     assert out[0] == ffi.NULL
@@ -279,7 +291,7 @@ def test_bad_precision_is_refused_in_c():
     options.precision = 5
     out = ffi.new("nxe_sr **")
     assert sr_library().nxe_sr_open(b"espcn-x2", options, out) == lib.NXE_ERROR_INVALID_ARGUMENT
-    assert "precision 5" in ffi.string(lib.nxe_last_error()).decode()
+    assert "precision 5" in sr_last_error()
 
 
 def test_unknown_and_missing_models(tmp_path):
@@ -342,10 +354,17 @@ def test_model_whose_output_does_not_match_its_scale_is_refused(tmp_path):
         up.upscale(np.zeros((8, 8), np.uint8))
 
 
-def test_every_builtin_model_is_installed_and_opens():
+def test_builtin_models_are_the_installed_model_files():
+    """The library's list, compiled in from the build's one list, and the model files installed
+    beside it are the same names: a listed model without a file or a file nobody lists fails."""
     names = nxe.sr.builtin_models()
-    assert names == ["espcn-x2", "espcn-x3", "espcn-x4", "edsr-x2", "edsr-x4"]
-    for name in names:
+    assert names and len(set(names)) == len(names)
+    folder = nxe.sr.model_path(names[0]).parent
+    assert sorted(path.stem for path in folder.glob("*.nxm")) == sorted(names)
+
+
+def test_every_builtin_model_is_installed_and_opens():
+    for name in nxe.sr.builtin_models():
         assert nxe.sr.model_path(name).is_file(), name
         info = nxe.sr.Upscaler(name).info()
         assert info["name"] == name and info["scale"] == int(name[-1])
@@ -353,3 +372,128 @@ def test_every_builtin_model_is_installed_and_opens():
         radius = (nxe.models.espcn_receptive_radius if name.startswith("espcn")
                   else nxe.models.edsr_receptive_radius)(info["scale"])
         assert info["receptive_radius"] == radius
+
+
+# ---- the format table ----
+
+def test_format_table_agrees_with_the_format_names():
+    """nxe_sr_format_info's facts against what FFmpeg's names say: 420/422/444 and nv12 give the
+    chroma subsampling, a "10" suffix ten bits in two bytes, a packed name its channel order."""
+    subsampling = {"420": (2, 2), "422": (2, 1), "444": (1, 1)}
+    assert [f.code for f in nxe.sr.FORMATS.values()] == list(range(1, len(nxe.sr.FORMATS) + 1))
+    for name, f in nxe.sr.FORMATS.items():
+        assert f.planes == len(f.plane_samples), name
+        assert (f.bits, f.dtype.itemsize) == ((10, 2) if name.endswith("10") else (8, 1)), name
+        if f.layout == "gray":
+            assert (f.planes, f.chroma, f.plane_samples) == (1, (1, 1), (1,)), name
+        elif f.layout == "planar":
+            assert name.startswith("yuv") and f.plane_samples == (1, 1, 1), name
+            assert f.chroma == subsampling[name[3:6]], name
+        elif f.layout == "semiplanar":
+            assert name == "nv12" and (f.chroma, f.plane_samples) == ((2, 2), (1, 2))
+        else:
+            assert f.layout == "packed", name
+            channels = name.removesuffix("24")
+            assert (f.planes, f.plane_samples) == (1, (len(channels),)), name
+            for channel, index in zip("rgba", f.rgba):
+                assert (channels[index] if index is not None else None) == (
+                    channel if channel in channels else None), name
+        if f.layout != "packed":
+            assert f.rgba == (None, None, None, None), name
+
+
+@pytest.mark.parametrize("fmt", list(nxe.sr.FORMATS))
+def test_each_plane_needs_the_row_the_format_table_describes(fmt):
+    """A stride of one byte less than the row nxe.sr derives from the table is refused for
+    every plane: the Python side and the library read the table alike."""
+    planes_in = frame_planes(fmt, 9, 7)
+    planes_out = [np.zeros(s, nxe.sr.FORMATS[fmt].dtype) for s in nxe.sr.plane_shapes(fmt, 18, 14)]
+    up = nxe.sr.Upscaler(ESPCN)
+    for plane in range(len(planes_in)):
+        frame_in = raw_frame(fmt, 9, 7, planes_in)
+        frame_in.strides[plane] -= 1
+        code, message = process_status(up, frame_in, raw_frame(fmt, 18, 14, planes_out))
+        assert code == lib.NXE_ERROR_INVALID_ARGUMENT, message
+        assert f"input plane {plane} stride" in message
+    ok = process_status(up, raw_frame(fmt, 9, 7, planes_in), raw_frame(fmt, 18, 14, planes_out))
+    assert ok[0] == lib.NXE_OK, ok[1]
+
+
+def test_format_info_refuses_bad_arguments():
+    sr = sr_library()
+    desc = ffi.new("nxe_sr_format_desc *")
+    size = ffi.sizeof("nxe_sr_format_desc")
+    desc.struct_size, desc.planes = size, 7
+    for code in (0, len(nxe.sr.FORMATS) + 1):
+        assert sr.nxe_sr_format_info(code, desc) == lib.NXE_ERROR_NOT_FOUND
+        assert (desc.struct_size, desc.planes, desc.name) == (size, 0, ffi.NULL)
+        assert "not a pixel format" in sr_last_error()
+    assert sr.nxe_sr_format_info(1, ffi.NULL) == lib.NXE_ERROR_INVALID_ARGUMENT
+    desc.struct_size, desc.planes = 8, 7
+    assert sr.nxe_sr_format_info(1, desc) == lib.NXE_ERROR_INVALID_ARGUMENT
+    assert desc.planes == 7 and "struct_size is 8" in sr_last_error()
+
+
+# ---- errors and threads ----
+
+def test_sr_errors_have_their_own_message_slot(tmp_path):
+    """A failed libnxe_sr call leaves libnxe's message alone, and a libnxe failure it reports
+    is named after its own words."""
+    sr = sr_library()
+    assert lib.nxe_dtype_info(999, ffi.NULL, ffi.NULL) != lib.NXE_OK
+    core_message = ffi.string(lib.nxe_last_error()).decode()
+    name = ffi.new("const char **")
+    assert sr.nxe_sr_builtin_name(99, name) == lib.NXE_ERROR_NOT_FOUND
+    assert "index 99" in sr_last_error()
+    assert ffi.string(lib.nxe_last_error()).decode() == core_message
+    with pytest.raises(nxe.IoError) as caught:
+        nxe.sr.Upscaler(str(tmp_path / "absent.nxm"))
+    core_message = ffi.string(lib.nxe_last_error()).decode()
+    assert str(caught.value) == sr_last_error()
+    assert str(caught.value).startswith("nxe_sr_open: cannot open model")
+    assert str(caught.value).endswith(": " + core_message)
+
+
+def test_one_upscaler_shared_by_threads_matches_single_threaded_runs():
+    """Four threads on one session with frames of three sizes and two formats interleaved, so
+    that calls keep reconfiguring it: every output equals the same frame's output from a
+    session used by one thread."""
+    sizes, formats = [(40, 30), (97, 61), (33, 70)], ["yuv420p", "rgba"]
+    frames = [(formats[i % 2], frame_planes(formats[i % 2], *sizes[i % 3], seed=i))
+              for i in range(6)]
+    alone = nxe.sr.Upscaler(ESPCN, tile=32, threads=2)
+    want = [alone.upscale_planes(planes, fmt) for fmt, planes in frames]
+    shared = nxe.sr.Upscaler(ESPCN, tile=32, threads=2)
+    threads, rounds = 4, 3
+    start = threading.Barrier(threads)
+    outcomes = []  # (thread, frame, equal); a thread that raises leaves its count short
+
+    def work(index):
+        start.wait(timeout=60)
+        for step in range(rounds * len(frames)):
+            i = (index + step) % len(frames)
+            got = shared.upscale_planes(frames[i][1], frames[i][0])
+            outcomes.append((index, i, all(np.array_equal(g, w) for g, w in zip(got, want[i]))))
+
+    workers = [threading.Thread(target=work, args=(t,), daemon=True) for t in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=300)
+    assert not any(worker.is_alive() for worker in workers), "a thread did not finish"
+    assert len(outcomes) == threads * rounds * len(frames)
+    assert [(t, i) for t, i, equal in outcomes if not equal] == []
+    assert shared.info()["frames"] == threads * rounds * len(frames)
+
+
+def test_close_waits_for_a_call_in_progress():
+    up = nxe.sr.Upscaler(ESPCN)
+    with up._session():
+        closer = threading.Thread(target=up.close, daemon=True)
+        closer.start()
+        closer.join(timeout=0.5)
+        assert closer.is_alive()
+    closer.join(timeout=60)
+    assert not closer.is_alive()
+    with pytest.raises(ValueError, match="closed"):
+        up.info()

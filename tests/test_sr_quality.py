@@ -35,7 +35,7 @@ def eval_pair(name: str, scale: int) -> tuple[np.ndarray, np.ndarray]:
     return hr, degrade(hr, scale)
 
 
-@pytest.mark.parametrize("model", ["espcn-x2", "espcn-x3", "espcn-x4", "edsr-x2", "edsr-x4"])
+@pytest.mark.parametrize("model", nxe.sr.builtin_models())
 def test_model_beats_bicubic_on_every_evaluation_image(model):
     up = nxe.sr.Upscaler(model)
     scale = up.scale

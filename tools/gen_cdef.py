@@ -39,7 +39,7 @@ def preprocess(cc: list[str], include_dir: Path, headers: list[Path]) -> str:
     prelude = "".join(f"typedef {c} {name};\n" for name, c in PRELUDE_TYPEDEFS.items())
     includes = "".join(f'#include "{h.resolve()}"\n' for h in headers)
     # Line markers stay in: they tell which header declared each function.
-    command = [*cc, "-E", "-x", "c", "-DNXE_NO_SYSTEM_HEADERS", "-DNXE_API=",
+    command = [*cc, "-E", "-x", "c", "-DNXE_NO_SYSTEM_HEADERS", "-DNXE_API=", "-DNXE_SR_API=",
                f"-I{include_dir}", "-"]
     result = subprocess.run(command, input=prelude + includes, capture_output=True, text=True)
     if result.returncode != 0:

@@ -42,11 +42,6 @@ void nxe_error_prefix(const char *fmt, ...)
     last_error[prefix_length + kept] = '\0';
 }
 
-NXE_API nxe_status nxe_set_last_error(nxe_status status, const char *message)
-{
-    return nxe_error(status, "%s", message ? message : "");
-}
-
 NXE_API const char *nxe_last_error(void)
 {
     return last_error;

@@ -1,7 +1,7 @@
-/* formats.c — the pixel formats libnxe_sr reads and writes: their planes and geometry, and
- * the checks every frame passes before a byte of it is touched. Also the error helpers. */
+/* formats.c — the pixel formats libnxe_sr reads and writes: the one table of their planes and
+ * samples, which nxe_sr_format_info answers from, their geometry, and the checks every frame
+ * passes before a byte of it is touched. */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,98 +10,88 @@
 /* Frames are bounded so that every size computed from them fits comfortably in 64 bits. */
 #define MAX_SIDE 32768
 
-static nxe_status sr_error_v(nxe_status status, const char *cause, const char *fmt,
-                             va_list args)
-{
-    char message[1024];
-    int n = vsnprintf(message, sizeof message, fmt, args);
-    size_t used = n < 0 ? 0 : (size_t)n < sizeof message ? (size_t)n : sizeof message - 1;
-    message[used] = '\0';
-    /* ": cause", cut to what is left of the buffer. */
-    for (const char *from = cause ? ": " : ""; *from && used + 1 < sizeof message; from++)
-        message[used++] = *from;
-    for (const char *from = cause ? cause : ""; *from && used + 1 < sizeof message; from++)
-        message[used++] = *from;
-    message[used] = '\0';
-    return nxe_set_last_error(status, message);
-}
+#define NOT_PACKED .red = -1, .green = -1, .blue = -1, .alpha = -1
+#define YUV(format_name, sample_bits, cx, cy)                                                \
+    {.name = format_name, .layout = NXE_SR_LAYOUT_PLANAR, .planes = 3, .bits = sample_bits,  \
+     .sample_bytes = ((sample_bits) + 7) / 8, .chroma_x = cx, .chroma_y = cy,                \
+     .plane_samples = {1, 1, 1}, NOT_PACKED}
+#define PACKED(format_name, r, g, b, a)                                                      \
+    {.name = format_name, .layout = NXE_SR_LAYOUT_PACKED, .planes = 1, .bits = 8,            \
+     .sample_bytes = 1, .chroma_x = 1, .chroma_y = 1, .plane_samples = {(a) < 0 ? 3 : 4},    \
+     .red = r, .green = g, .blue = b, .alpha = a}
 
-nxe_status sr_error(nxe_status status, const char *fmt, ...)
-{
-    va_list args;
-    va_start(args, fmt);
-    sr_error_v(status, NULL, fmt, args);
-    va_end(args);
-    return status;
-}
-
-nxe_status sr_error_with_cause(nxe_status status, const char *fmt, ...)
-{
-    char cause[1024];
-    snprintf(cause, sizeof cause, "%s", nxe_last_error());
-    va_list args;
-    va_start(args, fmt);
-    sr_error_v(status, cause, fmt, args);
-    va_end(args);
-    return status;
-}
-
-static const sr_format formats[] = {
-    [NXE_SR_FORMAT_GRAY8] = {"gray8", SR_LAYOUT_GRAY, 8, 1, 1, 1, 0, 0, 0, -1},
-    [NXE_SR_FORMAT_YUV420P] = {"yuv420p", SR_LAYOUT_PLANAR, 8, 2, 2, 1, 0, 0, 0, -1},
-    [NXE_SR_FORMAT_YUV422P] = {"yuv422p", SR_LAYOUT_PLANAR, 8, 2, 1, 1, 0, 0, 0, -1},
-    [NXE_SR_FORMAT_YUV444P] = {"yuv444p", SR_LAYOUT_PLANAR, 8, 1, 1, 1, 0, 0, 0, -1},
-    [NXE_SR_FORMAT_YUV420P10] = {"yuv420p10", SR_LAYOUT_PLANAR, 10, 2, 2, 2, 0, 0, 0, -1},
-    [NXE_SR_FORMAT_YUV422P10] = {"yuv422p10", SR_LAYOUT_PLANAR, 10, 2, 1, 2, 0, 0, 0, -1},
-    [NXE_SR_FORMAT_YUV444P10] = {"yuv444p10", SR_LAYOUT_PLANAR, 10, 1, 1, 2, 0, 0, 0, -1},
-    [NXE_SR_FORMAT_NV12] = {"nv12", SR_LAYOUT_NV12, 8, 2, 2, 1, 0, 0, 0, -1},
-    [NXE_SR_FORMAT_RGB24] = {"rgb24", SR_LAYOUT_PACKED, 8, 1, 1, 3, 0, 1, 2, -1},
-    [NXE_SR_FORMAT_BGR24] = {"bgr24", SR_LAYOUT_PACKED, 8, 1, 1, 3, 2, 1, 0, -1},
-    [NXE_SR_FORMAT_RGBA] = {"rgba", SR_LAYOUT_PACKED, 8, 1, 1, 4, 0, 1, 2, 3},
-    [NXE_SR_FORMAT_BGRA] = {"bgra", SR_LAYOUT_PACKED, 8, 1, 1, 4, 2, 1, 0, 3},
+static const nxe_sr_format_desc formats[] = {
+    [NXE_SR_FORMAT_GRAY8] = {.name = "gray8", .layout = NXE_SR_LAYOUT_GRAY, .planes = 1,
+                             .bits = 8, .sample_bytes = 1, .chroma_x = 1, .chroma_y = 1,
+                             .plane_samples = {1}, NOT_PACKED},
+    [NXE_SR_FORMAT_YUV420P] = YUV("yuv420p", 8, 2, 2),
+    [NXE_SR_FORMAT_YUV422P] = YUV("yuv422p", 8, 2, 1),
+    [NXE_SR_FORMAT_YUV444P] = YUV("yuv444p", 8, 1, 1),
+    [NXE_SR_FORMAT_YUV420P10] = YUV("yuv420p10", 10, 2, 2),
+    [NXE_SR_FORMAT_YUV422P10] = YUV("yuv422p10", 10, 2, 1),
+    [NXE_SR_FORMAT_YUV444P10] = YUV("yuv444p10", 10, 1, 1),
+    [NXE_SR_FORMAT_NV12] = {.name = "nv12", .layout = NXE_SR_LAYOUT_SEMIPLANAR, .planes = 2,
+                            .bits = 8, .sample_bytes = 1, .chroma_x = 2, .chroma_y = 2,
+                            .plane_samples = {1, 2}, NOT_PACKED},
+    [NXE_SR_FORMAT_RGB24] = PACKED("rgb24", 0, 1, 2, -1),
+    [NXE_SR_FORMAT_BGR24] = PACKED("bgr24", 2, 1, 0, -1),
+    [NXE_SR_FORMAT_RGBA] = PACKED("rgba", 0, 1, 2, 3),
+    [NXE_SR_FORMAT_BGRA] = PACKED("bgra", 2, 1, 0, 3),
 };
+#define FORMAT_COUNT ((int32_t)(sizeof formats / sizeof formats[0]) - 1) /* codes 1 .. count */
 
-const sr_format *sr_format_of(int32_t code)
+const nxe_sr_format_desc *sr_format_of(int32_t code)
 {
-    if (code <= 0 || code >= (int32_t)(sizeof formats / sizeof formats[0]))
+    if (code < 1 || code > FORMAT_COUNT)
         return NULL;
     return &formats[code];
 }
 
-NXE_API const char *nxe_sr_format_name(int32_t format)
+NXE_SR_API nxe_status nxe_sr_format_info(int32_t format, nxe_sr_format_desc *desc)
 {
-    const sr_format *f = sr_format_of(format);
+    if (!desc)
+        return sr_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_sr_format_info: desc is NULL");
+    uint32_t size = desc->struct_size;
+    if (size < sizeof(nxe_sr_format_desc))
+        return sr_error(NXE_ERROR_INVALID_ARGUMENT,
+                        "nxe_sr_format_info: desc.struct_size is %u, expected at least %zu",
+                        size, sizeof(nxe_sr_format_desc));
+    const nxe_sr_format_desc *entry = sr_format_of(format);
+    if (!entry) {
+        memset(desc, 0, sizeof *desc);
+        desc->struct_size = size;
+        return sr_error(NXE_ERROR_NOT_FOUND,
+                        "nxe_sr_format_info: %d is not a pixel format (codes are 1 .. %d)",
+                        format, FORMAT_COUNT);
+    }
+    *desc = *entry;
+    desc->struct_size = size;
+    desc->format = format;
+    return NXE_OK;
+}
+
+NXE_SR_API const char *nxe_sr_format_name(int32_t format)
+{
+    const nxe_sr_format_desc *f = sr_format_of(format);
     return f ? f->name : NULL;
 }
 
-int32_t sr_format_planes(const sr_format *format)
-{
-    switch (format->layout) {
-    case SR_LAYOUT_PLANAR: return 3;
-    case SR_LAYOUT_NV12: return 2;
-    default: return 1;
-    }
-}
-
-void sr_plane_geometry(const sr_format *format, int32_t plane, int32_t width, int32_t height,
-                       int32_t *plane_width, int32_t *plane_height, int64_t *row_bytes)
+void sr_plane_geometry(const nxe_sr_format_desc *format, int32_t plane, int32_t width,
+                       int32_t height, int32_t *plane_width, int32_t *plane_height,
+                       int64_t *row_bytes)
 {
     int32_t w = width, h = height;
     if (plane > 0) {
-        w = (width + format->chroma_fx - 1) / format->chroma_fx;
-        h = (height + format->chroma_fy - 1) / format->chroma_fy;
+        w = (width + format->chroma_x - 1) / format->chroma_x;
+        h = (height + format->chroma_y - 1) / format->chroma_y;
     }
-    int64_t samples_per_pixel = format->layout == SR_LAYOUT_PACKED ? format->pixel_bytes
-                                : format->layout == SR_LAYOUT_NV12 && plane == 1 ? 2
-                                                                                 : 1;
-    int64_t sample_bytes = format->bits > 8 ? 2 : 1;
     *plane_width = w;
     *plane_height = h;
-    *row_bytes = (int64_t)w * samples_per_pixel * sample_bytes;
+    *row_bytes = (int64_t)w * format->plane_samples[plane] * format->sample_bytes;
 }
 
 nxe_status sr_check_frame(const nxe_sr_frame *frame, const char *which,
-                          const sr_format **format)
+                          const nxe_sr_format_desc **format)
 {
     *format = NULL;
     if (!frame)
@@ -112,12 +102,12 @@ nxe_status sr_check_frame(const nxe_sr_frame *frame, const char *which,
                         "nxe_sr_process: %s frame struct_size is %u, expected at least %zu "
                         "(initialize with NXE_SR_FRAME_INIT)",
                         which, frame->struct_size, sizeof(nxe_sr_frame));
-    const sr_format *f = sr_format_of(frame->format);
+    const nxe_sr_format_desc *f = sr_format_of(frame->format);
     if (!f)
         return sr_error(NXE_ERROR_UNSUPPORTED,
                         "nxe_sr_process: the %s frame has unknown pixel format %d (known: "
-                        "NXE_SR_FORMAT_GRAY8 .. NXE_SR_FORMAT_BGRA, 1 .. 12)",
-                        which, frame->format);
+                        "1 .. %d, see nxe_sr_format_info)",
+                        which, frame->format, FORMAT_COUNT);
     if (frame->width < 1 || frame->height < 1 || frame->width > MAX_SIDE ||
         frame->height > MAX_SIDE)
         return sr_error(NXE_ERROR_INVALID_ARGUMENT,
@@ -131,7 +121,7 @@ nxe_status sr_check_frame(const nxe_sr_frame *frame, const char *which,
         return sr_error(NXE_ERROR_INVALID_ARGUMENT,
                         "nxe_sr_process: the %s frame has unknown color_range %d", which,
                         frame->color_range);
-    for (int32_t p = 0; p < sr_format_planes(f); p++) {
+    for (int32_t p = 0; p < f->planes; p++) {
         int32_t w, h;
         int64_t row_bytes;
         sr_plane_geometry(f, p, frame->width, frame->height, &w, &h, &row_bytes);

@@ -4,6 +4,7 @@
  * runs in libnxe. Nothing here touches a frame before the frame has been checked. */
 #define _GNU_SOURCE /* dladdr */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "image.h"
+#include "sr/builtin_models.h" /* SR_BUILTIN_MODELS, generated from models/sr/models.txt */
 #include "sr/metadata.h"
 #include "sr/sr_internal.h"
 
@@ -19,10 +21,11 @@
 #define MAX_SCALE 8
 #define PLANES 6 /* float planes at each resolution: the widest path needs six */
 
-static const char *const builtin_models[] = {"espcn-x2", "espcn-x3", "espcn-x4", "edsr-x2",
-                                             "edsr-x4"};
+static const char *const builtin_models[] = {SR_BUILTIN_MODELS};
 #define NUM_BUILTINS ((int32_t)(sizeof builtin_models / sizeof builtin_models[0]))
 
+/* What open sets stays fixed; what follows `lock` changes with each frame and is read and
+ * written only under it, so that overlapping calls run one after another. */
 struct nxe_sr {
     nxe_model *model;
     sr_metadata meta;
@@ -30,6 +33,8 @@ struct nxe_sr {
     int32_t tile_size; /* largest tile side, or NXE_SR_TILE_NONE */
     int32_t overlap;
     int32_t precision;
+
+    pthread_mutex_t lock;
 
     nxe_executable *exe; /* compiled for tile_width x tile_height */
     int32_t tile_width, tile_height;
@@ -44,12 +49,12 @@ struct nxe_sr {
     uint64_t frames, tiles, reconfigurations;
 };
 
-NXE_API uint32_t nxe_sr_api_version(void)
+NXE_SR_API uint32_t nxe_sr_api_version(void)
 {
     return (uint32_t)NXE_SR_API_VERSION_MAJOR << 16 | NXE_SR_API_VERSION_MINOR;
 }
 
-NXE_API nxe_status nxe_sr_builtin_count(int32_t *count)
+NXE_SR_API nxe_status nxe_sr_builtin_count(int32_t *count)
 {
     if (!count)
         return sr_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_sr_builtin_count: count is NULL");
@@ -57,7 +62,7 @@ NXE_API nxe_status nxe_sr_builtin_count(int32_t *count)
     return NXE_OK;
 }
 
-NXE_API nxe_status nxe_sr_builtin_name(int32_t index, const char **name)
+NXE_SR_API nxe_status nxe_sr_builtin_name(int32_t index, const char **name)
 {
     if (!name)
         return sr_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_sr_builtin_name: name is NULL");
@@ -214,7 +219,8 @@ static nxe_status apply_options(nxe_sr *sr, const nxe_sr_options *options)
     return NXE_OK;
 }
 
-NXE_API nxe_status nxe_sr_open(const char *model, const nxe_sr_options *options, nxe_sr **out)
+NXE_SR_API nxe_status nxe_sr_open(const char *model, const nxe_sr_options *options,
+                                  nxe_sr **out)
 {
     if (!out)
         return sr_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_sr_open: out is NULL");
@@ -229,6 +235,10 @@ NXE_API nxe_status nxe_sr_open(const char *model, const nxe_sr_options *options,
     nxe_sr *sr = calloc(1, sizeof *sr);
     if (!sr)
         return sr_error(NXE_ERROR_OUT_OF_MEMORY, "nxe_sr_open: out of memory");
+    if (pthread_mutex_init(&sr->lock, NULL) != 0) {
+        free(sr);
+        return sr_error(NXE_ERROR_OUT_OF_MEMORY, "nxe_sr_open: cannot create the session's lock");
+    }
     nxe_model_options model_options = NXE_MODEL_OPTIONS_INIT;
     status = nxe_model_open_file(path, &model_options, &sr->model);
     if (status != NXE_OK) {
@@ -255,13 +265,14 @@ NXE_API nxe_status nxe_sr_open(const char *model, const nxe_sr_options *options,
     return NXE_OK;
 }
 
-NXE_API void nxe_sr_release(nxe_sr *sr)
+NXE_SR_API void nxe_sr_release(nxe_sr *sr)
 {
     if (!sr)
         return;
     nxe_executable_release(sr->exe);
     nxe_model_release(sr->model);
     free(sr->buffer);
+    pthread_mutex_destroy(&sr->lock);
     free(sr);
 }
 
@@ -272,7 +283,7 @@ static int32_t online_cpus(void)
     return cpus < 1 ? 1 : cpus > 1024 ? 1024 : (int32_t)cpus;
 }
 
-NXE_API nxe_status nxe_sr_get_info(const nxe_sr *sr, nxe_sr_info *info)
+NXE_SR_API nxe_status nxe_sr_get_info(const nxe_sr *sr, nxe_sr_info *info)
 {
     if (!sr || !info)
         return sr_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_sr_get_info: %s is NULL",
@@ -281,6 +292,10 @@ NXE_API nxe_status nxe_sr_get_info(const nxe_sr *sr, nxe_sr_info *info)
         return sr_error(NXE_ERROR_INVALID_ARGUMENT,
                         "nxe_sr_get_info: info.struct_size is %u, expected at least %zu",
                         info->struct_size, sizeof(nxe_sr_info));
+    /* The counts and the executable change under a frame in progress; the lock is state the
+     * session owns even where the caller holds it as const. */
+    pthread_mutex_t *lock = (pthread_mutex_t *)&sr->lock;
+    pthread_mutex_lock(lock);
     uint32_t size = info->struct_size;
     memset(info, 0, sizeof *info);
     info->struct_size = size;
@@ -300,10 +315,11 @@ NXE_API nxe_status nxe_sr_get_info(const nxe_sr *sr, nxe_sr_info *info)
         info->num_threads = memory.num_threads;
     else if (info->num_threads == 0)
         info->num_threads = online_cpus();
+    pthread_mutex_unlock(lock);
     return NXE_OK;
 }
 
-NXE_API nxe_status nxe_sr_format_supported(const nxe_sr *sr, int32_t format)
+NXE_SR_API nxe_status nxe_sr_format_supported(const nxe_sr *sr, int32_t format)
 {
     if (!sr)
         return sr_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_sr_format_supported: sr is NULL");
@@ -315,8 +331,8 @@ NXE_API nxe_status nxe_sr_format_supported(const nxe_sr *sr, int32_t format)
     return NXE_OK;
 }
 
-NXE_API nxe_status nxe_sr_output_size(const nxe_sr *sr, int32_t width, int32_t height,
-                                      int32_t *out_width, int32_t *out_height)
+NXE_SR_API nxe_status nxe_sr_output_size(const nxe_sr *sr, int32_t width, int32_t height,
+                                         int32_t *out_width, int32_t *out_height)
 {
     if (out_width)
         *out_width = 0;
@@ -509,29 +525,27 @@ typedef struct plane_view {
 } plane_view;
 
 /* Plane `plane` of a frame, offset to channel `offset` of an interleaved row. */
-static plane_view view_of(const nxe_sr_frame *frame, const sr_format *f, int32_t plane,
+static plane_view view_of(const nxe_sr_frame *frame, const nxe_sr_format_desc *f, int32_t plane,
                           int32_t offset)
 {
     plane_view v;
     int64_t row_bytes;
     sr_plane_geometry(f, plane, frame->width, frame->height, &v.width, &v.height, &row_bytes);
-    v.data = (uint8_t *)frame->data[plane] + offset * (f->bits > 8 ? 2 : 1);
+    v.data = (uint8_t *)frame->data[plane] + offset * f->sample_bytes;
     v.stride = frame->strides[plane];
-    v.step = f->layout == SR_LAYOUT_PACKED ? f->pixel_bytes
-             : f->layout == SR_LAYOUT_NV12 && plane == 1 ? 2
-                                                         : 1;
+    v.step = f->plane_samples[plane];
     return v;
 }
 
-static float max_code(const sr_format *f)
+static float max_code(const nxe_sr_format_desc *f)
 {
     return (float)((1 << f->bits) - 1);
 }
 
 /* Samples to floats in [0, 1] of the largest code. */
-static void load(const sr_format *f, plane_view v, float *dst)
+static void load(const nxe_sr_format_desc *f, plane_view v, float *dst)
 {
-    if (f->bits > 8)
+    if (f->sample_bytes == 2)
         nxe_image_load_u16(v.data, v.stride, v.step, v.width, v.height, 1.0f / max_code(f), dst,
                            v.width);
     else
@@ -539,10 +553,10 @@ static void load(const sr_format *f, plane_view v, float *dst)
                           v.width);
 }
 
-static void store(const sr_format *f, const float *src, plane_view v)
+static void store(const nxe_sr_format_desc *f, const float *src, plane_view v)
 {
     int32_t max = (1 << f->bits) - 1;
-    if (f->bits > 8)
+    if (f->sample_bytes == 2)
         nxe_image_store_u16(src, v.width, v.width, v.height, (float)max, max, v.data, v.stride,
                             v.step);
     else
@@ -551,7 +565,7 @@ static void store(const sr_format *f, const float *src, plane_view v)
 }
 
 /* A chroma or alpha plane of the input, cubically upscaled into the output's plane. */
-static void upscale_plane(nxe_sr *sr, const sr_format *f, plane_view in, plane_view out,
+static void upscale_plane(nxe_sr *sr, const nxe_sr_format_desc *f, plane_view in, plane_view out,
                           float *lr, float *hr)
 {
     int32_t s = sr->meta.scale;
@@ -563,14 +577,14 @@ static void upscale_plane(nxe_sr *sr, const sr_format *f, plane_view in, plane_v
 
 /* R, G, B planes into a packed output frame, and its alpha cubically from the input's (through
  * the spare planes lr and hr). */
-static void store_packed(nxe_sr *sr, const sr_format *f, const nxe_sr_frame *in,
+static void store_packed(nxe_sr *sr, const nxe_sr_format_desc *f, const nxe_sr_frame *in,
                          const nxe_sr_frame *out, float *const *rgb, float *lr, float *hr)
 {
-    store(f, rgb[0], view_of(out, f, 0, f->r));
-    store(f, rgb[1], view_of(out, f, 0, f->g));
-    store(f, rgb[2], view_of(out, f, 0, f->b));
-    if (f->a >= 0)
-        upscale_plane(sr, f, view_of(in, f, 0, f->a), view_of(out, f, 0, f->a), lr, hr);
+    store(f, rgb[0], view_of(out, f, 0, f->red));
+    store(f, rgb[1], view_of(out, f, 0, f->green));
+    store(f, rgb[2], view_of(out, f, 0, f->blue));
+    if (f->alpha >= 0)
+        upscale_plane(sr, f, view_of(in, f, 0, f->alpha), view_of(out, f, 0, f->alpha), lr, hr);
 }
 
 static nxe_yuv_coefficients coefficients(const nxe_sr_frame *frame, int32_t bits)
@@ -586,17 +600,17 @@ static void clamp_unit(float *plane, int64_t count)
 }
 
 /* Luma model: Y through the network; chroma, or the Cb/Cr of RGB, and alpha cubically. */
-static nxe_status process_luma(nxe_sr *sr, const sr_format *f, const nxe_sr_frame *in,
+static nxe_status process_luma(nxe_sr *sr, const nxe_sr_format_desc *f, const nxe_sr_frame *in,
                                const nxe_sr_frame *out)
 {
     int32_t w = in->width, h = in->height, s = sr->meta.scale;
     int64_t wo = (int64_t)w * s, ho = (int64_t)h * s;
     float **lr = sr->lr, **hr = sr->hr;
     nxe_yuv_coefficients c = coefficients(in, 8);
-    if (f->layout == SR_LAYOUT_PACKED) {
-        load(f, view_of(in, f, 0, f->r), lr[1]);
-        load(f, view_of(in, f, 0, f->g), lr[2]);
-        load(f, view_of(in, f, 0, f->b), lr[3]);
+    if (f->layout == NXE_SR_LAYOUT_PACKED) {
+        load(f, view_of(in, f, 0, f->red), lr[1]);
+        load(f, view_of(in, f, 0, f->green), lr[2]);
+        load(f, view_of(in, f, 0, f->blue), lr[3]);
         nxe_image_rgb_to_yuv(&c, lr[1], lr[2], lr[3], lr[0], lr[4], lr[5], w, h, w);
     } else {
         load(f, view_of(in, f, 0, 0), lr[0]);
@@ -604,7 +618,7 @@ static nxe_status process_luma(nxe_sr *sr, const sr_format *f, const nxe_sr_fram
     nxe_status status = run_tiles(sr, &lr[0], &hr[0]);
     if (status != NXE_OK)
         return status;
-    if (f->layout == SR_LAYOUT_PACKED) {
+    if (f->layout == NXE_SR_LAYOUT_PACKED) {
         for (int p = 4; p <= 5; p++)
             nxe_image_upscale_cubic(lr[p], w, w, h, hr[p], wo, (int32_t)wo, (int32_t)ho, s, s,
                                     sr->scratch);
@@ -614,17 +628,17 @@ static nxe_status process_luma(nxe_sr *sr, const sr_format *f, const nxe_sr_fram
         return NXE_OK;
     }
     store(f, hr[0], view_of(out, f, 0, 0));
-    if (f->layout == SR_LAYOUT_PLANAR)
+    if (f->layout == NXE_SR_LAYOUT_PLANAR)
         for (int32_t p = 1; p <= 2; p++)
             upscale_plane(sr, f, view_of(in, f, p, 0), view_of(out, f, p, 0), lr[1], hr[1]);
-    else if (f->layout == SR_LAYOUT_NV12)
+    else if (f->layout == NXE_SR_LAYOUT_SEMIPLANAR)
         for (int32_t k = 0; k <= 1; k++)
             upscale_plane(sr, f, view_of(in, f, 1, k), view_of(out, f, 1, k), lr[1], hr[1]);
     return NXE_OK;
 }
 
 /* RGB model: RGB through the network, from and back to the frame's own layout. */
-static nxe_status process_rgb(nxe_sr *sr, const sr_format *f, const nxe_sr_frame *in,
+static nxe_status process_rgb(nxe_sr *sr, const nxe_sr_format_desc *f, const nxe_sr_frame *in,
                               const nxe_sr_frame *out)
 {
     int32_t w = in->width, h = in->height, s = sr->meta.scale;
@@ -633,12 +647,12 @@ static nxe_status process_rgb(nxe_sr *sr, const sr_format *f, const nxe_sr_frame
     nxe_yuv_coefficients c = coefficients(in, f->bits);
     nxe_yuv_coefficients gray = nxe_yuv_coefficients_for(0, 1, 8);
     switch (f->layout) {
-    case SR_LAYOUT_PACKED:
-        load(f, view_of(in, f, 0, f->r), lr[0]);
-        load(f, view_of(in, f, 0, f->g), lr[1]);
-        load(f, view_of(in, f, 0, f->b), lr[2]);
+    case NXE_SR_LAYOUT_PACKED:
+        load(f, view_of(in, f, 0, f->red), lr[0]);
+        load(f, view_of(in, f, 0, f->green), lr[1]);
+        load(f, view_of(in, f, 0, f->blue), lr[2]);
         break;
-    case SR_LAYOUT_GRAY:
+    case NXE_SR_LAYOUT_GRAY:
         load(f, view_of(in, f, 0, 0), lr[0]);
         memcpy(lr[1], lr[0], sizeof(float) * (size_t)w * (size_t)h);
         memcpy(lr[2], lr[0], sizeof(float) * (size_t)w * (size_t)h);
@@ -647,11 +661,11 @@ static nxe_status process_rgb(nxe_sr *sr, const sr_format *f, const nxe_sr_frame
         /* Chroma to the luma grid (cubic on the same half-pixel centres), then to RGB. */
         load(f, view_of(in, f, 0, 0), lr[3]);
         for (int32_t k = 0; k <= 1; k++) {
-            plane_view v = f->layout == SR_LAYOUT_NV12 ? view_of(in, f, 1, k)
+            plane_view v = f->layout == NXE_SR_LAYOUT_SEMIPLANAR ? view_of(in, f, 1, k)
                                                        : view_of(in, f, 1 + k, 0);
             load(f, v, lr[0]);
             nxe_image_upscale_cubic(lr[0], v.width, v.width, v.height, lr[4 + k], w, w, h,
-                                    f->chroma_fx, f->chroma_fy, sr->scratch);
+                                    f->chroma_x, f->chroma_y, sr->scratch);
         }
         nxe_image_yuv_to_rgb(&c, lr[3], lr[4], lr[5], lr[0], lr[1], lr[2], w, h, w);
         for (int p = 0; p < 3; p++)
@@ -663,10 +677,10 @@ static nxe_status process_rgb(nxe_sr *sr, const sr_format *f, const nxe_sr_frame
     if (status != NXE_OK)
         return status;
     switch (f->layout) {
-    case SR_LAYOUT_PACKED:
+    case NXE_SR_LAYOUT_PACKED:
         store_packed(sr, f, in, out, &hr[0], lr[0], hr[3]);
         break;
-    case SR_LAYOUT_GRAY:
+    case NXE_SR_LAYOUT_GRAY:
         for (int p = 0; p < 3; p++)
             clamp_unit(hr[p], wo * ho);
         nxe_image_rgb_to_yuv(&gray, hr[0], hr[1], hr[2], hr[3], hr[4], hr[5], (int32_t)wo,
@@ -680,10 +694,10 @@ static nxe_status process_rgb(nxe_sr *sr, const sr_format *f, const nxe_sr_frame
                              (int32_t)ho, wo);
         store(f, hr[3], view_of(out, f, 0, 0));
         for (int32_t k = 0; k <= 1; k++) {
-            plane_view v = f->layout == SR_LAYOUT_NV12 ? view_of(out, f, 1, k)
+            plane_view v = f->layout == NXE_SR_LAYOUT_SEMIPLANAR ? view_of(out, f, 1, k)
                                                        : view_of(out, f, 1 + k, 0);
             nxe_image_downsample_box(hr[4 + k], wo, (int32_t)wo, (int32_t)ho, hr[0], v.width,
-                                     v.width, v.height, f->chroma_fx, f->chroma_fy);
+                                     v.width, v.height, f->chroma_x, f->chroma_y);
             store(f, hr[0], v);
         }
         break;
@@ -691,12 +705,12 @@ static nxe_status process_rgb(nxe_sr *sr, const sr_format *f, const nxe_sr_frame
     return NXE_OK;
 }
 
-NXE_API nxe_status nxe_sr_process(nxe_sr *sr, const nxe_sr_frame *input,
-                                  const nxe_sr_frame *output)
+NXE_SR_API nxe_status nxe_sr_process(nxe_sr *sr, const nxe_sr_frame *input,
+                                     const nxe_sr_frame *output)
 {
     if (!sr)
         return sr_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_sr_process: sr is NULL");
-    const sr_format *f, *out_format;
+    const nxe_sr_format_desc *f, *out_format;
     nxe_status status = sr_check_frame(input, "input", &f);
     if (status == NXE_OK)
         status = sr_check_frame(output, "output", &out_format);
@@ -715,12 +729,15 @@ NXE_API nxe_status nxe_sr_process(nxe_sr *sr, const nxe_sr_frame *input,
                         "needs %lldx%lld",
                         output->width, output->height, input->width, input->height, s,
                         (long long)input->width * s, (long long)input->height * s);
+    /* Reconfiguring releases the executable and buffers a frame in progress would be using:
+     * one frame at a time, from configuration to the last sample stored. */
+    pthread_mutex_lock(&sr->lock);
     status = configure(sr, input->width, input->height);
-    if (status != NXE_OK)
-        return status;
-    status = sr->meta.channels == 1 ? process_luma(sr, f, input, output)
-                                    : process_rgb(sr, f, input, output);
+    if (status == NXE_OK)
+        status = sr->meta.channels == 1 ? process_luma(sr, f, input, output)
+                                        : process_rgb(sr, f, input, output);
     if (status == NXE_OK)
         sr->frames++;
+    pthread_mutex_unlock(&sr->lock);
     return status;
 }

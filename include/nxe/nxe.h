@@ -117,10 +117,6 @@ enum nxe_status_code {
 /* Message of the last failed call on this thread ("" if none). Owned by the library, valid
  * until the next failing call on the same thread. Cannot fail. Since 0.1. */
 NXE_API const char *nxe_last_error(void);
-/* Records `message` (copied, truncated to 1023 bytes; NULL = "") as this thread's last error
- * and returns `status`: how libraries layered on nxe (libnxe_sr) report through
- * nxe_last_error. */
-NXE_API nxe_status nxe_set_last_error(nxe_status status, const char *message);
 /* Short name of a status code, e.g. "NXE_ERROR_SHAPE_MISMATCH", and "NXE_ERROR_UNKNOWN" for a
  * code this version does not know; static storage, never released. Cannot fail. Since 0.1. */
 NXE_API const char *nxe_status_name(nxe_status status);

@@ -1,6 +1,6 @@
 """Opens the libnxe.so bundled in this package with cffi (ABI mode) and checks that it is
-the library these declarations were generated for. check() is the one path from a C status
-to a Python exception.
+the library these declarations were generated for. check() (sr_check() for libnxe_sr, which
+keeps its own last-error message) is the one path from a C status to a Python exception.
 """
 
 from __future__ import annotations
@@ -90,3 +90,9 @@ def sr_library():
             raise ImportError(f"nxe: {path} has another SR API major version than this package")
         _sr_lib = library
     return _sr_lib
+
+
+def sr_check(status: int) -> None:
+    """check() for a libnxe_sr call: the message is nxe_sr_last_error()'s."""
+    if status != lib.NXE_OK:
+        raise error_for_status(status, text(sr_library().nxe_sr_last_error()) or "")

@@ -11,66 +11,92 @@ from __future__ import annotations
 
 import operator
 import os
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ._binding import PACKAGE_DIR, check, ffi, lib, sr_library
+from ._binding import PACKAGE_DIR, ffi, lib, sr_check, sr_library
 
 _NXE_SR_PTR_PTR = ffi.typeof("nxe_sr **")
 _NXE_SR_OPTIONS_PTR = ffi.typeof("nxe_sr_options *")
 _NXE_SR_FRAME_PTR = ffi.typeof("nxe_sr_frame *")
 _NXE_SR_INFO_PTR = ffi.typeof("nxe_sr_info *")
+_NXE_SR_FORMAT_DESC_PTR = ffi.typeof("nxe_sr_format_desc *")
 _INT32_T_PTR = ffi.typeof("int32_t *")
 _CONST_CHAR_PTR_PTR = ffi.typeof("const char **")
 _VOID_PTR = ffi.typeof("void *")
 
-FORMATS = {
-    "gray8": lib.NXE_SR_FORMAT_GRAY8,
-    "yuv420p": lib.NXE_SR_FORMAT_YUV420P,
-    "yuv422p": lib.NXE_SR_FORMAT_YUV422P,
-    "yuv444p": lib.NXE_SR_FORMAT_YUV444P,
-    "yuv420p10": lib.NXE_SR_FORMAT_YUV420P10,
-    "yuv422p10": lib.NXE_SR_FORMAT_YUV422P10,
-    "yuv444p10": lib.NXE_SR_FORMAT_YUV444P10,
-    "nv12": lib.NXE_SR_FORMAT_NV12,
-    "rgb24": lib.NXE_SR_FORMAT_RGB24,
-    "bgr24": lib.NXE_SR_FORMAT_BGR24,
-    "rgba": lib.NXE_SR_FORMAT_RGBA,
-    "bgra": lib.NXE_SR_FORMAT_BGRA,
-}
-MATRICES = {"bt601": lib.NXE_SR_MATRIX_BT601, "bt709": lib.NXE_SR_MATRIX_BT709}
-RANGES = {"limited": lib.NXE_SR_RANGE_LIMITED, "full": lib.NXE_SR_RANGE_FULL}
-PRECISIONS = {"fp32": lib.NXE_SR_PRECISION_FP32, "relax": lib.NXE_SR_PRECISION_RELAX}
 
-# name -> (planes, chroma subsampling x, y, samples per pixel of plane 0, dtype)
-_LAYOUT = {
-    "gray8": (1, 1, 1, 1, np.uint8),
-    "yuv420p": (3, 2, 2, 1, np.uint8),
-    "yuv422p": (3, 2, 1, 1, np.uint8),
-    "yuv444p": (3, 1, 1, 1, np.uint8),
-    "yuv420p10": (3, 2, 2, 1, np.uint16),
-    "yuv422p10": (3, 2, 1, 1, np.uint16),
-    "yuv444p10": (3, 1, 1, 1, np.uint16),
-    "nv12": (2, 2, 2, 1, np.uint8),
-    "rgb24": (1, 1, 1, 3, np.uint8),
-    "bgr24": (1, 1, 1, 3, np.uint8),
-    "rgba": (1, 1, 1, 4, np.uint8),
-    "bgra": (1, 1, 1, 4, np.uint8),
-}
+def _enum_words(enum: str, prefix: str) -> dict[str, int]:
+    """The constants of a C enum of nxe_sr.h as lower-case words in the order of their values:
+    NXE_SR_RANGE_FULL -> "full"."""
+    constants = sorted(ffi.typeof(f"enum {enum}").relements.items(), key=lambda c: c[1])
+    return {name.removeprefix(prefix).lower(): value for name, value in constants}
+
+
+MATRICES = _enum_words("nxe_sr_matrix", "NXE_SR_MATRIX_")
+RANGES = _enum_words("nxe_sr_range", "NXE_SR_RANGE_")
+PRECISIONS = _enum_words("nxe_sr_precision", "NXE_SR_PRECISION_")
+_LAYOUTS = {value: word for word, value in _enum_words("nxe_sr_layout", "NXE_SR_LAYOUT_").items()}
+
+
+@dataclass(frozen=True)
+class PixelFormat:
+    """A pixel format as libnxe_sr describes it (nxe_sr_format_info): its code and name, how
+    its samples lie in planes ("gray", "planar", "semiplanar", "packed"), the bits and numpy
+    type of a sample, the subsampling (x, y) of the planes after the first, the samples per
+    pixel interleaved in each plane, and for packed RGB the index within a pixel of red,
+    green, blue and alpha (None where absent)."""
+
+    code: int
+    name: str
+    layout: str
+    planes: int
+    bits: int
+    dtype: np.dtype
+    chroma: tuple[int, int]
+    plane_samples: tuple[int, ...]
+    rgba: tuple[int | None, int | None, int | None, int | None]
+
+
+def _read_formats() -> dict[str, PixelFormat]:
+    """Every format libnxe_sr knows: codes from 1 until the library answers NOT_FOUND."""
+    sr = sr_library()
+    formats = {}
+    desc = ffi.new(_NXE_SR_FORMAT_DESC_PTR)
+    desc.struct_size = ffi.sizeof("nxe_sr_format_desc")
+    code = 1
+    while (status := sr.nxe_sr_format_info(code, desc)) != lib.NXE_ERROR_NOT_FOUND:
+        sr_check(status)
+        name = ffi.string(desc.name).decode()
+        formats[name] = PixelFormat(
+            code=desc.format, name=name, layout=_LAYOUTS[desc.layout], planes=desc.planes,
+            bits=desc.bits, dtype=np.dtype(f"<u{desc.sample_bytes}"),
+            chroma=(desc.chroma_x, desc.chroma_y),
+            plane_samples=tuple(desc.plane_samples[p] for p in range(desc.planes)),
+            rgba=tuple(None if i < 0 else i
+                       for i in (desc.red, desc.green, desc.blue, desc.alpha)))
+        code += 1
+    return formats
+
+
+FORMATS = _read_formats()
 
 
 def builtin_models() -> list[str]:
     """Names of the models shipped with the package ("espcn-x2", ...)."""
     sr = sr_library()
     count = ffi.new(_INT32_T_PTR)
-    check(sr.nxe_sr_builtin_count(count))
+    sr_check(sr.nxe_sr_builtin_count(count))
     names = []
     for index in range(count[0]):
         name = ffi.new(_CONST_CHAR_PTR_PTR)
-        check(sr.nxe_sr_builtin_name(index, name))
+        sr_check(sr.nxe_sr_builtin_name(index, name))
         names.append(ffi.string(name[0]).decode())
     return names
 
@@ -93,25 +119,27 @@ def sample_image() -> Path:
     return PACKAGE_DIR / "sr_models" / "sample.png"
 
 
-def plane_shapes(format: str, width: int, height: int) -> list[tuple[int, ...]]:
-    """numpy shapes of each plane of a ``format`` frame of width x height: (rows, samples)
-    for planar data, (rows, pixels, channels) for packed RGB and NV12's interleaved UV."""
-    planes, fx, fy, channels, _ = _LAYOUT[_format_name(format)]
-    if planes == 1:
-        return [(height, width, channels) if channels > 1 else (height, width)]
-    chroma = (-(-height // fy), -(-width // fx))
-    if planes == 2:
-        return [(height, width), (*chroma, 2)]
-    return [(height, width), chroma, chroma]
-
-
-def _format_name(format: str) -> str:
+def pixel_format(format: str) -> PixelFormat:
+    """The PixelFormat of a name as FORMATS has it ("yuv420p10"), or as FFmpeg spells it with
+    its "le" suffix ("yuv420p10le")."""
     name = str(format).lower()
     if name.endswith("le") and name[:-2] in FORMATS:
         name = name[:-2]
     if name not in FORMATS:
         raise ValueError(f"unknown pixel format {format!r}; known: {', '.join(FORMATS)}")
-    return name
+    return FORMATS[name]
+
+
+def plane_shapes(format: str, width: int, height: int) -> list[tuple[int, ...]]:
+    """numpy shapes of each plane of a ``format`` frame of width x height: (rows, samples)
+    for planar data, (rows, pixels, channels) for packed RGB and NV12's interleaved UV."""
+    f = pixel_format(format)
+    chroma = (-(-height // f.chroma[1]), -(-width // f.chroma[0]))
+    shapes = []
+    for plane, samples in enumerate(f.plane_samples):
+        rows_pixels = (height, width) if plane == 0 else chroma
+        shapes.append((*rows_pixels, samples) if samples > 1 else rows_pixels)
+    return shapes
 
 
 def _choice(table: dict[str, int], value: str, what: str) -> int:
@@ -125,7 +153,11 @@ class Upscaler:
     largest input tile side (0: the library's default, -1: never tile), ``overlap`` the
     context tiles share (None: the model's receptive radius, which makes tiles exact),
     ``precision`` "fp32" or "relax" (bf16 where the CPU has it), ``threads`` 0 for one per
-    CPU. A new frame size reconfigures the session; no reopening is needed."""
+    CPU. A new frame size reconfigures the session; no reopening is needed.
+
+    Threads may share one Upscaler: libnxe_sr runs overlapping calls on a session one at a
+    time (nxe_sr.h), so each call releases the GIL while it works and gets the result it would
+    get alone; ``close`` waits for calls in progress."""
 
     def __init__(self, model: str | os.PathLike[str] = "espcn-x2", *, threads: int = 0,
                  tile: int = 0, overlap: int | None = None, precision: str = "fp32") -> None:
@@ -138,14 +170,19 @@ class Upscaler:
                                 else operator.index(overlap))
         options.precision = _choice(PRECISIONS, precision, "precision")
         out = ffi.new(_NXE_SR_PTR_PTR)
-        check(self._sr.nxe_sr_open(os.fsencode(model), options, out))
+        sr_check(self._sr.nxe_sr_open(os.fsencode(model), options, out))
         self._handle = ffi.gc(out[0], self._sr.nxe_sr_release)
+        self._calls = 0  # calls in progress, under _idle
+        self._idle = threading.Condition()
 
     def close(self) -> None:
-        """Releases the session now rather than at garbage collection."""
-        if self._handle is not None:
-            ffi.release(self._handle)
-            self._handle = None
+        """Releases the session now rather than at garbage collection, once no call on it is
+        in progress."""
+        with self._idle:
+            self._idle.wait_for(lambda: self._calls == 0)
+            if self._handle is not None:
+                ffi.release(self._handle)
+                self._handle = None
 
     def __enter__(self) -> Upscaler:
         return self
@@ -153,17 +190,27 @@ class Upscaler:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _pointer(self) -> Any:
-        if self._handle is None:
-            raise ValueError("the Upscaler is closed")
-        return self._handle
+    @contextmanager
+    def _session(self) -> Iterator[Any]:
+        """The session handle for one call; close() waits until every such call has left."""
+        with self._idle:
+            if self._handle is None:
+                raise ValueError("the Upscaler is closed")
+            self._calls += 1
+        try:
+            yield self._handle
+        finally:
+            with self._idle:
+                self._calls -= 1
+                self._idle.notify_all()
 
     def info(self) -> dict[str, Any]:
         """Scale, channels (1 luma, 3 RGB), receptive radius, the tiling and precision in
         effect, and the counts of frames, tiles and reconfigurations so far."""
         info = ffi.new(_NXE_SR_INFO_PTR)
         info.struct_size = ffi.sizeof("nxe_sr_info")
-        check(self._sr.nxe_sr_get_info(self._pointer(), info))
+        with self._session() as session:
+            sr_check(self._sr.nxe_sr_get_info(session, info))
         precision = {code: name for name, code in PRECISIONS.items()}
         return {
             "name": ffi.string(info.name).decode(),
@@ -197,8 +244,8 @@ class Upscaler:
         (rows, pixels * channels)) and returns new planes of the same layout, ``scale`` times
         larger. ``matrix`` and ``range`` state the frame's colour (bt601/bt709,
         limited/full)."""
-        name = _format_name(format)
-        count, _, _, channels, dtype = _LAYOUT[name]
+        f = pixel_format(format)
+        name, count, channels, dtype = f.name, f.planes, f.plane_samples[0], f.dtype
         if len(planes) != count:
             raise ValueError(f"{name} has {count} planes, got {len(planes)}")
         arrays = [np.asarray(p) for p in planes]
@@ -234,12 +281,13 @@ class Upscaler:
         for frame, (w, h) in ((frame_in, (width, height)),
                               (frame_out, (width * scale, height * scale))):
             frame.struct_size = ffi.sizeof("nxe_sr_frame")
-            frame.format = FORMATS[name]
+            frame.format = f.code
             frame.width = w
             frame.height = h
             frame.color_matrix = _choice(MATRICES, matrix, "matrix")
             frame.color_range = _choice(RANGES, range, "range")
-        check(self._sr.nxe_sr_process(self._pointer(), frame_in, frame_out))
+        with self._session() as session:
+            sr_check(self._sr.nxe_sr_process(session, frame_in, frame_out))
         del keep
         return [o.reshape(o.shape[0], -1) if a.ndim == 2 and o.ndim == 3 else o
                 for a, o in zip(arrays, outputs)]

@@ -163,6 +163,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(commands) -> None:
+    from .sr import builtin_models
+
     upscale = commands.add_parser(
         "upscale", help="upscale an image or video with a super-resolution model",
         description="Upscales IN into OUT: PNG and JPEG images (JPEG needs Pillow) and Y4M video "
@@ -171,8 +173,8 @@ def add_parser(commands) -> None:
     upscale.add_argument("input", metavar="IN", help="input file, or 'sample'")
     upscale.add_argument("-o", "--output", metavar="OUT", required=True, help="output file")
     upscale.add_argument("--model", default="espcn-x2",
-                         help="built-in model (espcn-x2/x3/x4, edsr-x2/x4) or .nxm path "
-                         "(default espcn-x2)")
+                         help=f"built-in model ({', '.join(builtin_models())}) or .nxm "
+                         "path (default espcn-x2)")
     upscale.add_argument("--threads", type=int, default=0, help="worker threads, 0 = one per CPU")
     upscale.add_argument("--tile", type=int, default=0,
                          help="largest input tile side; 0 = the library's default, -1 = untiled")

@@ -1,6 +1,7 @@
 /* sr.c — libnxe_sr as a C user links it: open a built-in model, upscale YUV420P frames of two
- * sizes in one session, check that tiles give the untiled result byte for byte, and that bad
- * frames and options get their status and a message. */
+ * sizes in one session, check that tiles give the untiled result byte for byte, that bad
+ * frames and options get their status and a message in nxe_sr_last_error(), and that the
+ * format table answers for every code. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,7 @@ static int failures;
     do {                                                                                  \
         if (!(cond)) {                                                                    \
             fprintf(stderr, "sr.c:%d: %s failed (last error: %s)\n", __LINE__, #cond,    \
-                    nxe_last_error());                                                    \
+                    nxe_sr_last_error());                                                 \
             failures++;                                                                   \
         }                                                                                 \
     } while (0)
@@ -81,6 +82,20 @@ int main(void)
     const char *name = NULL;
     EXPECT(nxe_sr_builtin_name(0, &name) == NXE_OK && strcmp(name, "espcn-x2") == 0);
 
+    /* Codes from 1 describe themselves until the first that is not a format. */
+    nxe_sr_format_desc desc = {.struct_size = sizeof desc};
+    int32_t formats = 0;
+    while (nxe_sr_format_info(formats + 1, &desc) == NXE_OK) {
+        formats++;
+        EXPECT(desc.format == formats && desc.planes >= 1 && desc.planes <= 3);
+        EXPECT(strcmp(desc.name, nxe_sr_format_name(formats)) == 0);
+    }
+    EXPECT(formats >= NXE_SR_FORMAT_BGRA && desc.name == NULL && desc.planes == 0);
+    EXPECT(strstr(nxe_sr_last_error(), "not a pixel format") != NULL);
+    EXPECT(nxe_sr_format_info(NXE_SR_FORMAT_NV12, &desc) == NXE_OK && desc.planes == 2 &&
+           desc.plane_samples[1] == 2 && desc.layout == NXE_SR_LAYOUT_SEMIPLANAR);
+    EXPECT(nxe_sr_format_info(NXE_SR_FORMAT_NV12, NULL) == NXE_ERROR_INVALID_ARGUMENT);
+
     nxe_sr *whole = open_model("espcn-x2", NXE_SR_TILE_NONE);
     nxe_sr *tiled = open_model("espcn-x2", 24);
     if (!whole || !tiled)
@@ -108,7 +123,7 @@ int main(void)
         nxe_sr_frame bad = in.frame;
         bad.data[1] = NULL;
         EXPECT(nxe_sr_process(tiled, &bad, &out_tiled.frame) == NXE_ERROR_INVALID_ARGUMENT);
-        EXPECT(strstr(nxe_last_error(), "plane 1") != NULL);
+        EXPECT(strstr(nxe_sr_last_error(), "plane 1") != NULL);
         bad = in.frame;
         bad.strides[0] = w - 1;
         EXPECT(nxe_sr_process(tiled, &bad, &out_tiled.frame) == NXE_ERROR_INVALID_ARGUMENT);
@@ -131,7 +146,7 @@ int main(void)
     nxe_sr_options options = NXE_SR_OPTIONS_INIT;
     options.tile_size = 3;
     EXPECT(nxe_sr_open("espcn-x2", &options, &sr) == NXE_ERROR_INVALID_ARGUMENT);
-    EXPECT(strstr(nxe_last_error(), "tile_size 3") != NULL);
+    EXPECT(strstr(nxe_sr_last_error(), "tile_size 3") != NULL);
     EXPECT(nxe_sr_process(NULL, NULL, NULL) == NXE_ERROR_INVALID_ARGUMENT);
 
     nxe_sr_release(whole);

@@ -6,14 +6,15 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <nxe/nxe.h>
+#include <nxe/nxe_sr.h>
 
 #include "sr/metadata.h"
 
 #define REQUIRE(cond)                                                                        \
     do {                                                                                     \
         if (!(cond)) {                                                                       \
-            fprintf(stderr, "fuzz_sr_metadata: %s failed: %s\n", #cond, nxe_last_error());   \
+            fprintf(stderr, "fuzz_sr_metadata: %s failed: %s\n", #cond,                      \
+                    nxe_sr_last_error());                                                    \
             __builtin_trap();                                                                \
         }                                                                                    \
     } while (0)
@@ -24,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     nxe_status status = sr_read_metadata((const char *)data, size, &meta);
     REQUIRE(status == NXE_OK || status == NXE_ERROR_FORMAT);
     if (status != NXE_OK) {
-        REQUIRE(nxe_last_error()[0] != '\0');
+        REQUIRE(nxe_sr_last_error()[0] != '\0');
         return 0;
     }
     REQUIRE(memchr(meta.task, '\0', sizeof meta.task));
