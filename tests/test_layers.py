@@ -27,10 +27,19 @@ def layer_of(path: Path, root: Path) -> str:
     return parts[1]
 
 
+GENERATED = re.compile(r"configure_file\([^)]*output\s*:\s*'([^']+)'")
+
+
+def generated_here(candidate: Path) -> bool:
+    """Whether the meson.build beside `candidate` generates it into the build tree."""
+    build_file = candidate.parent / "meson.build"
+    return build_file.is_file() and candidate.name in GENERATED.findall(build_file.read_text())
+
+
 def resolve(name: str, including: Path, root: Path) -> Path:
     for folder in [including.parent] + [root / d for d in INCLUDE_DIRS]:
         candidate = folder / name
-        if candidate.is_file():
+        if candidate.is_file() or generated_here(candidate):
             return candidate
     raise AssertionError(f"{including.relative_to(root)} includes '{name}', which no include "
                          "folder holds")
