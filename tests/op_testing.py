@@ -4,7 +4,6 @@ the bf16 rounding their references use. Not a test module; the op suites import 
 from __future__ import annotations
 
 import numpy as np
-
 import nxe
 from nxe import _dtypes
 

@@ -108,6 +108,7 @@ def test_prefix_build_names_the_shared_libraries_by_the_api_version(tmp_path):
     major, minor = nxe.api_version()
     version = f"{major}.{minor}.{_binding.lib.NXE_VERSION_PATCH}"
     # libnxe_sr has an API of its own (nxe_sr.h) and is named by it.
-    sr_version = f"{_binding.lib.NXE_SR_API_VERSION_MAJOR}.{_binding.lib.NXE_SR_API_VERSION_MINOR}.0"
+    lib = _binding.lib
+    sr_version = f"{lib.NXE_SR_API_VERSION_MAJOR}.{lib.NXE_SR_API_VERSION_MINOR}.0"
     file_names = {Path(name).name for target in targets for name in target["filename"]}
     assert {f"libnxe.so.{version}", f"libnxe_sr.so.{sr_version}"} <= file_names

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import nxe
 import pytest
-
 from nxe import _binding
 
 REPO = Path(__file__).resolve().parents[1]

@@ -18,7 +18,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import nxe
 import pytest
 import torch
 

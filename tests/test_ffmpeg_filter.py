@@ -93,7 +93,8 @@ class Clip:
         return f"testsrc2=size={self.width}x{self.height}:rate=25,format=rgb24"
 
     def chain(self) -> str:
-        return f"format={self.pixel_format.ffmpeg},setparams={COLOUR_PARAMS[self.matrix, self.range]}"
+        params = COLOUR_PARAMS[self.matrix, self.range]
+        return f"format={self.pixel_format.ffmpeg},setparams={params}"
 
 
 def run_ffmpeg(

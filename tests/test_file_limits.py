@@ -12,7 +12,6 @@ import numpy as np
 import nxe
 import pytest
 from nxe._binding import check, ffi, lib
-
 from test_binary import SECTION_PLAN, PlanReader, load_error, rebuild, sections
 
 REPO = Path(__file__).resolve().parents[1]

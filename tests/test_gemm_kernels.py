@@ -23,6 +23,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from isa_levels import level_params
+
 SIZES = [1, 7, 17, 33, 65]
 # float32 sums of K products: the error grows about like sqrt(K) units of float32 rounding in
 # the sum of |terms|. Stated bound, per element:

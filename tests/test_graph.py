@@ -2,9 +2,8 @@
 thread pools and executables that outlive their graph."""
 
 import numpy as np
-import pytest
-
 import nxe
+import pytest
 
 
 def relu_chain(length, shape=(64, 64)):
@@ -81,7 +80,8 @@ def test_tensor_produced_by_two_ops_is_rejected_at_binding():
     x = g.input("x", (3,), "f32")
     y = g.tensor(name="y", dtype="f32", kind="output")
     g.op("Relu", [x], outputs=[y], name="one")
-    with pytest.raises(nxe.InvalidGraphError, match="'y' is already produced by op 'Relu' \\('one'\\)"):
+    with pytest.raises(nxe.InvalidGraphError,
+                       match="'y' is already produced by op 'Relu' \\('one'\\)"):
         g.op("Tanh", [x], outputs=[y], name="two")
 
 

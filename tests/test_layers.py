@@ -88,8 +88,8 @@ def test_the_loader_and_the_ops_see_no_graph_header():
         assert not graph, f"{path.relative_to(REPO)} reaches {graph}"
 
 
-DECLARED = re.compile(r"^[A-Za-z_][\w \t*]*?\b(nxe_\w+)\s*\([^;{]*?\)\s*(?:NXE_PRINTF\([^)]*\))?\s*;",
-                      re.M)
+DECLARED = re.compile(
+    r"^[A-Za-z_][\w \t*]*?\b(nxe_\w+)\s*\([^;{]*?\)\s*(?:NXE_PRINTF\([^)]*\))?\s*;", re.M)
 DEFINED = re.compile(r"^[A-Za-z_][\w \t*]*?\b(nxe_\w+)\s*\([^;{]*?\)\s*\{", re.M)
 
 

@@ -2,12 +2,10 @@
 scan axes and directions, Scan-8's batch axis, outer-scope reads, and the unsupported cases."""
 
 import numpy as np
-import onnx
-import pytest
-from onnx import TensorProto, helper, numpy_helper
-
 import nxe
 import nxe.onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
 
 F = TensorProto.FLOAT
 

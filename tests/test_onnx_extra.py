@@ -3,11 +3,10 @@ Det, CausalConvWithState, QuantizeLinear with a run-time scale and empty Split/S
 each checked against a numpy reference computed here."""
 
 import numpy as np
-import pytest
-from onnx import TensorProto, helper
-
 import nxe
 import nxe.onnx
+import pytest
+from onnx import TensorProto, helper
 
 F32, F16, I64, U8, I8 = (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT64,
                          TensorProto.UINT8, TensorProto.INT8)

@@ -7,11 +7,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pytest
-
 import nxe
+import pytest
 from nxe._binding import lib
-
 from op_testing import bf16_bits, bf16_values, build_op
 
 DTYPES = nxe.DTYPES

@@ -4,10 +4,8 @@ references computed here, and the errors each op gives for bad input."""
 import itertools
 
 import numpy as np
-import pytest
-
 import nxe
-
+import pytest
 from op_testing import build_op, run_single
 
 RNG = np.random.default_rng(20240611)
@@ -457,7 +455,8 @@ def onnx_conv_model(op_type, x, w, b, **attrs):
 @pytest.mark.parametrize("op_type,x_shape,w_shape,attrs", [
     ("Conv", (1, 4, 19), (6, 2, 4), {"group": 2, "auto_pad": "SAME_LOWER", "strides": [2]}),
     ("Conv", (2, 3, 8, 9), (4, 3, 3, 2), {"auto_pad": "SAME_UPPER", "strides": [2, 3]}),
-    ("Conv", (1, 2, 5, 6, 7), (3, 2, 3, 2, 3), {"pads": [1, 0, 2, 0, 1, 1], "dilations": [1, 2, 1]}),
+    ("Conv", (1, 2, 5, 6, 7), (3, 2, 3, 2, 3),
+     {"pads": [1, 0, 2, 0, 1, 1], "dilations": [1, 2, 1]}),
     ("Conv", (1, 2, 7, 7), (3, 2, 3, 3), {"auto_pad": "VALID", "strides": [2, 2]}),
     ("ConvTranspose", (1, 3, 6), (3, 2, 3), {"strides": [2], "output_shape": [14]}),
     ("ConvTranspose", (1, 2, 4, 5), (2, 3, 3, 3),
@@ -468,8 +467,8 @@ def onnx_conv_model(op_type, x, w, b, **attrs):
     ("ConvTranspose", (1, 2, 3, 2, 3), (2, 2, 2, 2, 2), {"strides": [2, 1, 2]}),
 ])
 def test_onnx_conv_nodes_import_and_match_onnxruntime(op_type, x_shape, w_shape, attrs):
-    import onnxruntime as ort
     import nxe.onnx
+    import onnxruntime as ort
 
     x, w = uniform(*x_shape), uniform(*w_shape)
     channels = w_shape[0] if op_type == "Conv" else w_shape[1] * attrs.get("group", 1)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 import nxe
 import pytest
-
 from op_testing import build_op, compile_op, dtype_code, numpy_dtype, run_op
 
 INT64_MAX = np.iinfo(np.int64).max
@@ -826,8 +825,8 @@ def test_new_ops_give_identical_results_for_one_and_three_threads(op_type, attrs
     ids=str,
 )
 def test_einsum_converter_matches_numpy_einsum(equation, shapes, rng):
-    import onnx
     import nxe.onnx as nxe_onnx
+    import onnx
     from onnx import TensorProto, helper
     names = [f"x{i}" for i in range(len(shapes))]
     ref = np.einsum(equation, *[np.zeros(s, np.float32) for s in shapes])
@@ -843,8 +842,8 @@ def test_einsum_converter_matches_numpy_einsum(equation, shapes, rng):
 
 
 def test_einsum_converter_reports_diagonals_as_unsupported():
-    import onnx
     import nxe.onnx as nxe_onnx
+    import onnx
     from onnx import TensorProto, helper
     graph = helper.make_graph(
         [helper.make_node("Einsum", ["x"], ["y"], equation="ii->i")], "einsum",

@@ -6,10 +6,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pytest
-
 import nxe
-
+import pytest
 from op_testing import bf16_bits, bf16_values, build_op, compile_op, run_op
 
 INT_DTYPES = (np.int8, np.uint8, np.int16, np.int32, np.int64)

@@ -6,10 +6,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pytest
-
 import nxe
-
+import pytest
 from op_testing import bf16_bits, bf16_values, build_op, compile_op, run_single
 
 FLOAT_TYPES = ("f16", "bf16")
@@ -544,8 +542,8 @@ def onnx_model(op_type, input_types, output_type, **attrs):
 
 def run_both(model, feeds):
     """(nxe result, onnxruntime result) of the model's output for `feeds`."""
-    import onnxruntime as ort
     import nxe.onnx
+    import onnxruntime as ort
 
     got = nxe.onnx.load(model).run(feeds)["out"]
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])

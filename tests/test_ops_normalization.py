@@ -2,10 +2,8 @@
 the errors each op gives for bad input."""
 
 import numpy as np
-import pytest
-
 import nxe
-
+import pytest
 from op_testing import build_op, run_single
 
 RNG = np.random.default_rng(20240613)

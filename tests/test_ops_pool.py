@@ -4,10 +4,8 @@ numpy references computed here, and the errors each op gives for bad input."""
 import itertools
 
 import numpy as np
-import pytest
-
 import nxe
-
+import pytest
 from op_testing import build_op, run_single
 
 RNG = np.random.default_rng(20240612)
@@ -253,7 +251,6 @@ def test_pool_rejects_unknown_attribute():
 
 
 def onnx_single_node(op_type, x, outputs=("y",), **attrs):
-    import onnx
     from onnx import TensorProto, helper
 
     elem = helper.np_dtype_to_tensor_dtype(x.dtype)

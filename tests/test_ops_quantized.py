@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import nxe
 import pytest
-
 from op_testing import compile_op, run_op
 
 Q8 = (np.uint8, np.int8)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import nxe
 import pytest
-
 from op_testing import run_op
 
 RTOL, ATOL = 1e-4, 1e-5
@@ -238,8 +237,8 @@ def test_sequence_length_out_of_range_fails_the_run(rng):
 
 
 def test_onnx_lstm_with_sequence_lengths_imports_and_matches_onnxruntime(rng):
-    import onnxruntime as ort
     import nxe.onnx
+    import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
 
     steps, batch, inp, hs = 5, 3, 4, 6

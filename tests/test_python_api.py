@@ -488,11 +488,11 @@ def test_every_dtype_crosses_with_its_numpy_dtype(rng, dtype):
                                          ("UINT32", np.uint32), ("UINT64", np.uint64),
                                          ("BFLOAT16", "bfloat16")])
 def test_onnx_models_exchange_every_dtype_with_their_numpy_types(rng, elem, dtype):
-    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnx")
     ml_dtypes = pytest.importorskip("ml_dtypes")
+    import nxe.onnx
     from onnx import TensorProto, helper
     from onnx.reference import ReferenceEvaluator
-    import nxe.onnx
 
     dtype = np.dtype(ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype)
     elem = getattr(TensorProto, elem)

@@ -9,12 +9,11 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-import pytest
-import sr_reference as ref
-
 import nxe
 import nxe.models
 import nxe.sr
+import pytest
+import sr_reference as ref
 from nxe._binding import ffi, lib, sr_library
 
 ESPCN = "espcn-x2"

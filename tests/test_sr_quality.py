@@ -6,14 +6,13 @@ resolution images are made as in training: antialiased bicubic downscaling (PyTo
 from __future__ import annotations
 
 import numpy as np
+import nxe.sr
 import pytest
 import skimage.data
 import sr_reference as ref
 import torch
-from torch.nn import functional
-
-import nxe.sr
 from nxe import metrics
+from torch.nn import functional
 
 EVAL_IMAGES = ("astronaut", "chelsea", "camera")
 

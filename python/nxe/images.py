@@ -1,8 +1,8 @@
 """Image and raw-video files for `nxe upscale`: PNG read and written by nxe itself (zlib from the
 standard library), JPEG through Pillow (the `image` extra), and Y4M video streamed frame by
 frame. Where Pillow is installed it also reads PNG, much faster than the pure-Python unfilter
-loop here, which stays as the reader of the core install. Files are untrusted input: malformed ones raise ValueError with the
-reason, never anything worse.
+loop here, which stays as the reader of the core install. Files are untrusted input: malformed
+ones raise ValueError with the reason, never anything worse.
 """
 
 from __future__ import annotations
