@@ -78,12 +78,20 @@ static int has_avx2_fma(void)
 /* Twelve named accumulators rather than an array: the compiler keeps each in a register
  * (an array of vectors it may leave in memory), and twelve chains cover FMA latency times
  * throughput on current cores while fitting AVX2's sixteen registers with the two constants. */
-#define FMA_TWELVE(fma, mul, add)                                                               \
-    do {                                                                                        \
-        a0 = fma(a0, mul, add); a1 = fma(a1, mul, add); a2 = fma(a2, mul, add);                 \
-        a3 = fma(a3, mul, add); a4 = fma(a4, mul, add); a5 = fma(a5, mul, add);                 \
-        a6 = fma(a6, mul, add); a7 = fma(a7, mul, add); a8 = fma(a8, mul, add);                 \
-        a9 = fma(a9, mul, add); a10 = fma(a10, mul, add); a11 = fma(a11, mul, add);             \
+#define FMA_TWELVE(fma, mul, add)                                                                  \
+    do {                                                                                           \
+        a0 = fma(a0, mul, add);                                                                    \
+        a1 = fma(a1, mul, add);                                                                    \
+        a2 = fma(a2, mul, add);                                                                    \
+        a3 = fma(a3, mul, add);                                                                    \
+        a4 = fma(a4, mul, add);                                                                    \
+        a5 = fma(a5, mul, add);                                                                    \
+        a6 = fma(a6, mul, add);                                                                    \
+        a7 = fma(a7, mul, add);                                                                    \
+        a8 = fma(a8, mul, add);                                                                    \
+        a9 = fma(a9, mul, add);                                                                    \
+        a10 = fma(a10, mul, add);                                                                  \
+        a11 = fma(a11, mul, add);                                                                  \
     } while (0)
 
 __attribute__((target("avx512f"))) static void *fma512_thread(void *arg)
@@ -171,11 +179,11 @@ __attribute__((target("avx512f,avx512vnni"))) static void *vnni_int8_thread(void
     for (uint64_t n = 0; n < work->iterations; ++n)
         for (int k = 0; k < FMA_INNER; ++k)
             FMA_TWELVE(_mm512_dpbusd_epi32, mul, add);
-    __m512i total = _mm512_add_epi32(
-        _mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)),
-        _mm512_add_epi32(_mm512_add_epi32(a4, a5), _mm512_add_epi32(a6, a7)));
-    total = _mm512_add_epi32(total, _mm512_add_epi32(_mm512_add_epi32(a8, a9),
-                                                     _mm512_add_epi32(a10, a11)));
+    __m512i total =
+        _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)),
+                         _mm512_add_epi32(_mm512_add_epi32(a4, a5), _mm512_add_epi32(a6, a7)));
+    total = _mm512_add_epi32(
+        total, _mm512_add_epi32(_mm512_add_epi32(a8, a9), _mm512_add_epi32(a10, a11)));
     work->sink = (double)_mm512_reduce_add_epi32(total);
     return NULL;
 }
@@ -226,9 +234,14 @@ __attribute__((target("amx-tile,amx-bf16"))) static void *amx_bf16_thread(void *
     static const uint16_t operand[16 * 32];
     float out[16 * 16];
     amx_configure();
-    _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
-    _tile_loadd(4, operand, 64); _tile_loadd(5, operand, 64);
-    _tile_loadd(6, operand, 64); _tile_loadd(7, operand, 64);
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    _tile_loadd(4, operand, 64);
+    _tile_loadd(5, operand, 64);
+    _tile_loadd(6, operand, 64);
+    _tile_loadd(7, operand, 64);
     for (uint64_t n = 0; n < work->iterations; ++n)
         for (int k = 0; k < FMA_INNER; ++k) {
             _tile_dpbf16ps(0, 4, 6);
@@ -248,9 +261,14 @@ __attribute__((target("amx-tile,amx-int8"))) static void *amx_int8_thread(void *
     static const int8_t operand[16 * 64];
     int32_t out[16 * 16];
     amx_configure();
-    _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
-    _tile_loadd(4, operand, 64); _tile_loadd(5, operand, 64);
-    _tile_loadd(6, operand, 64); _tile_loadd(7, operand, 64);
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    _tile_loadd(4, operand, 64);
+    _tile_loadd(5, operand, 64);
+    _tile_loadd(6, operand, 64);
+    _tile_loadd(7, operand, 64);
     for (uint64_t n = 0; n < work->iterations; ++n)
         for (int k = 0; k < FMA_INNER; ++k) {
             _tile_dpbssd(0, 4, 6);
@@ -285,8 +303,7 @@ static double run_threads(void *(*body)(void *), int threads, uint64_t iteration
 
 /* Best rate over a few timed rounds, each sized to last about `seconds`; ops_per_iteration is
  * per thread per inner loop. Returns operations per second, or -1 when threads failed. */
-static double measure(void *(*body)(void *), int threads, double ops_per_iteration,
-                      double seconds)
+static double measure(void *(*body)(void *), int threads, double ops_per_iteration, double seconds)
 {
     uint64_t iterations = 10;
     double elapsed = run_threads(body, threads, iterations);
@@ -320,8 +337,8 @@ static void print_figure(const char *name, const char *isa, double rate, const c
         printf("  \"%s\": {\"isa\": \"%s\", \"gops\": %.1f}%s\n", name, isa, rate * 1e-9,
                last ? "" : ",");
     else
-        printf("  \"%s\": {\"isa\": null, \"gops\": null, \"reason\": \"%s\"}%s\n", name,
-               reason, last ? "" : ",");
+        printf("  \"%s\": {\"isa\": null, \"gops\": null, \"reason\": \"%s\"}%s\n", name, reason,
+               last ? "" : ",");
 }
 
 int main(int argc, char **argv)
@@ -361,11 +378,11 @@ int main(int argc, char **argv)
     if (amx_reason == NULL) {
         /* Per tile op: 16x16 outputs, each 32 bf16 (64 int8) multiply-adds = 2 ops apiece. */
         print_figure("amx_bf16", "amx",
-                     measure(amx_bf16_thread, threads, 4.0 * 16 * 16 * 32 * 2 * FMA_INNER,
-                             seconds), "thread start failed", 0);
+                     measure(amx_bf16_thread, threads, 4.0 * 16 * 16 * 32 * 2 * FMA_INNER, seconds),
+                     "thread start failed", 0);
         print_figure("amx_int8", "amx",
-                     measure(amx_int8_thread, threads, 4.0 * 16 * 16 * 64 * 2 * FMA_INNER,
-                             seconds), "thread start failed", 1);
+                     measure(amx_int8_thread, threads, 4.0 * 16 * 16 * 64 * 2 * FMA_INNER, seconds),
+                     "thread start failed", 1);
     } else {
         print_figure("amx_bf16", NULL, -1.0, amx_reason, 0);
         print_figure("amx_int8", NULL, -1.0, amx_reason, 1);

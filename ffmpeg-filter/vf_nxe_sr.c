@@ -25,14 +25,59 @@ typedef struct NxeSrContext {
 #define OFFSET(x) offsetof(NxeSrContext, x)
 #define FLAGS AV_OPT_FLAG_FILTERING_PARAM | AV_OPT_FLAG_VIDEO_PARAM
 static const AVOption nxesr_options[] = {
-    { "model", "built-in model name or .nxm file", OFFSET(model), AV_OPT_TYPE_STRING, { .str = "espcn-x2" }, 0, 0, FLAGS },
-    { "tile", "input tile side in pixels, >= 8 (0: library default, -1: untiled)", OFFSET(tile), AV_OPT_TYPE_INT, { .i64 = NXE_SR_TILE_DEFAULT }, NXE_SR_TILE_NONE, INT_MAX, FLAGS },
-    { "overlap", "input pixels tiles share with each neighbour (-1: the model's receptive radius, which makes tiles exact)", OFFSET(overlap), AV_OPT_TYPE_INT, { .i64 = NXE_SR_OVERLAP_DEFAULT }, NXE_SR_OVERLAP_DEFAULT, INT_MAX, FLAGS },
-    { "precision", "arithmetic the model may use", OFFSET(precision), AV_OPT_TYPE_INT, { .i64 = NXE_SR_PRECISION_FP32 }, NXE_SR_PRECISION_FP32, NXE_SR_PRECISION_RELAX, FLAGS, "precision" },
-        { "fp32", "exact fp32", 0, AV_OPT_TYPE_CONST, { .i64 = NXE_SR_PRECISION_FP32 }, 0, 0, FLAGS, "precision" },
-        { "relax", "fp32 work may run in bf16 with fp32 accumulation", 0, AV_OPT_TYPE_CONST, { .i64 = NXE_SR_PRECISION_RELAX }, 0, 0, FLAGS, "precision" },
-    { NULL }
-};
+    {"model",
+     "built-in model name or .nxm file",
+     OFFSET(model),
+     AV_OPT_TYPE_STRING,
+     {.str = "espcn-x2"},
+     0,
+     0,
+     FLAGS},
+    {"tile",
+     "input tile side in pixels, >= 8 (0: library default, -1: untiled)",
+     OFFSET(tile),
+     AV_OPT_TYPE_INT,
+     {.i64 = NXE_SR_TILE_DEFAULT},
+     NXE_SR_TILE_NONE,
+     INT_MAX,
+     FLAGS},
+    {"overlap",
+     "input pixels tiles share with each neighbour (-1: the model's receptive radius, which makes "
+     "tiles exact)",
+     OFFSET(overlap),
+     AV_OPT_TYPE_INT,
+     {.i64 = NXE_SR_OVERLAP_DEFAULT},
+     NXE_SR_OVERLAP_DEFAULT,
+     INT_MAX,
+     FLAGS},
+    {"precision",
+     "arithmetic the model may use",
+     OFFSET(precision),
+     AV_OPT_TYPE_INT,
+     {.i64 = NXE_SR_PRECISION_FP32},
+     NXE_SR_PRECISION_FP32,
+     NXE_SR_PRECISION_RELAX,
+     FLAGS,
+     "precision"},
+    {"fp32",
+     "exact fp32",
+     0,
+     AV_OPT_TYPE_CONST,
+     {.i64 = NXE_SR_PRECISION_FP32},
+     0,
+     0,
+     FLAGS,
+     "precision"},
+    {"relax",
+     "fp32 work may run in bf16 with fp32 accumulation",
+     0,
+     AV_OPT_TYPE_CONST,
+     {.i64 = NXE_SR_PRECISION_RELAX},
+     0,
+     0,
+     FLAGS,
+     "precision"},
+    {NULL}};
 
 AVFILTER_DEFINE_CLASS(nxesr);
 
@@ -41,18 +86,18 @@ static const struct {
     enum AVPixelFormat av;
     int32_t nxe;
 } pixel_formats[] = {
-    { AV_PIX_FMT_GRAY8,       NXE_SR_FORMAT_GRAY8 },
-    { AV_PIX_FMT_YUV420P,     NXE_SR_FORMAT_YUV420P },
-    { AV_PIX_FMT_YUV422P,     NXE_SR_FORMAT_YUV422P },
-    { AV_PIX_FMT_YUV444P,     NXE_SR_FORMAT_YUV444P },
-    { AV_PIX_FMT_YUV420P10LE, NXE_SR_FORMAT_YUV420P10 },
-    { AV_PIX_FMT_YUV422P10LE, NXE_SR_FORMAT_YUV422P10 },
-    { AV_PIX_FMT_YUV444P10LE, NXE_SR_FORMAT_YUV444P10 },
-    { AV_PIX_FMT_NV12,        NXE_SR_FORMAT_NV12 },
-    { AV_PIX_FMT_RGB24,       NXE_SR_FORMAT_RGB24 },
-    { AV_PIX_FMT_BGR24,       NXE_SR_FORMAT_BGR24 },
-    { AV_PIX_FMT_RGBA,        NXE_SR_FORMAT_RGBA },
-    { AV_PIX_FMT_BGRA,        NXE_SR_FORMAT_BGRA },
+    {AV_PIX_FMT_GRAY8, NXE_SR_FORMAT_GRAY8},
+    {AV_PIX_FMT_YUV420P, NXE_SR_FORMAT_YUV420P},
+    {AV_PIX_FMT_YUV422P, NXE_SR_FORMAT_YUV422P},
+    {AV_PIX_FMT_YUV444P, NXE_SR_FORMAT_YUV444P},
+    {AV_PIX_FMT_YUV420P10LE, NXE_SR_FORMAT_YUV420P10},
+    {AV_PIX_FMT_YUV422P10LE, NXE_SR_FORMAT_YUV422P10},
+    {AV_PIX_FMT_YUV444P10LE, NXE_SR_FORMAT_YUV444P10},
+    {AV_PIX_FMT_NV12, NXE_SR_FORMAT_NV12},
+    {AV_PIX_FMT_RGB24, NXE_SR_FORMAT_RGB24},
+    {AV_PIX_FMT_BGR24, NXE_SR_FORMAT_BGR24},
+    {AV_PIX_FMT_RGBA, NXE_SR_FORMAT_RGBA},
+    {AV_PIX_FMT_BGRA, NXE_SR_FORMAT_BGRA},
 };
 
 static int32_t nxe_format_of(enum AVPixelFormat format)
@@ -68,17 +113,14 @@ static int library_error(AVFilterContext *ctx, nxe_status status, const char *wh
 {
     av_log(ctx, AV_LOG_ERROR, "%s: %s (%s)\n", what, nxe_sr_last_error(), nxe_status_name(status));
     switch (status) {
-    case NXE_ERROR_OUT_OF_MEMORY:
-        return AVERROR(ENOMEM);
+    case NXE_ERROR_OUT_OF_MEMORY: return AVERROR(ENOMEM);
     case NXE_ERROR_INVALID_ARGUMENT:
     case NXE_ERROR_UNSUPPORTED:
     case NXE_ERROR_NOT_FOUND:
     case NXE_ERROR_SHAPE_MISMATCH:
     case NXE_ERROR_IO:
-    case NXE_ERROR_FORMAT:
-        return AVERROR(EINVAL);
-    default:
-        return AVERROR_EXTERNAL;
+    case NXE_ERROR_FORMAT: return AVERROR(EINVAL);
+    default: return AVERROR_EXTERNAL;
     }
 }
 
@@ -86,7 +128,7 @@ static av_cold int init(AVFilterContext *ctx)
 {
     NxeSrContext *s = ctx->priv;
     nxe_sr_options options = NXE_SR_OPTIONS_INIT;
-    nxe_sr_info info = { sizeof(nxe_sr_info) };
+    nxe_sr_info info = {sizeof(nxe_sr_info)};
     nxe_status status;
 
     options.num_threads = ctx->nb_threads;
@@ -101,8 +143,8 @@ static av_cold int init(AVFilterContext *ctx)
         return library_error(ctx, status, "cannot read the model's info");
     av_log(ctx, AV_LOG_VERBOSE, "model %s: x%d on %s, tile %d, overlap %d, %s, %d threads\n",
            info.name, info.scale, info.channels == 1 ? "luma" : "RGB", info.tile_size,
-           info.tile_overlap,
-           info.precision == NXE_SR_PRECISION_RELAX ? "relax" : "fp32", info.num_threads);
+           info.tile_overlap, info.precision == NXE_SR_PRECISION_RELAX ? "relax" : "fp32",
+           info.num_threads);
     return 0;
 }
 
@@ -172,8 +214,10 @@ static int filter_frame(AVFilterLink *inlink, AVFrame *in)
         goto fail;
 
     describe_frame(&input, in, format);
-    input.color_matrix = in->colorspace == AVCOL_SPC_BT709 ? NXE_SR_MATRIX_BT709 : NXE_SR_MATRIX_BT601;
-    input.color_range = in->color_range == AVCOL_RANGE_JPEG ? NXE_SR_RANGE_FULL : NXE_SR_RANGE_LIMITED;
+    input.color_matrix =
+        in->colorspace == AVCOL_SPC_BT709 ? NXE_SR_MATRIX_BT709 : NXE_SR_MATRIX_BT601;
+    input.color_range =
+        in->color_range == AVCOL_RANGE_JPEG ? NXE_SR_RANGE_FULL : NXE_SR_RANGE_LIMITED;
     describe_frame(&output, out, format);
     output.color_matrix = input.color_matrix;
     output.color_range = input.color_range;
@@ -201,27 +245,28 @@ static av_cold void uninit(AVFilterContext *ctx)
 
 static const AVFilterPad nxe_sr_inputs[] = {
     {
-        .name         = "default",
-        .type         = AVMEDIA_TYPE_VIDEO,
+        .name = "default",
+        .type = AVMEDIA_TYPE_VIDEO,
         .filter_frame = filter_frame,
     },
 };
 
 static const AVFilterPad nxe_sr_outputs[] = {
     {
-        .name         = "default",
-        .type         = AVMEDIA_TYPE_VIDEO,
+        .name = "default",
+        .type = AVMEDIA_TYPE_VIDEO,
         .config_props = config_output,
     },
 };
 
 const AVFilter ff_vf_nxe_sr = {
-    .name          = "nxe_sr",
-    .description   = NULL_IF_CONFIG_SMALL("Upscale video with a super-resolution model through libnxe_sr."),
-    .priv_size     = sizeof(NxeSrContext),
-    .priv_class    = &nxesr_class,
-    .init          = init,
-    .uninit        = uninit,
+    .name = "nxe_sr",
+    .description =
+        NULL_IF_CONFIG_SMALL("Upscale video with a super-resolution model through libnxe_sr."),
+    .priv_size = sizeof(NxeSrContext),
+    .priv_class = &nxesr_class,
+    .init = init,
+    .uninit = uninit,
     FILTER_INPUTS(nxe_sr_inputs),
     FILTER_OUTPUTS(nxe_sr_outputs),
     FILTER_QUERY_FUNC(query_formats),

@@ -36,10 +36,8 @@ static const char *const level_names[] = {
 
 /* The scalar row is empty: its ops run the reference kernels. */
 #define ROW(level) NXE_ROW_INIT(level),
-static const nxe_kernel_table rows[] = {
-    {.level = NXE_ISA_LEVEL_SCALAR, .name = "scalar"},
-    NXE_ROW_LEVELS(ROW)
-};
+static const nxe_kernel_table rows[] = {{.level = NXE_ISA_LEVEL_SCALAR, .name = "scalar"},
+                                        NXE_ROW_LEVELS(ROW)};
 #undef ROW
 
 NXE_GEMM_UKERNELS(NXE_DEFINE_GEMM_UKERNEL)
@@ -48,24 +46,23 @@ NXE_Q8_UKERNELS(NXE_DEFINE_Q8_UKERNEL)
 /* Ends with an empty entry, not counted: the lists are empty off x86-64, and C has no empty
  * arrays. */
 static const nxe_ukernel_entry entries[] = {
-    NXE_GEMM_UKERNELS(NXE_GEMM_UKERNEL_ENTRY) NXE_Q8_UKERNELS(NXE_Q8_UKERNEL_ENTRY)
-    {.gemm = NULL},
+    NXE_GEMM_UKERNELS(NXE_GEMM_UKERNEL_ENTRY) NXE_Q8_UKERNELS(NXE_Q8_UKERNEL_ENTRY){.gemm = NULL},
 };
 #define ENTRY_COUNT ((int32_t)(sizeof entries / sizeof entries[0]) - 1)
 
 /* ---- detection ---- */
 
 #define AVX2_LEVEL_FEATURES (NXE_CPU_FEATURE_AVX2 | NXE_CPU_FEATURE_FMA)
-#define AVX512_LEVEL_FEATURES                                                                \
+#define AVX512_LEVEL_FEATURES                                                                      \
     (NXE_CPU_FEATURE_AVX512F | NXE_CPU_FEATURE_AVX512BW | NXE_CPU_FEATURE_AVX512VL)
-#define AMX_LEVEL_FEATURES                                                                   \
+#define AMX_LEVEL_FEATURES                                                                         \
     (NXE_CPU_FEATURE_AMX_TILE | NXE_CPU_FEATURE_AMX_BF16 | NXE_CPU_FEATURE_AMX_INT8)
 
 #if defined(NXE_DISPATCH_X86)
 
 /* XCR0 state-component bits the OS sets when it saves and restores the registers. */
-#define XCR0_AVX_STATE 0x6ull                         /* SSE + upper YMM */
-#define XCR0_AVX512_STATE 0xE6ull                     /* + opmask, ZMM_Hi256, Hi16_ZMM */
+#define XCR0_AVX_STATE 0x6ull                        /* SSE + upper YMM */
+#define XCR0_AVX512_STATE 0xE6ull                    /* + opmask, ZMM_Hi256, Hi16_ZMM */
 #define XCR0_AMX_STATE ((1ull << 17) | (1ull << 18)) /* XTILECFG + XTILEDATA */
 
 static uint64_t read_xcr0(void)
@@ -165,7 +162,6 @@ static void detect_x86(nxe_cpu_detection *d, char *missing, size_t size)
 
 #endif
 
-
 static void detect_machine(nxe_cpu_detection *d, char *missing, size_t size)
 {
     d->features = 0;
@@ -194,9 +190,7 @@ static void level_list(char *out, size_t size)
     size_t used = 0;
     out[0] = '\0';
     for (int level = 0; level < NXE_ISA_LEVEL_COUNT && used < size; level++) {
-        const char *separator = level == 0                         ? ""
-                                : level == NXE_ISA_LEVEL_COUNT - 1 ? " or "
-                                                                   : ", ";
+        const char *separator = level == 0 ? "" : level == NXE_ISA_LEVEL_COUNT - 1 ? " or " : ", ";
         used += (size_t)snprintf(out + used, size - used, "%s%s", separator, level_names[level]);
     }
 }
@@ -208,20 +202,18 @@ static void apply_cap(nxe_cpu_detection *d, const char *missing, const char *val
     int requested = requested_level(value);
     d->level = d->machine_level;
     if (requested == -1) {
-        snprintf(d->reason, sizeof d->reason, "the best this machine allows: %s",
-                 why_not_higher);
+        snprintf(d->reason, sizeof d->reason, "the best this machine allows: %s", why_not_higher);
     } else if (requested == -2) {
         char levels[64];
         level_list(levels, sizeof levels);
-        snprintf(d->reason, sizeof d->reason, "NXE_ISA=%.32s is not %s: ignored; %s", value,
-                 levels, why_not_higher);
+        snprintf(d->reason, sizeof d->reason, "NXE_ISA=%.32s is not %s: ignored; %s", value, levels,
+                 why_not_higher);
     } else if (requested < (int)d->machine_level) {
         d->level = (nxe_isa_level)requested;
         snprintf(d->reason, sizeof d->reason, "NXE_ISA=%s caps %s", level_names[requested],
                  machine);
     } else if (requested == (int)d->machine_level) {
-        snprintf(d->reason, sizeof d->reason, "NXE_ISA=%s is this machine's best level",
-                 machine);
+        snprintf(d->reason, sizeof d->reason, "NXE_ISA=%s is this machine's best level", machine);
     } else {
         snprintf(d->reason, sizeof d->reason, "NXE_ISA=%s is above this machine, kept %s: %s",
                  level_names[requested], machine, missing);
@@ -247,8 +239,8 @@ static bool needs_tiles(const nxe_ukernel_entry *entry)
     return (entry->features & NXE_CPU_FEATURE_AMX_TILE) != 0;
 }
 
-bool nxe_ukernel_runnable(const nxe_ukernel_entry *entry, nxe_isa_level level,
-                          uint64_t features, char *why, size_t why_size)
+bool nxe_ukernel_runnable(const nxe_ukernel_entry *entry, nxe_isa_level level, uint64_t features,
+                          char *why, size_t why_size)
 {
     const uint64_t lacking = entry->features & ~features;
     if (entry->level > level) {
@@ -259,8 +251,10 @@ bool nxe_ukernel_runnable(const nxe_ukernel_entry *entry, nxe_isa_level level,
     }
     if (lacking) {
         if (why)
-            snprintf(why, why_size, "needs CPU feature bits 0x%llx (enum nxe_cpu_feature) "
-                     "this CPU lacks", (unsigned long long)lacking);
+            snprintf(why, why_size,
+                     "needs CPU feature bits 0x%llx (enum nxe_cpu_feature) "
+                     "this CPU lacks",
+                     (unsigned long long)lacking);
         return false;
     }
     return true;

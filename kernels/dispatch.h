@@ -30,30 +30,33 @@ typedef struct nxe_kernel_table {
 
 /* A microkernel of the lists in kernels/list.h, with what it needs to run. */
 typedef struct nxe_ukernel_entry {
-    nxe_isa_level level;               /* its dispatch row */
-    uint64_t features;                 /* enum nxe_cpu_feature bits beyond the level's */
-    const nxe_gemm_kernel *gemm;       /* f32 or bf16, or NULL */
-    const nxe_q8_gemm_kernel *q8;      /* or the 8-bit one */
+    nxe_isa_level level;          /* its dispatch row */
+    uint64_t features;            /* enum nxe_cpu_feature bits beyond the level's */
+    const nxe_gemm_kernel *gemm;  /* f32 or bf16, or NULL */
+    const nxe_q8_gemm_kernel *q8; /* or the 8-bit one */
 } nxe_ukernel_entry;
 
 /* From the lists of kernels/list.h: a level's row (microkernels unset); a list entry's
  * descriptor, defined static and named after it; its nxe_ukernel_entry. */
 #define NXE_ROW_FIELD_INIT(type, name, row) .name = nxe_##name##_##row,
-#define NXE_ROW_INIT(row)                                                                    \
-    {.level = (nxe_isa_level)NXE_ISA_LEVEL_OF_##row, .name = #row,                           \
+#define NXE_ROW_INIT(row)                                                                          \
+    {.level = (nxe_isa_level)NXE_ISA_LEVEL_OF_##row,                                               \
+     .name = #row,                                                                                 \
      NXE_PORTABLE_KERNELS(NXE_ROW_FIELD_INIT, row)}
 #define NXE_UKERNEL_VAR(dtype, mr, nr, isa) nxe_kernel_##dtype##_##mr##x##nr##_##isa
-#define NXE_DEFINE_GEMM_UKERNEL(dtype, mr, nr, isa, row, features)                           \
-    static const nxe_gemm_kernel NXE_UKERNEL_VAR(dtype, mr, nr, isa) =                       \
+#define NXE_DEFINE_GEMM_UKERNEL(dtype, mr, nr, isa, row, features)                                 \
+    static const nxe_gemm_kernel NXE_UKERNEL_VAR(dtype, mr, nr, isa) =                             \
         NXE_GEMM_KERNEL_INIT(dtype, mr, nr, isa, row);
-#define NXE_DEFINE_Q8_UKERNEL(dtype, mr, nr, isa, row, features)                             \
-    static const nxe_q8_gemm_kernel NXE_UKERNEL_VAR(dtype, mr, nr, isa) =                    \
+#define NXE_DEFINE_Q8_UKERNEL(dtype, mr, nr, isa, row, features)                                   \
+    static const nxe_q8_gemm_kernel NXE_UKERNEL_VAR(dtype, mr, nr, isa) =                          \
         NXE_Q8_KERNEL_INIT(dtype, mr, nr, isa);
-#define NXE_GEMM_UKERNEL_ENTRY(dtype, mr, nr, isa, row, features_)                           \
-    {.level = (nxe_isa_level)NXE_ISA_LEVEL_OF_##row, .features = (features_),                               \
+#define NXE_GEMM_UKERNEL_ENTRY(dtype, mr, nr, isa, row, features_)                                 \
+    {.level = (nxe_isa_level)NXE_ISA_LEVEL_OF_##row,                                               \
+     .features = (features_),                                                                      \
      .gemm = &NXE_UKERNEL_VAR(dtype, mr, nr, isa)},
-#define NXE_Q8_UKERNEL_ENTRY(dtype, mr, nr, isa, row, features_)                             \
-    {.level = (nxe_isa_level)NXE_ISA_LEVEL_OF_##row, .features = (features_),                               \
+#define NXE_Q8_UKERNEL_ENTRY(dtype, mr, nr, isa, row, features_)                                   \
+    {.level = (nxe_isa_level)NXE_ISA_LEVEL_OF_##row,                                               \
+     .features = (features_),                                                                      \
      .q8 = &NXE_UKERNEL_VAR(dtype, mr, nr, isa)},
 
 /* What detection found, once per process. */
@@ -84,8 +87,8 @@ const nxe_ukernel_entry *nxe_ukernel_entries(int32_t *count);
 
 /* Whether `entry` runs where detection found `features` at `level`; if not, why (a message
  * into why, why_size bytes). */
-bool nxe_ukernel_runnable(const nxe_ukernel_entry *entry, nxe_isa_level level,
-                          uint64_t features, char *why, size_t why_size);
+bool nxe_ukernel_runnable(const nxe_ukernel_entry *entry, nxe_isa_level level, uint64_t features,
+                          char *why, size_t why_size);
 
 /* Fills table's microkernels from `entries`: per dtype the last entry at or below `level`
  * whose features are all in `features`. An entry that needs AMX tiles is taken only when

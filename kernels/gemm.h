@@ -27,9 +27,9 @@ typedef enum nxe_activation {
     NXE_ACTIVATION_LEAKY_RELU, /* v < 0 ? alpha * v : v */
     NXE_ACTIVATION_TANH,
     NXE_ACTIVATION_SIGMOID,
-    NXE_ACTIVATION_GELU_ERF,   /* 0.5 v (1 + erf(v / sqrt 2)) */
-    NXE_ACTIVATION_GELU_TANH,  /* 0.5 v (1 + tanh(sqrt(2/pi) (v + 0.044715 v^3))) */
-    NXE_ACTIVATION_SILU,       /* v * sigmoid(v) */
+    NXE_ACTIVATION_GELU_ERF,  /* 0.5 v (1 + erf(v / sqrt 2)) */
+    NXE_ACTIVATION_GELU_TANH, /* 0.5 v (1 + tanh(sqrt(2/pi) (v + 0.044715 v^3))) */
+    NXE_ACTIVATION_SILU,      /* v * sigmoid(v) */
     NXE_ACTIVATION_COUNT
 } nxe_activation;
 
@@ -41,7 +41,7 @@ typedef enum nxe_activation {
  * A neutral epilogue has scale and bias_scale 1. */
 typedef struct nxe_epilogue {
     float scale;
-    int32_t activation;                   /* nxe_activation */
+    int32_t activation; /* nxe_activation */
     float alpha;
     float beta;
     int32_t residual_before_activation;
@@ -53,10 +53,10 @@ typedef struct nxe_epilogue {
  * bias_stride_n being 0 or 1 (per row: 1, 0; per column: 0, 1; one value: 0, 0; a matrix:
  * its row stride, 1). */
 typedef struct nxe_epilogue_operands {
-    const float *bias;       /* the tile's first bias value */
+    const float *bias; /* the tile's first bias value */
     int64_t bias_stride_m;
     int64_t bias_stride_n;
-    const float *residual;   /* the tile's first residual value, rows ldr apart */
+    const float *residual; /* the tile's first residual value, rows ldr apart */
     int64_t ldr;
 } nxe_epilogue_operands;
 
@@ -90,14 +90,14 @@ typedef void nxe_epilogue_fn(int32_t mr, int32_t nr, float *c, int64_t ldc,
 
 /* One microkernel and what it needs around it. */
 typedef struct nxe_gemm_kernel {
-    const char *name;        /* <dtype>-gemm-<MR>x<NR>-<isa>, e.g. "f32-gemm-8x48-avx512" */
-    int32_t type;            /* nxe_gemm_type */
+    const char *name; /* <dtype>-gemm-<MR>x<NR>-<isa>, e.g. "f32-gemm-8x48-avx512" */
+    int32_t type;     /* nxe_gemm_type */
     int32_t mr;
     int32_t nr;
     int32_t k_unit;
     nxe_gemm_ukernel_fn *run;
-    nxe_epilogue_fn *epilogue;           /* the portable epilogue of the kernel's level */
-    nxe_gemm_ukernel_rows_fn *run_rows;  /* NULL: A is always packed */
+    nxe_epilogue_fn *epilogue;          /* the portable epilogue of the kernel's level */
+    nxe_gemm_ukernel_rows_fn *run_rows; /* NULL: A is always packed */
 } nxe_gemm_kernel;
 
 /* Reduction slices longer than this are split into blocks whose partial sums wait in C. */
@@ -122,9 +122,8 @@ size_t nxe_gemm_packed_bytes(const nxe_gemm_kernel *kernel, int64_t k, int64_t w
 /* Packs the operand element (k, x) = src[k * stride_k + x * stride_x], for k < k_count and
  * x < w_count, into panels `width` wide (kernel->mr for A, kernel->nr for B) at dst, laid out
  * as nxe_gemm_packed_bytes describes. Converts to bf16 for bf16 kernels. */
-void nxe_gemm_pack(const nxe_gemm_kernel *kernel, int32_t width, const float *src,
-                   int64_t stride_k, int64_t stride_x, int64_t k_count, int64_t w_count,
-                   void *dst);
+void nxe_gemm_pack(const nxe_gemm_kernel *kernel, int32_t width, const float *src, int64_t stride_k,
+                   int64_t stride_x, int64_t k_count, int64_t w_count, void *dst);
 
 /* The same for panels [panel_begin, panel_end) only (each panel is independent). */
 void nxe_gemm_pack_panels(const nxe_gemm_kernel *kernel, int32_t width, const float *src,
@@ -132,8 +131,8 @@ void nxe_gemm_pack_panels(const nxe_gemm_kernel *kernel, int32_t width, const fl
                           int64_t panel_begin, int64_t panel_end, void *dst);
 
 /* Where packed panel `panel`'s block starting at reduction index k0 begins. */
-const void *nxe_gemm_panel_block(const nxe_gemm_kernel *kernel, const void *packed,
-                                 int32_t width, int64_t k, int64_t panel, int64_t k0);
+const void *nxe_gemm_panel_block(const nxe_gemm_kernel *kernel, const void *packed, int32_t width,
+                                 int64_t k, int64_t panel, int64_t k0);
 
 /* ---- GEMM with a packed B ---- */
 
@@ -161,7 +160,7 @@ typedef struct nxe_gemm_packed_args {
     const float *bias;
     int64_t bias_stride_m;
     int64_t bias_stride_n;
-    const float *residual;  /* [m x n], rows residual_stride_m apart, or NULL */
+    const float *residual; /* [m x n], rows residual_stride_m apart, or NULL */
     int64_t residual_stride_m;
     nxe_epilogue epilogue;
     /* The panels of B (columns of y, kernel->nr each) to compute: [panel_begin, panel_end),
@@ -195,9 +194,9 @@ typedef struct nxe_conv_gemm_args {
     /* f32 [N, C, ...] or [N, ..., C]; for a bf16 kernel on channels-first input, the
      * pair-interleaved bf16 copy nxe_conv_bf16_pairs makes. */
     const void *input;
-    const void *weight_packed;  /* from nxe_conv_gemm_pack_weight */
-    const float *bias;          /* [O] or NULL */
-    const float *residual;      /* same shape and layout as the output, or NULL */
+    const void *weight_packed; /* from nxe_conv_gemm_pack_weight */
+    const float *bias;         /* [O] or NULL */
+    const float *residual;     /* same shape and layout as the output, or NULL */
     float *output;
     nxe_epilogue epilogue;
 } nxe_conv_gemm_args;
@@ -216,8 +215,8 @@ void nxe_conv_gemm_pack_weight(const nxe_gemm_kernel *kernel, const nxe_conv_geo
 size_t nxe_conv_bf16_pairs_bytes(const nxe_conv_geometry *g);
 /* Rows of that copy: (batch, group, pair, depth, height). */
 int64_t nxe_conv_bf16_pairs_rows(const nxe_conv_geometry *g);
-typedef void nxe_conv_bf16_pairs_fn(const nxe_conv_geometry *g, const float *input,
-                                    uint32_t *pairs, int64_t row_begin, int64_t row_end);
+typedef void nxe_conv_bf16_pairs_fn(const nxe_conv_geometry *g, const float *input, uint32_t *pairs,
+                                    int64_t row_begin, int64_t row_end);
 
 /* Drivers, per ISA level as above:
  *   conv_gemm_tiles(args): work items, one per (batch, group, output depth, output row, pixel
@@ -239,9 +238,9 @@ typedef struct nxe_depthwise_args {
     const nxe_conv_geometry *geometry;
     int32_t channels_last;
     const float *input;
-    const float *weight;    /* packed */
-    const float *bias;      /* [O] or NULL */
-    const float *residual;  /* same shape and layout as the output, or NULL */
+    const float *weight;   /* packed */
+    const float *bias;     /* [O] or NULL */
+    const float *residual; /* same shape and layout as the output, or NULL */
     float *output;
     nxe_epilogue epilogue;
 } nxe_depthwise_args;
@@ -286,8 +285,8 @@ size_t nxe_q8_packed_bytes(const nxe_q8_gemm_kernel *kernel, int64_t k, int64_t 
  * stride_n], signed or not) as s8, and the column sums of the packed values into
  * col_sums[j]. */
 void nxe_q8_pack_b(const nxe_q8_gemm_kernel *kernel, nxe_q8_ref b, int64_t stride_k,
-                   int64_t stride_n, int64_t k, int64_t n, int64_t panel_begin,
-                   int64_t panel_end, int8_t *dst, int32_t *col_sums);
+                   int64_t stride_n, int64_t k, int64_t n, int64_t panel_begin, int64_t panel_end,
+                   int8_t *dst, int32_t *col_sums);
 
 /* y[m x n] from a[m x k] (rows a_stride_m apart, k dense) and a packed B; zero points and
  * scales as nxe_q8_gemm_args (row-indexed for A, column-indexed for B); out as there, rows

@@ -51,12 +51,11 @@ int64_t nxe_image_upscale_scratch(int32_t src_height, int32_t dst_width);
  * (x_src = (x_dst + 0.5) / fx - 0.5), edge samples repeated; separable, horizontal first.
  * dst may be any size: its pixel grid continues the mapping (chroma of odd-sized frames). */
 void nxe_image_upscale_cubic(const float *src, int64_t src_stride, int32_t src_width,
-                             int32_t src_height, float *dst, int64_t dst_stride,
-                             int32_t dst_width, int32_t dst_height, int32_t fx, int32_t fy,
-                             float *scratch);
+                             int32_t src_height, float *dst, int64_t dst_stride, int32_t dst_width,
+                             int32_t dst_height, int32_t fx, int32_t fy, float *scratch);
 /* Averages fx x fy boxes (the part inside the plane at its right and bottom edges). */
 void nxe_image_downsample_box(const float *src, int64_t src_stride, int32_t src_width,
-                              int32_t src_height, float *dst, int64_t dst_stride,
-                              int32_t dst_width, int32_t dst_height, int32_t fx, int32_t fy);
+                              int32_t src_height, float *dst, int64_t dst_stride, int32_t dst_width,
+                              int32_t dst_height, int32_t fx, int32_t fy);
 
 #endif

@@ -37,8 +37,8 @@ size_t nxe_gemm_packed_bytes(const nxe_gemm_kernel *kernel, int64_t k, int64_t w
     return (size_t)(panels * k_padded * width) * nxe_gemm_element_size(kernel->type);
 }
 
-const void *nxe_gemm_panel_block(const nxe_gemm_kernel *kernel, const void *packed,
-                                 int32_t width, int64_t k, int64_t panel, int64_t k0)
+const void *nxe_gemm_panel_block(const nxe_gemm_kernel *kernel, const void *packed, int32_t width,
+                                 int64_t k, int64_t panel, int64_t k0)
 {
     int64_t k_padded = nxe_round_up(k, kernel->k_unit);
     size_t offset = (size_t)(panel * k_padded * width + k0 * width);
@@ -103,9 +103,8 @@ void nxe_gemm_pack_panels(const nxe_gemm_kernel *kernel, int32_t width, const fl
     }
 }
 
-void nxe_gemm_pack(const nxe_gemm_kernel *kernel, int32_t width, const float *src,
-                   int64_t stride_k, int64_t stride_x, int64_t k_count, int64_t w_count,
-                   void *dst)
+void nxe_gemm_pack(const nxe_gemm_kernel *kernel, int32_t width, const float *src, int64_t stride_k,
+                   int64_t stride_x, int64_t k_count, int64_t w_count, void *dst)
 {
     nxe_gemm_pack_panels(kernel, width, src, stride_k, stride_x, k_count, w_count, 0,
                          (w_count + width - 1) / width, dst);
@@ -209,8 +208,8 @@ size_t nxe_q8_packed_bytes(const nxe_q8_gemm_kernel *kernel, int64_t k, int64_t 
 }
 
 void nxe_q8_pack_b(const nxe_q8_gemm_kernel *kernel, nxe_q8_ref b, int64_t stride_k,
-                   int64_t stride_n, int64_t k, int64_t n, int64_t panel_begin,
-                   int64_t panel_end, int8_t *dst, int32_t *col_sums)
+                   int64_t stride_n, int64_t k, int64_t n, int64_t panel_begin, int64_t panel_end,
+                   int8_t *dst, int32_t *col_sums)
 {
     const int32_t width = kernel->nr;
     const int64_t k_padded = nxe_round_up(k, 4);

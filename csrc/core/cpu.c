@@ -6,7 +6,7 @@
 #include "core/core.h"
 #include "dispatch.h"
 
-_Static_assert(sizeof ((nxe_cpu_detection *)0)->reason == sizeof ((nxe_cpu_info *)0)->reason,
+_Static_assert(sizeof((nxe_cpu_detection *)0)->reason == sizeof((nxe_cpu_info *)0)->reason,
                "the reason is copied whole into nxe_cpu_info");
 
 NXE_API nxe_status nxe_cpu_info_get(nxe_cpu_info *info)

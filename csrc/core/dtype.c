@@ -64,9 +64,11 @@ NXE_API nxe_status nxe_dtype_to_dlpack(int32_t dtype, int32_t *code, int32_t *bi
     if (bits)
         *bits = 0;
     if (!code || !bits)
-        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_dtype_to_dlpack: code and bits must not be NULL");
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                         "nxe_dtype_to_dlpack: code and bits must not be NULL");
     if (!nxe_dtype_valid(dtype))
-        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_dtype_to_dlpack: unknown dtype %d", dtype);
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_dtype_to_dlpack: unknown dtype %d",
+                         dtype);
     *code = dtype_facts[dtype].dl_code;
     *bits = dtype_facts[dtype].dl_bits;
     return NXE_OK;
@@ -75,7 +77,8 @@ NXE_API nxe_status nxe_dtype_to_dlpack(int32_t dtype, int32_t *code, int32_t *bi
 NXE_API nxe_status nxe_dtype_from_dlpack(int32_t code, int32_t bits, int32_t *dtype)
 {
     if (!dtype)
-        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_dtype_from_dlpack: dtype must not be NULL");
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                         "nxe_dtype_from_dlpack: dtype must not be NULL");
     *dtype = NXE_DTYPE_NONE;
     for (int32_t d = NXE_DTYPE_F32; d < NXE_DTYPE_COUNT; d++) {
         if (dtype_facts[d].dl_code == code && dtype_facts[d].dl_bits == bits) {

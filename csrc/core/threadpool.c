@@ -104,8 +104,8 @@ nxe_status nxe_thread_pool_create(int32_t num_threads, nxe_thread_pool **out)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "thread pool: out must not be NULL");
     *out = NULL;
     if (num_threads < 1 || num_threads > 1024)
-        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
-                         "thread pool: %d threads is outside [1, 1024]", num_threads);
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "thread pool: %d threads is outside [1, 1024]",
+                         num_threads);
     nxe_thread_pool *pool = nxe_alloc_zeroed(sizeof *pool);
     if (!pool)
         return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "thread pool: out of memory");
@@ -169,8 +169,7 @@ int64_t nxe_parallel_grain_few_chunks(const nxe_thread_pool *pool, int64_t n, in
     return grain < share ? share : grain;
 }
 
-void nxe_parallel_for(nxe_thread_pool *pool, int64_t n, int64_t grain, nxe_range_fn fn,
-                      void *ctx)
+void nxe_parallel_for(nxe_thread_pool *pool, int64_t n, int64_t grain, nxe_range_fn fn, void *ctx)
 {
     if (n <= 0)
         return;

@@ -31,7 +31,6 @@ int64_t nxe_parallel_grain_few_chunks(const nxe_thread_pool *pool, int64_t n, in
  * several threads at once and from inside fn: a caller that finds the workers busy with
  * another caller's loop runs its whole range inline on its own thread, which gives the same
  * results, since no loop's results depend on how its range is split. */
-void nxe_parallel_for(nxe_thread_pool *pool, int64_t n, int64_t grain, nxe_range_fn fn,
-                      void *ctx);
+void nxe_parallel_for(nxe_thread_pool *pool, int64_t n, int64_t grain, nxe_range_fn fn, void *ctx);
 
 #endif

@@ -150,13 +150,14 @@ static bool kind_may_be_inferred(int32_t kind)
 static nxe_status check_spec(const nxe_tensor_spec *spec, const char *name, const char *where)
 {
     if (spec->kind < NXE_TENSOR_INPUT || spec->kind > NXE_TENSOR_VARIABLE)
-        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: tensor '%s' has unknown kind %d",
-                         where, name, spec->kind);
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: tensor '%s' has unknown kind %d", where,
+                         name, spec->kind);
     bool inferable = kind_may_be_inferred(spec->kind);
     if (!nxe_dtype_valid(spec->dtype) && !(inferable && spec->dtype == NXE_DTYPE_NONE))
-        return nxe_error(NXE_ERROR_DTYPE_MISMATCH,
-                         "%s: tensor '%s' has invalid dtype %d%s", where, name, spec->dtype,
-                         inferable ? "" : " (only OUTPUT and TRANSIENT tensors may leave it to inference)");
+        return nxe_error(
+            NXE_ERROR_DTYPE_MISMATCH, "%s: tensor '%s' has invalid dtype %d%s", where, name,
+            spec->dtype,
+            inferable ? "" : " (only OUTPUT and TRANSIENT tensors may leave it to inference)");
     if (spec->ndim > NXE_MAX_RANK)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
                          "%s: tensor '%s' has rank %d; nxe supports rank up to %d", where, name,
@@ -183,8 +184,7 @@ static nxe_status check_spec(const nxe_tensor_spec *spec, const char *name, cons
         size_t bytes;
         if (!nxe_shape_numel(spec->ndim, known, &numel) ||
             nxe_mul_overflow_size((size_t)numel, nxe_dtype_size(spec->dtype), &bytes))
-            return nxe_error(NXE_ERROR_SHAPE_MISMATCH, "%s: tensor '%s' is too large", where,
-                             name);
+            return nxe_error(NXE_ERROR_SHAPE_MISMATCH, "%s: tensor '%s' is too large", where, name);
     }
     return NXE_OK;
 }
@@ -416,20 +416,22 @@ NXE_API nxe_status nxe_tensor_set_quant_per_channel(nxe_tensor *tensor, int32_t 
     if (tensor->ndim >= 0) {
         if (axis < 0 || axis >= tensor->ndim)
             return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
-                             "%s: axis %d is out of range for tensor '%s' of rank %d", where,
-                             axis, tensor->name, tensor->ndim);
+                             "%s: axis %d is out of range for tensor '%s' of rank %d", where, axis,
+                             tensor->name, tensor->ndim);
         if (tensor->shape[axis] >= 0 && tensor->shape[axis] != count)
-            return nxe_error(NXE_ERROR_SHAPE_MISMATCH,
-                             "%s: tensor '%s' has %lld channels on axis %d but %d scales were given",
-                             where, tensor->name, (long long)tensor->shape[axis], axis, count);
+            return nxe_error(
+                NXE_ERROR_SHAPE_MISMATCH,
+                "%s: tensor '%s' has %lld channels on axis %d but %d scales were given", where,
+                tensor->name, (long long)tensor->shape[axis], axis, count);
     } else if (axis < 0 || axis >= NXE_MAX_RANK) {
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: axis %d is out of range", where, axis);
     }
     for (int32_t i = 0; i < count; i++)
         if (!(scales[i] > 0.0f) || scales[i] > 3.0e38f)
-            return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
-                             "%s: scale %d of tensor '%s' is %g; scales must be finite and positive",
-                             where, i, tensor->name, (double)scales[i]);
+            return nxe_error(
+                NXE_ERROR_INVALID_ARGUMENT,
+                "%s: scale %d of tensor '%s' is %g; scales must be finite and positive", where, i,
+                tensor->name, (double)scales[i]);
     float *copy = nxe_alloc(sizeof(float) * (size_t)count);
     if (!copy)
         return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "%s: out of memory", where);

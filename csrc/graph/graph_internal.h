@@ -47,8 +47,8 @@ struct nxe_graph {
     nxe_tensor **tensors;
     int32_t num_tensors;
     int32_t tensor_capacity;
-    int32_t *name_slots;     /* open-addressing table of tensor indices by name, -1 free */
-    int32_t num_name_slots;  /* a power of two, at least twice the tensor count */
+    int32_t *name_slots;    /* open-addressing table of tensor indices by name, -1 free */
+    int32_t num_name_slots; /* a power of two, at least twice the tensor count */
     nxe_op **ops;
     int32_t num_ops;
     int32_t op_capacity;

@@ -12,10 +12,10 @@ static nxe_status check_bindings(const nxe_graph *graph)
     for (int32_t i = 0; i < graph->num_ops; i++) {
         const nxe_op *op = graph->ops[i];
         if (!op->inputs_bound || !op->outputs_bound)
-            return nxe_error(NXE_ERROR_INVALID_GRAPH,
-                             "op '%s' ('%s') has no %s bound (nxe_op_bind_%s)",
-                             nxe_node_type(&op->node), op->node.name, op->inputs_bound ? "outputs" : "inputs",
-                             op->inputs_bound ? "outputs" : "inputs");
+            return nxe_error(
+                NXE_ERROR_INVALID_GRAPH, "op '%s' ('%s') has no %s bound (nxe_op_bind_%s)",
+                nxe_node_type(&op->node), op->node.name, op->inputs_bound ? "outputs" : "inputs",
+                op->inputs_bound ? "outputs" : "inputs");
     }
     bool has_output = false;
     for (int32_t i = 0; i < graph->num_tensors; i++) {
@@ -57,7 +57,8 @@ static nxe_status check_bindings(const nxe_graph *graph)
             if (t->producer && t->num_consumers == 0)
                 nxe_log(NXE_LOG_WARNING,
                         "tensor '%s' produced by op '%s' is never used; mark it as an output or "
-                        "drop it", t->name, t->producer->node.name);
+                        "drop it",
+                        t->name, t->producer->node.name);
             break;
         }
     }
@@ -178,7 +179,8 @@ static nxe_status check_output(const nxe_op *op, int32_t index, const nxe_tensor
     if (t->dtype != NXE_DTYPE_NONE && t->dtype != value->dtype)
         return nxe_error(NXE_ERROR_DTYPE_MISMATCH,
                          "op '%s' ('%s') produces %s for tensor '%s', which is declared %s", type,
-                         op->node.name, nxe_dtype_name(value->dtype), t->name, nxe_dtype_name(t->dtype));
+                         op->node.name, nxe_dtype_name(value->dtype), t->name,
+                         nxe_dtype_name(t->dtype));
     bool shape_conflict = t->ndim >= 0 && t->ndim != value->ndim;
     for (int32_t i = 0; !shape_conflict && t->ndim >= 0 && i < t->ndim; i++)
         shape_conflict = t->shape[i] >= 0 && t->shape[i] != value->shape[i];
@@ -186,15 +188,16 @@ static nxe_status check_output(const nxe_op *op, int32_t index, const nxe_tensor
         char produced[128], declared[128];
         return nxe_error(NXE_ERROR_SHAPE_MISMATCH,
                          "op '%s' ('%s') produces shape %s for tensor '%s', which is declared %s",
-                         type, op->node.name, nxe_shape_str(value->ndim, value->shape, produced, sizeof produced),
+                         type, op->node.name,
+                         nxe_shape_str(value->ndim, value->shape, produced, sizeof produced),
                          t->name, nxe_shape_str(t->ndim, t->shape, declared, sizeof declared));
     }
     int64_t numel;
     size_t bytes;
     if (!nxe_shape_numel(value->ndim, value->shape, &numel) ||
         nxe_mul_overflow_size((size_t)numel, nxe_dtype_size(value->dtype), &bytes))
-        return nxe_error(NXE_ERROR_SHAPE_MISMATCH, "op '%s' ('%s'): output '%s' is too large",
-                         type, op->node.name, t->name);
+        return nxe_error(NXE_ERROR_SHAPE_MISMATCH, "op '%s' ('%s'): output '%s' is too large", type,
+                         op->node.name, t->name);
     return NXE_OK;
 }
 

@@ -99,8 +99,7 @@ NXE_API nxe_status nxe_op_set_attr_int(nxe_op *op, const char *name, int64_t val
 
 NXE_API nxe_status nxe_op_set_attr_float(nxe_op *op, const char *name, double value)
 {
-    nxe_attr attr = {.name = (char *)(uintptr_t)name, .type = NXE_ATTR_FLOAT,
-                     .float_value = value};
+    nxe_attr attr = {.name = (char *)(uintptr_t)name, .type = NXE_ATTR_FLOAT, .float_value = value};
     return set_attr(op, &attr, "nxe_op_set_attr_float");
 }
 
@@ -108,7 +107,8 @@ NXE_API nxe_status nxe_op_set_attr_string(nxe_op *op, const char *name, const ch
 {
     if (!value)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_op_set_attr_string: value is NULL");
-    nxe_attr attr = {.name = (char *)(uintptr_t)name, .type = NXE_ATTR_STRING,
+    nxe_attr attr = {.name = (char *)(uintptr_t)name,
+                     .type = NXE_ATTR_STRING,
                      .string_value = (char *)(uintptr_t)value};
     return set_attr(op, &attr, "nxe_op_set_attr_string");
 }
@@ -127,8 +127,10 @@ NXE_API nxe_status nxe_op_set_attr_ints(nxe_op *op, const char *name, const int6
 {
     const char *where = "nxe_op_set_attr_ints";
     nxe_status status = check_list(values, count, where);
-    nxe_attr attr = {.name = (char *)(uintptr_t)name, .type = NXE_ATTR_INTS,
-                     .ints = (int64_t *)(uintptr_t)values, .count = count};
+    nxe_attr attr = {.name = (char *)(uintptr_t)name,
+                     .type = NXE_ATTR_INTS,
+                     .ints = (int64_t *)(uintptr_t)values,
+                     .count = count};
     return status == NXE_OK ? set_attr(op, &attr, where) : status;
 }
 
@@ -137,8 +139,10 @@ NXE_API nxe_status nxe_op_set_attr_floats(nxe_op *op, const char *name, const fl
 {
     const char *where = "nxe_op_set_attr_floats";
     nxe_status status = check_list(values, count, where);
-    nxe_attr attr = {.name = (char *)(uintptr_t)name, .type = NXE_ATTR_FLOATS,
-                     .floats = (float *)(uintptr_t)values, .count = count};
+    nxe_attr attr = {.name = (char *)(uintptr_t)name,
+                     .type = NXE_ATTR_FLOATS,
+                     .floats = (float *)(uintptr_t)values,
+                     .count = count};
     return status == NXE_OK ? set_attr(op, &attr, where) : status;
 }
 
@@ -161,8 +165,8 @@ NXE_API nxe_status nxe_op_bind_inputs(nxe_op *op, nxe_tensor *const *tensors, in
         const nxe_op_param_info *param = nxe_node_param(&op->node, false, i);
         if (!tensors[i] && !param->optional)
             return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
-                             "%s: input %d ('%s') of op '%s' ('%s') is required but NULL", where,
-                             i, param->name, op_label_type(op), op->node.name);
+                             "%s: input %d ('%s') of op '%s' ('%s') is required but NULL", where, i,
+                             param->name, op_label_type(op), op->node.name);
         if (tensors[i] && tensors[i]->graph != op->graph)
             return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
                              "%s: tensor '%s' bound to op '%s' belongs to another graph", where,

@@ -63,8 +63,8 @@ static void header_digest(const uint8_t *file, int32_t num_sections, uint8_t dig
     nxe_sha256_final(&ctx, digest);
 }
 
-nxe_status nxe_container_parse(const void *data, size_t size, const char magic[8],
-                               const char *what, nxe_container *out)
+nxe_status nxe_container_parse(const void *data, size_t size, const char magic[8], const char *what,
+                               nxe_container *out)
 {
     memset(out, 0, sizeof *out);
     const uint8_t *file = data;
@@ -122,18 +122,21 @@ nxe_status nxe_container_parse(const void *data, size_t size, const char magic[8
         memcpy(section->sha256, entry + 24, 32);
         size_t entry_offset = table_end((int32_t)i);
         if (nxe_load_u32(entry + 4) != 0)
-            return nxe_error(NXE_ERROR_FORMAT, "%s: reserved field of section %u (offset %zu) is not 0",
-                             what, i, entry_offset + 4);
+            return nxe_error(NXE_ERROR_FORMAT,
+                             "%s: reserved field of section %u (offset %zu) is not 0", what, i,
+                             entry_offset + 4);
         if (section->offset < table_end((int32_t)num_sections) || section->offset > size ||
             section->size > size - section->offset)
             return nxe_error(NXE_ERROR_FORMAT,
                              "%s: section %u (type %u) at offset %llu with %llu bytes lies outside "
                              "the file's data area [%zu, %zu)",
                              what, i, section->type, (unsigned long long)section->offset,
-                             (unsigned long long)section->size, table_end((int32_t)num_sections), size);
+                             (unsigned long long)section->size, table_end((int32_t)num_sections),
+                             size);
         if (section->offset % alignment != 0)
-            return nxe_error(NXE_ERROR_FORMAT, "%s: section %u at offset %llu is not %u-byte aligned",
-                             what, i, (unsigned long long)section->offset, alignment);
+            return nxe_error(NXE_ERROR_FORMAT,
+                             "%s: section %u at offset %llu is not %u-byte aligned", what, i,
+                             (unsigned long long)section->offset, alignment);
         for (uint32_t j = 0; j < i; j++) {
             const nxe_section *other = &out->sections[j];
             if (other->type == section->type)
@@ -162,8 +165,8 @@ nxe_status nxe_container_verify(const nxe_container *container, const nxe_sectio
     nxe_sha256(container->base + section->offset, (size_t)section->size, digest);
     if (memcmp(digest, section->sha256, 32) != 0)
         return nxe_error(NXE_ERROR_FORMAT,
-                         "%s: checksum mismatch in section type %u (offset %llu, %llu bytes)",
-                         what, section->type, (unsigned long long)section->offset,
+                         "%s: checksum mismatch in section type %u (offset %llu, %llu bytes)", what,
+                         section->type, (unsigned long long)section->offset,
                          (unsigned long long)section->size);
     return NXE_OK;
 }
@@ -197,8 +200,7 @@ nxe_status nxe_container_plan(nxe_container_layout *layout)
     return NXE_OK;
 }
 
-void nxe_container_finish(uint8_t *file, const nxe_container_layout *layout,
-                          const char magic[8])
+void nxe_container_finish(uint8_t *file, const nxe_container_layout *layout, const char magic[8])
 {
     /* zero the gaps between sections so files are reproducible */
     uint64_t cursor = table_end(layout->num_sections);
@@ -231,8 +233,8 @@ void nxe_container_finish(uint8_t *file, const nxe_container_layout *layout,
 
 nxe_reader nxe_reader_make(const void *data, size_t size, const char *what, size_t base_offset)
 {
-    return (nxe_reader){.data = data, .size = size, .pos = 0, .what = what,
-                        .base_offset = base_offset};
+    return (nxe_reader){
+        .data = data, .size = size, .pos = 0, .what = what, .base_offset = base_offset};
 }
 
 nxe_status nxe_reader_error(const nxe_reader *r, const char *fmt, ...)
@@ -334,7 +336,8 @@ nxe_status nxe_read_string(nxe_reader *r, uint32_t max_length, char **value)
     if (status != NXE_OK)
         return status;
     if (length > max_length)
-        return nxe_reader_error(r, "string of %u bytes exceeds the limit of %u", length, max_length);
+        return nxe_reader_error(r, "string of %u bytes exceeds the limit of %u", length,
+                                max_length);
     const uint8_t *bytes;
     status = nxe_read_bytes(r, length, &bytes);
     if (status != NXE_OK)
@@ -350,16 +353,17 @@ nxe_status nxe_read_string(nxe_reader *r, uint32_t max_length, char **value)
     return NXE_OK;
 }
 
-nxe_status nxe_read_count(nxe_reader *r, uint32_t max_count, size_t min_item_size,
-                          uint32_t *count)
+nxe_status nxe_read_count(nxe_reader *r, uint32_t max_count, size_t min_item_size, uint32_t *count)
 {
     nxe_status status = nxe_read_u32(r, count);
     if (status != NXE_OK)
         return status;
     size_t left = r->size - r->pos;
     if (*count > max_count || (min_item_size > 0 && *count > left / min_item_size))
-        return nxe_reader_error(r, "count %u is larger than the limit %u or than %zu remaining "
-                                "bytes can hold", *count, max_count, left);
+        return nxe_reader_error(r,
+                                "count %u is larger than the limit %u or than %zu remaining "
+                                "bytes can hold",
+                                *count, max_count, left);
     return NXE_OK;
 }
 

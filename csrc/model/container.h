@@ -49,8 +49,8 @@ typedef struct nxe_container {
 /* Validates header, header checksum, section table (bounds, alignment, no overlap, no
  * duplicate types) against `size`. `what` names the file in messages. Section checksums are
  * checked separately. Errors: NXE_ERROR_FORMAT with the offset at fault. */
-nxe_status nxe_container_parse(const void *data, size_t size, const char magic[8],
-                               const char *what, nxe_container *out);
+nxe_status nxe_container_parse(const void *data, size_t size, const char magic[8], const char *what,
+                               nxe_container *out);
 /* The section of a type, or NULL. */
 const nxe_section *nxe_container_find(const nxe_container *container, uint32_t type);
 /* Compares a section's bytes with its recorded SHA-256. */
@@ -65,14 +65,13 @@ typedef struct nxe_container_layout {
     uint32_t types[NXE_LIMIT_SECTIONS];
     uint64_t sizes[NXE_LIMIT_SECTIONS];
     uint64_t offsets[NXE_LIMIT_SECTIONS]; /* filled by plan */
-    uint64_t file_size;                           /* filled by plan */
+    uint64_t file_size;                   /* filled by plan */
 } nxe_container_layout;
 
 nxe_status nxe_container_plan(nxe_container_layout *layout);
 /* `file` holds layout->file_size bytes with every section already written in place. Zeroes
  * the padding, writes the header and table. */
-void nxe_container_finish(uint8_t *file, const nxe_container_layout *layout,
-                          const char magic[8]);
+void nxe_container_finish(uint8_t *file, const nxe_container_layout *layout, const char magic[8]);
 
 /* ---- bounds-checked reading ---- */
 
@@ -80,7 +79,7 @@ typedef struct nxe_reader {
     const uint8_t *data;
     size_t size;
     size_t pos;
-    const char *what; /* names the section in messages */
+    const char *what;   /* names the section in messages */
     size_t base_offset; /* file offset of data[0], for messages */
 } nxe_reader;
 
@@ -100,8 +99,7 @@ nxe_status nxe_read_bytes(nxe_reader *r, size_t size, const uint8_t **bytes);
 nxe_status nxe_read_string(nxe_reader *r, uint32_t max_length, char **value);
 /* A count that must fit in what is left when each item takes at least `min_item_size` bytes:
  * absurd counts fail before anything is allocated. */
-nxe_status nxe_read_count(nxe_reader *r, uint32_t max_count, size_t min_item_size,
-                          uint32_t *count);
+nxe_status nxe_read_count(nxe_reader *r, uint32_t max_count, size_t min_item_size, uint32_t *count);
 nxe_status nxe_reader_expect_end(const nxe_reader *r);
 /* Fails with NXE_ERROR_FORMAT and a message naming the section and offset. */
 nxe_status nxe_reader_error(const nxe_reader *r, const char *fmt, ...) NXE_PRINTF(2, 3);

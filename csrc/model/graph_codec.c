@@ -82,8 +82,7 @@ static nxe_status decode_tensor(nxe_reader *r, nxe_graph *graph, uint32_t index)
     status = nxe_graph_add_tensor(graph, &spec, &tensor);
     if (status == NXE_OK) {
         switch (t.quant.type) {
-        case NXE_QUANT_NONE:
-            break;
+        case NXE_QUANT_NONE: break;
         case NXE_QUANT_ASYMMETRIC:
             status = nxe_tensor_set_quant_asymmetric(tensor, t.quant.scale, t.quant.zero_point);
             break;
@@ -131,8 +130,7 @@ static nxe_status decode_bindings(nxe_reader *r, nxe_graph *graph, nxe_op *op, b
             char item[96];
             snprintf(item, sizeof item, "%s of op '%.48s'", outputs ? "outputs" : "inputs",
                      op->node.name);
-            status = nxe_reader_refused(r, status, end - sizeof(int32_t) * (size_t)count - 4,
-                                        item);
+            status = nxe_reader_refused(r, status, end - sizeof(int32_t) * (size_t)count - 4, item);
         }
     }
     nxe_free(tensors);
@@ -154,8 +152,8 @@ static nxe_status decode_op(nxe_reader *r, nxe_graph *graph)
     return status;
 }
 
-nxe_status nxe_graph_decode(const uint8_t *bytes, size_t size, size_t file_offset,
-                            const char *what, nxe_context *ctx, nxe_graph **out)
+nxe_status nxe_graph_decode(const uint8_t *bytes, size_t size, size_t file_offset, const char *what,
+                            nxe_context *ctx, nxe_graph **out)
 {
     *out = NULL;
     nxe_reader r = nxe_reader_make(bytes, size, what, file_offset);
@@ -219,9 +217,9 @@ void nxe_fingerprint_begin(nxe_sha256_ctx *ctx, const uint8_t *graph, size_t gra
     hash_u32_field(ctx, num_tensors);
 }
 
-void nxe_fingerprint_add_tensor(nxe_sha256_ctx *ctx, const char *name, int32_t dtype,
-                                int32_t ndim, const int64_t *shape, const nxe_quant *quant,
-                                const void *data, size_t size)
+void nxe_fingerprint_add_tensor(nxe_sha256_ctx *ctx, const char *name, int32_t dtype, int32_t ndim,
+                                const int64_t *shape, const nxe_quant *quant, const void *data,
+                                size_t size)
 {
     hash_field(ctx, name, strlen(name));
     hash_u32_field(ctx, (uint32_t)dtype);

@@ -17,15 +17,15 @@ nxe_status nxe_graph_encode(const nxe_graph *graph, nxe_writer *w, const char *w
 /* Rebuilds a graph from GRAPH section bytes through the graph API and its rules, without
  * tensor data. `file_offset` is where the bytes start in the file, `what` names the section
  * in messages. Malformed bytes fail with NXE_ERROR_FORMAT naming the offset. */
-nxe_status nxe_graph_decode(const uint8_t *bytes, size_t size, size_t file_offset,
-                            const char *what, nxe_context *ctx, nxe_graph **out);
+nxe_status nxe_graph_decode(const uint8_t *bytes, size_t size, size_t file_offset, const char *what,
+                            nxe_context *ctx, nxe_graph **out);
 
 /* The fingerprint stream: begin with the graph and metadata bytes and the number of stored
  * tensors, then add each stored tensor in bytewise name order, then nxe_sha256_final. */
 void nxe_fingerprint_begin(nxe_sha256_ctx *ctx, const uint8_t *graph, size_t graph_size,
                            const uint8_t *metadata, size_t metadata_size, uint32_t num_tensors);
-void nxe_fingerprint_add_tensor(nxe_sha256_ctx *ctx, const char *name, int32_t dtype,
-                                int32_t ndim, const int64_t *shape, const nxe_quant *quant,
-                                const void *data, size_t size);
+void nxe_fingerprint_add_tensor(nxe_sha256_ctx *ctx, const char *name, int32_t dtype, int32_t ndim,
+                                const int64_t *shape, const nxe_quant *quant, const void *data,
+                                size_t size);
 
 #endif

@@ -16,7 +16,7 @@ typedef struct model_tensor {
     int32_t ndim;
     int64_t shape[NXE_MAX_RANK];
     nxe_quant quant;
-    float *scales; /* storage behind quant.scales */
+    float *scales;   /* storage behind quant.scales */
     uint64_t offset; /* within DATA */
     uint64_t size;
 } model_tensor;
@@ -89,9 +89,10 @@ static nxe_status find_sections(nxe_model *model)
 static nxe_status checksum_error(const nxe_model *model, const nxe_section *section,
                                  nxe_status status)
 {
-    return nxe_error(status, "%s: checksum mismatch in the %s section (type %u, offset %llu, "
-                     "%llu bytes): the file is corrupted", model->what,
-                     section_name(section->type), section->type,
+    return nxe_error(status,
+                     "%s: checksum mismatch in the %s section (type %u, offset %llu, "
+                     "%llu bytes): the file is corrupted",
+                     model->what, section_name(section->type), section->type,
                      (unsigned long long)section->offset, (unsigned long long)section->size);
 }
 
@@ -112,10 +113,9 @@ static nxe_status verify_checksums(const nxe_model *model, bool with_data)
 static nxe_status check_text(const nxe_model *model, const nxe_section *section)
 {
     if (section && !nxe_utf8_text(section_bytes(model, section), (size_t)section->size))
-        return nxe_error(NXE_ERROR_FORMAT,
-                         "%s: the %s section at offset %llu is not UTF-8 text without NUL",
-                         model->what, section_name(section->type),
-                         (unsigned long long)section->offset);
+        return nxe_error(
+            NXE_ERROR_FORMAT, "%s: the %s section at offset %llu is not UTF-8 text without NUL",
+            model->what, section_name(section->type), (unsigned long long)section->offset);
     return NXE_OK;
 }
 
@@ -130,8 +130,10 @@ static nxe_status parse_entry(nxe_reader *r, const nxe_model *model, const char 
     if (!t->name[0])
         return nxe_reader_error(r, "a tensor has an empty name");
     if (previous && strcmp(previous, t->name) >= 0)
-        return nxe_reader_error(r, "tensor '%s' is %s; entries are in strictly increasing "
-                                "bytewise name order", t->name,
+        return nxe_reader_error(r,
+                                "tensor '%s' is %s; entries are in strictly increasing "
+                                "bytewise name order",
+                                t->name,
                                 strcmp(previous, t->name) ? "out of order" : "listed twice");
     if ((status = nxe_read_i32(r, &t->dtype)) != NXE_OK ||
         (status = nxe_read_i32(r, &t->ndim)) != NXE_OK)
@@ -153,9 +155,10 @@ static nxe_status parse_entry(nxe_reader *r, const nxe_model *model, const char 
     if (t->quant.type == NXE_QUANT_SYMMETRIC_PER_CHANNEL &&
         (t->quant.axis < 0 || t->quant.axis >= t->ndim ||
          t->shape[t->quant.axis] != t->quant.num_scales))
-        return nxe_reader_error(r, "tensor '%s' has %d per-channel scales on axis %d, which its "
-                                "shape does not have", t->name, t->quant.num_scales,
-                                t->quant.axis);
+        return nxe_reader_error(r,
+                                "tensor '%s' has %d per-channel scales on axis %d, which its "
+                                "shape does not have",
+                                t->name, t->quant.num_scales, t->quant.axis);
     if ((status = nxe_read_u64(r, &t->offset)) != NXE_OK ||
         (status = nxe_read_u64(r, &t->size)) != NXE_OK)
         return status;
@@ -163,22 +166,23 @@ static nxe_status parse_entry(nxe_reader *r, const nxe_model *model, const char 
     size_t bytes;
     char shape[96];
     if (!nxe_shape_numel(t->ndim, t->shape, &numel) ||
-        nxe_mul_overflow_size((size_t)numel, nxe_dtype_size(t->dtype), &bytes) ||
-        bytes != t->size)
-        return nxe_reader_error(r, "tensor '%s' (%s %s) records %llu bytes, which is not its "
-                                "element count times %zu", t->name, nxe_dtype_name(t->dtype),
+        nxe_mul_overflow_size((size_t)numel, nxe_dtype_size(t->dtype), &bytes) || bytes != t->size)
+        return nxe_reader_error(r,
+                                "tensor '%s' (%s %s) records %llu bytes, which is not its "
+                                "element count times %zu",
+                                t->name, nxe_dtype_name(t->dtype),
                                 nxe_shape_str(t->ndim, t->shape, shape, sizeof shape),
                                 (unsigned long long)t->size, nxe_dtype_size(t->dtype));
     uint64_t data_size = model->data->size;
     if (t->offset > data_size || t->size > data_size - t->offset)
-        return nxe_reader_error(r, "tensor '%s' at DATA offset %llu with %llu bytes runs past "
-                                "the end of DATA (%llu bytes)", t->name,
-                                (unsigned long long)t->offset, (unsigned long long)t->size,
+        return nxe_reader_error(r,
+                                "tensor '%s' at DATA offset %llu with %llu bytes runs past "
+                                "the end of DATA (%llu bytes)",
+                                t->name, (unsigned long long)t->offset, (unsigned long long)t->size,
                                 (unsigned long long)data_size);
     if (t->offset % model->container.alignment != 0)
         return nxe_reader_error(r, "tensor '%s' at DATA offset %llu is not %u-byte aligned",
-                                t->name, (unsigned long long)t->offset,
-                                model->container.alignment);
+                                t->name, (unsigned long long)t->offset, model->container.alignment);
     return NXE_OK;
 }
 
@@ -214,8 +218,7 @@ static nxe_status check_overlaps(const nxe_model *model)
             status = nxe_error(NXE_ERROR_FORMAT,
                                "%s: TENSORS section: tensors '%s' (DATA offset %llu, %llu "
                                "bytes) and '%s' (DATA offset %llu, %llu bytes) overlap partly",
-                               model->what, previous->name,
-                               (unsigned long long)previous->offset,
+                               model->what, previous->name, (unsigned long long)previous->offset,
                                (unsigned long long)previous->size, t->name,
                                (unsigned long long)t->offset, (unsigned long long)t->size);
         if (!previous || t->offset + t->size > previous->offset + previous->size)
@@ -238,12 +241,10 @@ static nxe_status parse_index(nxe_model *model)
         return status;
     model->tensors = nxe_alloc_zeroed(sizeof *model->tensors * (count ? count : 1));
     if (!model->tensors)
-        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "%s: out of memory for %u entries", what,
-                         count);
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "%s: out of memory for %u entries", what, count);
     for (uint32_t i = 0; i < count; i++) {
         model->num_tensors = (int32_t)i + 1;
-        status = parse_entry(&r, model, i ? model->tensors[i - 1].name : NULL,
-                             &model->tensors[i]);
+        status = parse_entry(&r, model, i ? model->tensors[i - 1].name : NULL, &model->tensors[i]);
         if (status != NXE_OK)
             return status;
     }
@@ -513,7 +514,9 @@ static nxe_status json_section(const nxe_model *model, const nxe_section *sectio
         *size = 0;
     if (!model || !json || !size)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", where,
-                         !model ? "model" : !json ? "json" : "size");
+                         !model  ? "model"
+                         : !json ? "json"
+                                 : "size");
     if (!section) {
         *json = "{}";
         *size = 2;
@@ -529,8 +532,7 @@ NXE_API nxe_status nxe_model_metadata(const nxe_model *model, const char **json,
     return json_section(model, model ? model->metadata : NULL, json, size, "nxe_model_metadata");
 }
 
-NXE_API nxe_status nxe_model_annotations(const nxe_model *model, const char **json,
-                                         size_t *size)
+NXE_API nxe_status nxe_model_annotations(const nxe_model *model, const char **json, size_t *size)
 {
     return json_section(model, model ? model->annotations : NULL, json, size,
                         "nxe_model_annotations");
@@ -561,8 +563,10 @@ NXE_API nxe_status nxe_model_tensor(const nxe_model *model, int32_t index, nxe_t
                          "%s: info.struct_size is %u, expected at least %zu", where,
                          info->struct_size, sizeof(nxe_tensor_info));
     if (index < 0 || index >= model->num_tensors)
-        return nxe_error(NXE_ERROR_NOT_FOUND, "%s: index %d is out of range; the model stores %d "
-                         "tensors", where, index, model->num_tensors);
+        return nxe_error(NXE_ERROR_NOT_FOUND,
+                         "%s: index %d is out of range; the model stores %d "
+                         "tensors",
+                         where, index, model->num_tensors);
     const model_tensor *t = &model->tensors[index];
     desc->data = (void *)(section_bytes(model, model->data) + t->offset);
     desc->data_size = (size_t)t->size;
@@ -588,8 +592,7 @@ NXE_API nxe_status nxe_model_tensor(const nxe_model *model, int32_t index, nxe_t
     return NXE_OK;
 }
 
-NXE_API nxe_status nxe_model_build_graph(const nxe_model *model, nxe_context *ctx,
-                                         nxe_graph **out)
+NXE_API nxe_status nxe_model_build_graph(const nxe_model *model, nxe_context *ctx, nxe_graph **out)
 {
     const char *where = "nxe_model_build_graph";
     if (!out)

@@ -77,8 +77,8 @@ static uint64_t align_up(uint64_t value, uint64_t alignment)
 
 /* Hashes every stored tensor, lets equal ones share bytes and assigns DATA offsets;
  * returns DATA's size in *data_size. */
-static nxe_status plan_data(stored_tensor *stored, int32_t n, uint32_t alignment,
-                            const char *where, uint64_t *data_size)
+static nxe_status plan_data(stored_tensor *stored, int32_t n, uint32_t alignment, const char *where,
+                            uint64_t *data_size)
 {
     *data_size = 0;
     stored_tensor **by_digest = nxe_alloc(sizeof *by_digest * (size_t)(n ? n : 1));
@@ -155,8 +155,7 @@ static void fingerprint_of(const uint8_t *graph_bytes, size_t graph_size, const 
 static nxe_status check_json_text(const char *text, const char *what, const char *where)
 {
     if (!nxe_utf8_text((const uint8_t *)text, strlen(text)))
-        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: %s is not valid UTF-8 text", where,
-                         what);
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: %s is not valid UTF-8 text", where, what);
     return NXE_OK;
 }
 
@@ -172,8 +171,8 @@ static nxe_status encode_graph(const nxe_graph *graph, const char *where, uint8_
         return status;
     uint8_t *buffer = nxe_alloc(counter.size);
     if (!buffer)
-        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "%s: out of memory for %zu bytes of graph",
-                         where, counter.size);
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "%s: out of memory for %zu bytes of graph", where,
+                         counter.size);
     nxe_writer w = nxe_writer_make(buffer, counter.size);
     nxe_graph_encode(graph, &w, where);
     *bytes = buffer;
@@ -275,11 +274,11 @@ NXE_API nxe_status nxe_graph_save_model(nxe_graph *graph, const nxe_model_write_
     if (status == NXE_OK) {
         nxe_writer index = nxe_writer_make(NULL, 0);
         encode_index(&index, stored, n);
-        const uint32_t types[SECTION_COUNT] = {
-            NXE_SECTION_METADATA, NXE_SECTION_ANNOTATIONS, NXE_SECTION_GRAPH,
-            NXE_SECTION_TENSORS,  NXE_SECTION_DATA,        NXE_SECTION_FINGERPRINT};
+        const uint32_t types[SECTION_COUNT] = {NXE_SECTION_METADATA, NXE_SECTION_ANNOTATIONS,
+                                               NXE_SECTION_GRAPH,    NXE_SECTION_TENSORS,
+                                               NXE_SECTION_DATA,     NXE_SECTION_FINGERPRINT};
         const uint64_t sizes[SECTION_COUNT] = {strlen(metadata), strlen(annotations), graph_size,
-                                               index.size, data_size, 32};
+                                               index.size,       data_size,           32};
         memcpy(layout.types, types, sizeof types);
         memcpy(layout.sizes, sizes, sizeof sizes);
         status = nxe_container_plan(&layout);
@@ -293,8 +292,7 @@ NXE_API nxe_status nxe_graph_save_model(nxe_graph *graph, const nxe_model_write_
                                "%s: the model file takes %llu bytes; the buffer holds %zu", where,
                                (unsigned long long)layout.file_size, capacity);
         else if (buffer)
-            write_file(buffer, &layout, metadata, annotations, graph_bytes, graph_size, stored,
-                       n);
+            write_file(buffer, &layout, metadata, annotations, graph_bytes, graph_size, stored, n);
     }
     nxe_free(stored);
     nxe_free(graph_bytes);

@@ -21,11 +21,8 @@ void nxe_quant_encode(nxe_writer *w, const nxe_quant *quant)
         for (int32_t i = 0; i < quant->num_scales; i++)
             nxe_write_f32(w, quant->scales[i]);
         break;
-    case NXE_QUANT_DYNAMIC_FIXED_POINT:
-        nxe_write_i32(w, quant->fractional_length);
-        break;
-    default:
-        break;
+    case NXE_QUANT_DYNAMIC_FIXED_POINT: nxe_write_i32(w, quant->fractional_length); break;
+    default: break;
     }
 }
 
@@ -44,8 +41,7 @@ nxe_status nxe_quant_decode(nxe_reader *r, nxe_quant *quant, float **scales)
     if (status != NXE_OK)
         return status;
     switch (type) {
-    case NXE_QUANT_NONE:
-        return NXE_OK;
+    case NXE_QUANT_NONE: return NXE_OK;
     case NXE_QUANT_ASYMMETRIC:
         quant->type = NXE_QUANT_ASYMMETRIC;
         if ((status = nxe_read_f32(r, &quant->scale)) != NXE_OK ||
@@ -63,10 +59,8 @@ nxe_status nxe_quant_decode(nxe_reader *r, nxe_quant *quant, float **scales)
             return nxe_reader_error(r, "fractional length %d is outside [-64, 64]",
                                     quant->fractional_length);
         return NXE_OK;
-    case NXE_QUANT_SYMMETRIC_PER_CHANNEL:
-        break;
-    default:
-        return nxe_reader_error(r, "unknown quantization type %u", type);
+    case NXE_QUANT_SYMMETRIC_PER_CHANNEL: break;
+    default: return nxe_reader_error(r, "unknown quantization type %u", type);
     }
     uint32_t count;
     if ((status = nxe_read_i32(r, &quant->axis)) != NXE_OK ||
@@ -101,15 +95,12 @@ bool nxe_quant_equal(const nxe_quant *a, const nxe_quant *b)
         return false;
     switch (a->type) {
     case NXE_QUANT_ASYMMETRIC:
-        return memcmp(&a->scale, &b->scale, sizeof a->scale) == 0 &&
-               a->zero_point == b->zero_point;
+        return memcmp(&a->scale, &b->scale, sizeof a->scale) == 0 && a->zero_point == b->zero_point;
     case NXE_QUANT_SYMMETRIC_PER_CHANNEL:
         return a->axis == b->axis && a->num_scales == b->num_scales &&
                memcmp(a->scales, b->scales, sizeof(float) * (size_t)a->num_scales) == 0;
-    case NXE_QUANT_DYNAMIC_FIXED_POINT:
-        return a->fractional_length == b->fractional_length;
-    default:
-        return true;
+    case NXE_QUANT_DYNAMIC_FIXED_POINT: return a->fractional_length == b->fractional_length;
+    default: return true;
     }
 }
 
@@ -152,14 +143,13 @@ bool nxe_utf8_text(const uint8_t *bytes, size_t size)
     return true;
 }
 
-static nxe_status check_length(const char *text, size_t limit, const char *what,
-                               const char *where)
+static nxe_status check_length(const char *text, size_t limit, const char *what, const char *where)
 {
     size_t length = strlen(text);
     if (length > limit)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
-                         "%s: %s '%.48s...' has %zu bytes; files allow at most %zu", where,
-                         what, text, length, limit);
+                         "%s: %s '%.48s...' has %zu bytes; files allow at most %zu", where, what,
+                         text, length, limit);
     return NXE_OK;
 }
 
@@ -247,15 +237,9 @@ static void attr_encode(nxe_writer *w, const nxe_attr *attr)
     nxe_write_string(w, attr->name);
     nxe_write_i32(w, attr->type);
     switch (attr->type) {
-    case NXE_ATTR_INT:
-        nxe_write_i64(w, attr->int_value);
-        break;
-    case NXE_ATTR_FLOAT:
-        nxe_write_f64(w, attr->float_value);
-        break;
-    case NXE_ATTR_STRING:
-        nxe_write_string(w, attr->string_value);
-        break;
+    case NXE_ATTR_INT: nxe_write_i64(w, attr->int_value); break;
+    case NXE_ATTR_FLOAT: nxe_write_f64(w, attr->float_value); break;
+    case NXE_ATTR_STRING: nxe_write_string(w, attr->string_value); break;
     case NXE_ATTR_INTS:
         nxe_write_u32(w, (uint32_t)attr->count);
         for (int32_t i = 0; i < attr->count; i++)
@@ -273,14 +257,15 @@ nxe_status nxe_node_record_check(const nxe_node *node, const char *where)
 {
     nxe_status status = check_length(node->name, NXE_LIMIT_NAME, "op name", where);
     if (status == NXE_OK && node->num_attrs > NXE_LIMIT_ATTRS)
-        status = nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: op '%.48s' has %d attributes; at most %d",
-                           where, node->name, node->num_attrs, NXE_LIMIT_ATTRS);
+        status =
+            nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: op '%.48s' has %d attributes; at most %d",
+                      where, node->name, node->num_attrs, NXE_LIMIT_ATTRS);
     for (int32_t i = 0; status == NXE_OK && i < node->num_attrs; i++) {
         const nxe_attr *attr = &node->attrs[i];
         status = check_length(attr->name, NXE_LIMIT_TYPE_NAME, "attribute name", where);
         if (status == NXE_OK && attr->type == NXE_ATTR_STRING)
-            status = check_length(attr->string_value, NXE_LIMIT_STRING_ATTR, "string attribute",
-                                  where);
+            status =
+                check_length(attr->string_value, NXE_LIMIT_STRING_ATTR, "string attribute", where);
     }
     return status;
 }
@@ -301,12 +286,9 @@ static nxe_status attr_value_decode(nxe_reader *r, nxe_attr *attr)
     uint32_t count;
     nxe_status status;
     switch (attr->type) {
-    case NXE_ATTR_INT:
-        return nxe_read_i64(r, &attr->int_value);
-    case NXE_ATTR_FLOAT:
-        return nxe_read_f64(r, &attr->float_value);
-    case NXE_ATTR_STRING:
-        return nxe_read_string(r, NXE_LIMIT_STRING_ATTR, &attr->string_value);
+    case NXE_ATTR_INT: return nxe_read_i64(r, &attr->int_value);
+    case NXE_ATTR_FLOAT: return nxe_read_f64(r, &attr->float_value);
+    case NXE_ATTR_STRING: return nxe_read_string(r, NXE_LIMIT_STRING_ATTR, &attr->string_value);
     case NXE_ATTR_INTS:
     case NXE_ATTR_FLOATS: {
         bool ints = attr->type == NXE_ATTR_INTS;
@@ -332,15 +314,16 @@ static nxe_status attr_value_decode(nxe_reader *r, nxe_attr *attr)
 }
 
 /* Reads one attribute and sets it on the node. */
-static nxe_status attr_decode(nxe_reader *r, nxe_node *node, const char *previous,
-                              char **name_out)
+static nxe_status attr_decode(nxe_reader *r, nxe_node *node, const char *previous, char **name_out)
 {
     size_t start = r->pos;
     nxe_attr attr = {0};
     nxe_status status = nxe_read_string(r, NXE_LIMIT_TYPE_NAME, &attr.name);
     if (status == NXE_OK && previous && strcmp(previous, attr.name) >= 0)
-        status = nxe_reader_error(r, "attribute '%s' of op '%s' is not in strictly increasing "
-                                  "name order", attr.name, node->name);
+        status = nxe_reader_error(r,
+                                  "attribute '%s' of op '%s' is not in strictly increasing "
+                                  "name order",
+                                  attr.name, node->name);
     if (status == NXE_OK)
         status = nxe_read_i32(r, &attr.type);
     if (status == NXE_OK)

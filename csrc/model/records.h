@@ -26,11 +26,11 @@ bool nxe_utf8_text(const uint8_t *bytes, size_t size);
 typedef struct nxe_tensor_record {
     char *name;
     int32_t kind;
-    int32_t dtype;   /* NXE_DTYPE_NONE: left to inference */
-    int32_t ndim;    /* -1: rank unknown */
+    int32_t dtype; /* NXE_DTYPE_NONE: left to inference */
+    int32_t ndim;  /* -1: rank unknown */
     int64_t shape[NXE_MAX_RANK];
     nxe_quant quant;
-    float *scales;   /* storage behind quant.scales */
+    float *scales; /* storage behind quant.scales */
 } nxe_tensor_record;
 
 /* Fails with NXE_ERROR_INVALID_ARGUMENT, naming the limit, when a tensor's name or scales

@@ -12,19 +12,19 @@
 #define ATTENTION_TASK_WORK 65536.0
 
 typedef struct sdpa_params {
-    int32_t batch_ndim;     /* dimensions before [L, E] */
+    int32_t batch_ndim; /* dimensions before [L, E] */
     int32_t has_mask;
     int32_t mask_is_bool;
     int32_t causal;
     float scale;
     float softcap;
     int64_t causal_offset;
-    int64_t rows;           /* product of the batch dimensions times L */
-    int64_t query_len;      /* L */
-    int64_t keys;           /* S */
-    int64_t head_size;      /* E */
-    int64_t value_size;     /* Ev */
-    int64_t head_group;     /* query heads per key/value head along the last batch dim */
+    int64_t rows;       /* product of the batch dimensions times L */
+    int64_t query_len;  /* L */
+    int64_t keys;       /* S */
+    int64_t head_size;  /* E */
+    int64_t value_size; /* Ev */
+    int64_t head_group; /* query heads per key/value head along the last batch dim */
     int64_t batch_shape[NXE_MAX_RANK];
     int64_t kv_batch_shape[NXE_MAX_RANK];
     int64_t mask_strides[NXE_MAX_RANK]; /* over (batch..., L, S); 0 where broadcast */
@@ -45,9 +45,12 @@ static nxe_status sdpa_infer(const nxe_node *node, const nxe_value *inputs, int3
     double scale = 0.0, softcap = 0.0;
     int64_t causal = 0, causal_offset = 0;
     nxe_status status = nxe_node_attr_float(node, "scale", &scale);
-    if (status == NXE_OK) status = nxe_node_attr_float(node, "softcap", &softcap);
-    if (status == NXE_OK) status = nxe_node_attr_int(node, "causal", &causal);
-    if (status == NXE_OK) status = nxe_node_attr_int(node, "causal_offset", &causal_offset);
+    if (status == NXE_OK)
+        status = nxe_node_attr_float(node, "softcap", &softcap);
+    if (status == NXE_OK)
+        status = nxe_node_attr_int(node, "causal", &causal);
+    if (status == NXE_OK)
+        status = nxe_node_attr_int(node, "causal_offset", &causal_offset);
     if (status != NXE_OK)
         return status;
     if (causal != 0 && causal != 1)
@@ -182,12 +185,20 @@ static void sdpa_rows(void *ctx, int64_t begin, int64_t end)
             limit = frontier < 0 ? 0 : frontier;
         }
         nxe_f32_attention_row_args args = {
-            .keys = p->keys, .key_limit = limit, .head_size = p->head_size,
-            .value_size = p->value_size, .scale = p->scale, .softcap = p->softcap,
+            .keys = p->keys,
+            .key_limit = limit,
+            .head_size = p->head_size,
+            .value_size = p->value_size,
+            .scale = p->scale,
+            .softcap = p->softcap,
             .q = job->q + row * p->head_size,
-            .k = job->k + kv_index * p->keys * p->head_size, .k_stride = p->head_size,
-            .v = job->v + kv_index * p->keys * p->value_size, .v_stride = p->value_size,
-            .mask_f32 = NULL, .mask_bool = NULL, .mask_stride = p->mask_strides[bn + 1],
+            .k = job->k + kv_index * p->keys * p->head_size,
+            .k_stride = p->head_size,
+            .v = job->v + kv_index * p->keys * p->value_size,
+            .v_stride = p->value_size,
+            .mask_f32 = NULL,
+            .mask_bool = NULL,
+            .mask_stride = p->mask_strides[bn + 1],
             .y = job->y + row * p->value_size,
         };
         if (p->has_mask && p->mask_is_bool)
@@ -204,8 +215,12 @@ static nxe_status sdpa_run(const void *params, const nxe_value *inputs, int32_t 
     (void)num_inputs;
     (void)num_outputs;
     const sdpa_params *p = params;
-    sdpa_job job = {p, inputs[0].data, inputs[1].data, inputs[2].data,
-                    p->has_mask ? inputs[3].data : NULL, outputs[0].data};
+    sdpa_job job = {p,
+                    inputs[0].data,
+                    inputs[1].data,
+                    inputs[2].data,
+                    p->has_mask ? inputs[3].data : NULL,
+                    outputs[0].data};
     const double row_work = (double)p->keys * (double)(p->head_size + p->value_size);
     if (p->rows > 0)
         nxe_parallel_for(pool, p->rows, nxe_parallel_grain(row_work, ATTENTION_TASK_WORK),
@@ -219,8 +234,7 @@ static const nxe_op_param_info sdpa_inputs[] = {
      "Keys [batch..., Hkv, S, E]; batch dimensions equal Q's, except that Q's last one may be a "
      "multiple of K's (grouped-query attention: query head h uses key head h / (H / Hkv)).",
      NXE_MASK_FLOAT, 0, 0},
-    {"V", "Values [batch..., Hkv, S, Ev], the batch dimensions and S of K.", NXE_MASK_FLOAT, 0,
-     0},
+    {"V", "Values [batch..., Hkv, S, Ev], the batch dimensions and S of K.", NXE_MASK_FLOAT, 0, 0},
     {"mask",
      "Broadcasts (numpy, right-aligned) to the scores [batch..., H, L, S]: f32 is added to the "
      "scores (-inf removes a key), bool keeps the keys that are true.",

@@ -106,21 +106,30 @@ static nxe_status cast_run(const void *params, const nxe_value *inputs, int32_t 
 
 /* The quantized tensor seen as [outer, channels, inner]; channels = 1 unless per channel. */
 typedef struct quant_params {
-    int32_t quant_dtype;  /* of the quantized side: u8 / i8 (/ i32 when dequantizing) */
-    int32_t per_channel;  /* scales come from the tensor's quantization at run time */
-    float scale;          /* per tensor */
+    int32_t quant_dtype; /* of the quantized side: u8 / i8 (/ i32 when dequantizing) */
+    int32_t per_channel; /* scales come from the tensor's quantization at run time */
+    float scale;         /* per tensor */
     int32_t zero_point;
     int64_t channels;
     int64_t inner;
-    int64_t rows;         /* outer * channels */
+    int64_t rows; /* outer * channels */
 } quant_params;
 
 static bool int_range(int32_t dtype, int64_t *lo, int64_t *hi)
 {
     switch (dtype) {
-    case NXE_DTYPE_U8: *lo = 0; *hi = UINT8_MAX; return true;
-    case NXE_DTYPE_I8: *lo = INT8_MIN; *hi = INT8_MAX; return true;
-    case NXE_DTYPE_I32: *lo = INT32_MIN; *hi = INT32_MAX; return true;
+    case NXE_DTYPE_U8:
+        *lo = 0;
+        *hi = UINT8_MAX;
+        return true;
+    case NXE_DTYPE_I8:
+        *lo = INT8_MIN;
+        *hi = INT8_MAX;
+        return true;
+    case NXE_DTYPE_I32:
+        *lo = INT32_MIN;
+        *hi = INT32_MAX;
+        return true;
     default: return false;
     }
 }
@@ -199,9 +208,8 @@ static nxe_status quant_layout(const nxe_node *node, const char *tensor, const n
     return NXE_OK;
 }
 
-static nxe_status quantize_infer(const nxe_node *node, const nxe_value *inputs,
-                                 int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
-                                 void *params)
+static nxe_status quantize_infer(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,
+                                 nxe_value *outputs, int32_t num_outputs, void *params)
 {
     (void)num_inputs;
     (void)num_outputs;
@@ -265,12 +273,12 @@ static void dequantize_range(void *ctx, int64_t begin, int64_t end)
     const quant_params *p = job->p;
     switch (p->quant_dtype) {
     case NXE_DTYPE_U8:
-        nxe_ref_u8_dequantize(job->src, job->dst, p->channels, p->inner, job->scales,
-                              p->zero_point, begin, end);
+        nxe_ref_u8_dequantize(job->src, job->dst, p->channels, p->inner, job->scales, p->zero_point,
+                              begin, end);
         break;
     case NXE_DTYPE_I8:
-        nxe_ref_i8_dequantize(job->src, job->dst, p->channels, p->inner, job->scales,
-                              p->zero_point, begin, end);
+        nxe_ref_i8_dequantize(job->src, job->dst, p->channels, p->inner, job->scales, p->zero_point,
+                              begin, end);
         break;
     default:
         nxe_ref_i32_dequantize(job->src, job->dst, p->channels, p->inner, job->scales,
@@ -297,9 +305,8 @@ static nxe_status quantize_run(const void *params, const nxe_value *inputs, int3
     return NXE_OK;
 }
 
-static nxe_status dequantize_run(const void *params, const nxe_value *inputs,
-                                 int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
-                                 nxe_thread_pool *pool)
+static nxe_status dequantize_run(const void *params, const nxe_value *inputs, int32_t num_inputs,
+                                 nxe_value *outputs, int32_t num_outputs, nxe_thread_pool *pool)
 {
     (void)num_inputs;
     (void)num_outputs;
@@ -320,8 +327,9 @@ static const nxe_op_param_info cast_outputs[] = {
     {"output", "same shape, dtype 'to'", NXE_MASK_ALL, 0, 0},
 };
 static const nxe_op_attr_info cast_attrs[] = {
-    {"to", "target dtype as an enum nxe_dtype value (1 f32, 2 f16, 3 bf16, 4 i8, 5 u8, 6 i16, "
-           "7 i32, 8 i64, 9 bool, 10 f64, 11 u16, 12 u32, 13 u64)",
+    {"to",
+     "target dtype as an enum nxe_dtype value (1 f32, 2 f16, 3 bf16, 4 i8, 5 u8, 6 i16, "
+     "7 i32, 8 i64, 9 bool, 10 f64, 11 u16, 12 u32, 13 u64)",
      NXE_ATTR_INT, NULL},
 };
 

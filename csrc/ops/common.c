@@ -4,8 +4,7 @@
 const nxe_quant nxe_no_quant = {.type = NXE_QUANT_NONE};
 
 nxe_status nxe_broadcast_shapes(const nxe_node *node, int32_t ndim_a, const int64_t *a,
-                                int32_t ndim_b, const int64_t *b, int32_t *ndim_out,
-                                int64_t *out)
+                                int32_t ndim_b, const int64_t *b, int32_t *ndim_out, int64_t *out)
 {
     int32_t ndim = ndim_a > ndim_b ? ndim_a : ndim_b;
     for (int32_t i = 0; i < ndim; i++) {

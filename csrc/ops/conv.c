@@ -39,7 +39,7 @@ static nxe_status read_layout(const nxe_node *node, int32_t *channels_last)
 }
 
 nxe_status nxe_window_read_ints(const nxe_node *node, const char *name, int32_t expected,
-                                  int64_t min_value, int64_t *values)
+                                int64_t min_value, int64_t *values)
 {
     int64_t buffer[16];
     int32_t count = 0;
@@ -49,8 +49,8 @@ nxe_status nxe_window_read_ints(const nxe_node *node, const char *name, int32_t 
     }
     if (count != expected) {
         return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
-                              "attribute %s needs %" PRId32 " values, got %" PRId32, name,
-                              expected, count);
+                              "attribute %s needs %" PRId32 " values, got %" PRId32, name, expected,
+                              count);
     }
     for (int32_t i = 0; i < count; i++) {
         if (buffer[i] < min_value || buffer[i] > CONV_ATTR_MAX) {
@@ -77,7 +77,6 @@ nxe_status nxe_window_check_output(const nxe_node *node, int32_t ndim, const int
 }
 
 /* ---- Conv1d, Conv2d, Conv3d and ConvTranspose1d/2d/3d ------------------------------------ */
-
 
 typedef struct conv_params {
     nxe_conv_geometry geometry;
@@ -160,10 +159,9 @@ static nxe_status dilated_span(const nxe_node *node, const char *axis, int64_t k
     return NXE_OK;
 }
 
-nxe_status nxe_window_axis(const nxe_node *node, const char *axis,
-                           enum nxe_window_padding padding, int32_t ceil_mode, int64_t in,
-                           int64_t kernel, int64_t stride, int64_t dilation, int64_t *pad_begin,
-                           int64_t *pad_end, int64_t *out)
+nxe_status nxe_window_axis(const nxe_node *node, const char *axis, enum nxe_window_padding padding,
+                           int32_t ceil_mode, int64_t in, int64_t kernel, int64_t stride,
+                           int64_t dilation, int64_t *pad_begin, int64_t *pad_end, int64_t *out)
 {
     if (in > INT64_MAX / 2) {
         return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
@@ -240,8 +238,8 @@ static nxe_status check_spatial(const nxe_node *node, const nxe_value *x, const 
                                   "input X %s has an empty spatial dimension", xs);
         }
         if (w->shape[first_w + i] < 1) {
-            return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
-                                  "weight W %s has an empty kernel", ws);
+            return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH, "weight W %s has an empty kernel",
+                                  ws);
         }
     }
     return NXE_OK;
@@ -262,11 +260,16 @@ static nxe_status conv_infer(const nxe_node *node, const nxe_value *inputs, int3
     enum nxe_window_padding padding = NXE_PADDING_EXPLICIT;
     int64_t strides[3] = {0}, dilations[3] = {0}, pads[6] = {0}, group = 0;
     nxe_status status = read_conv_layout(node, rank, &channels_last);
-    if (status == NXE_OK) status = nxe_window_read_padding(node, &padding);
-    if (status == NXE_OK) status = nxe_window_read_ints(node, "strides", rank, 1, strides);
-    if (status == NXE_OK) status = nxe_window_read_ints(node, "dilations", rank, 1, dilations);
-    if (status == NXE_OK) status = nxe_window_read_ints(node, "pads", 2 * rank, 0, pads);
-    if (status == NXE_OK) status = read_group(node, &group);
+    if (status == NXE_OK)
+        status = nxe_window_read_padding(node, &padding);
+    if (status == NXE_OK)
+        status = nxe_window_read_ints(node, "strides", rank, 1, strides);
+    if (status == NXE_OK)
+        status = nxe_window_read_ints(node, "dilations", rank, 1, dilations);
+    if (status == NXE_OK)
+        status = nxe_window_read_ints(node, "pads", 2 * rank, 0, pads);
+    if (status == NXE_OK)
+        status = read_group(node, &group);
     if (status != NXE_OK) {
         return status;
     }
@@ -311,7 +314,8 @@ static nxe_status conv_infer(const nxe_node *node, const nxe_value *inputs, int3
                               ws, weight_in, xs, group, g.in_channels / group);
     }
     status = check_spatial(node, x, w, first_spatial, first_spatial, rank, xs, ws);
-    if (status == NXE_OK) status = check_bias(node, bias, g.out_channels, "W");
+    if (status == NXE_OK)
+        status = check_bias(node, bias, g.out_channels, "W");
     if (status != NXE_OK) {
         return status;
     }
@@ -329,9 +333,9 @@ static nxe_status conv_infer(const nxe_node *node, const nxe_value *inputs, int3
         g.stride[s] = strides[i];
         g.dilation[s] = dilations[i];
         g.pad_begin[s] = pads[i];
-        status = nxe_window_axis(node, slot_names[s], padding, 0, g.in_size[s], g.kernel[s],
-                             g.stride[s], g.dilation[s], &g.pad_begin[s], &pad_end,
-                             &g.out_size[s]);
+        status =
+            nxe_window_axis(node, slot_names[s], padding, 0, g.in_size[s], g.kernel[s], g.stride[s],
+                            g.dilation[s], &g.pad_begin[s], &pad_end, &g.out_size[s]);
         if (status != NXE_OK) {
             return status;
         }
@@ -385,12 +389,15 @@ static nxe_status conv_transpose_infer(const nxe_node *node, const nxe_value *in
     int64_t strides[3] = {0}, dilations[3] = {0}, pads[6] = {0}, output_padding[3] = {0};
     int64_t group = 0;
     nxe_status status = nxe_window_read_ints(node, "strides", rank, 1, strides);
-    if (status == NXE_OK) status = nxe_window_read_ints(node, "dilations", rank, 1, dilations);
-    if (status == NXE_OK) status = nxe_window_read_ints(node, "pads", 2 * rank, 0, pads);
+    if (status == NXE_OK)
+        status = nxe_window_read_ints(node, "dilations", rank, 1, dilations);
+    if (status == NXE_OK)
+        status = nxe_window_read_ints(node, "pads", 2 * rank, 0, pads);
     if (status == NXE_OK) {
         status = nxe_window_read_ints(node, "output_padding", rank, 0, output_padding);
     }
-    if (status == NXE_OK) status = read_group(node, &group);
+    if (status == NXE_OK)
+        status = read_group(node, &group);
     if (status != NXE_OK) {
         return status;
     }
@@ -432,7 +439,8 @@ static nxe_status conv_transpose_infer(const nxe_node *node, const nxe_value *in
     }
     g.out_channels = w->shape[1] * group;
     status = check_spatial(node, x, w, 2, 2, rank, xs, ws);
-    if (status == NXE_OK) status = check_bias(node, bias, g.out_channels, "W times group");
+    if (status == NXE_OK)
+        status = check_bias(node, bias, g.out_channels, "W times group");
     if (status != NXE_OK) {
         return status;
     }
@@ -456,8 +464,7 @@ static nxe_status conv_transpose_infer(const nxe_node *node, const nxe_value *in
         }
         if (g.in_size[s] - 1 > INT64_MAX / 4 / g.stride[s]) {
             return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
-                                  "input X %s %" PRId64 " times stride %" PRId64
-                                  " overflows int64",
+                                  "input X %s %" PRId64 " times stride %" PRId64 " overflows int64",
                                   slot_names[s], g.in_size[s], g.stride[s]);
         }
         const int64_t full = (g.in_size[s] - 1) * g.stride[s] + output_padding[i] + span;
@@ -534,8 +541,8 @@ static void conv_transpose_rows(void *ctx, int64_t begin, int64_t end)
 
 /* Both directions split the flattened (batch, out depth, out height) rows across threads;
  * every output row is written by one task only. */
-static nxe_status conv_run_rows(const void *params_in, const nxe_value *inputs,
-                                nxe_value *outputs, nxe_thread_pool *pool, nxe_range_fn rows)
+static nxe_status conv_run_rows(const void *params_in, const nxe_value *inputs, nxe_value *outputs,
+                                nxe_thread_pool *pool, nxe_range_fn rows)
 {
     const conv_params *params = params_in;
     const nxe_conv_geometry *g = &params->geometry;
@@ -578,9 +585,9 @@ typedef struct conv_prepared {
  * channel per group, else the GEMM kernel — bf16 when relaxed, the CPU has a bf16 kernel and
  * the reduction is long enough, else f32. Without packed kernels or constant weights, the
  * reference runs. */
-static nxe_status conv_prepare(const void *params_in, const nxe_value *inputs,
-                               int32_t num_inputs, const nxe_prepare_context *context,
-                               void **prepared, size_t *workspace_bytes)
+static nxe_status conv_prepare(const void *params_in, const nxe_value *inputs, int32_t num_inputs,
+                               const nxe_prepare_context *context, void **prepared,
+                               size_t *workspace_bytes)
 {
     (void)num_inputs;
     const conv_params *params = params_in;
@@ -592,16 +599,17 @@ static nxe_status conv_prepare(const void *params_in, const nxe_value *inputs,
     const bool depthwise = nxe_conv_is_depthwise(g) && kernels->depthwise_run;
     /* A short reduction (a first layer on one to three channels) gains nothing from bf16:
      * converting its input costs as much as the product saves. */
-    const int64_t reduction = g->in_channels / g->groups * g->kernel[0] * g->kernel[1] *
-                              g->kernel[2];
-    const bool bf16 = context->relax_precision && kernels->bf16_gemm_kernel &&
-                      reduction >= BF16_MIN_REDUCTION;
+    const int64_t reduction =
+        g->in_channels / g->groups * g->kernel[0] * g->kernel[1] * g->kernel[2];
+    const bool bf16 =
+        context->relax_precision && kernels->bf16_gemm_kernel && reduction >= BF16_MIN_REDUCTION;
     const nxe_gemm_kernel *kernel = depthwise ? NULL
                                     : bf16    ? kernels->bf16_gemm_kernel
                                               : kernels->f32_gemm_kernel;
-    size_t bytes = depthwise ? sizeof(float) * (size_t)(g->out_channels * g->kernel[0] *
-                                                        g->kernel[1] * g->kernel[2])
-                             : nxe_conv_gemm_weight_bytes(kernel, g, params->channels_last);
+    size_t bytes =
+        depthwise
+            ? sizeof(float) * (size_t)(g->out_channels * g->kernel[0] * g->kernel[1] * g->kernel[2])
+            : nxe_conv_gemm_weight_bytes(kernel, g, params->channels_last);
     void *weights;
     conv_prepared *p = nxe_prepared_alloc(sizeof *p, bytes, &weights);
     if (!p)
@@ -656,9 +664,8 @@ static void pairs_rows(void *ctx, int64_t begin, int64_t end)
 
 static nxe_status conv_run_prepared(const void *params_in, const void *prepared_in,
                                     const nxe_fused_epilogue *fused, void *workspace,
-                                    const nxe_value *inputs, int32_t num_inputs,
-                                    nxe_value *outputs, int32_t num_outputs,
-                                    nxe_thread_pool *pool)
+                                    const nxe_value *inputs, int32_t num_inputs, nxe_value *outputs,
+                                    int32_t num_outputs, nxe_thread_pool *pool)
 {
     (void)num_inputs;
     (void)num_outputs;
@@ -669,9 +676,9 @@ static nxe_status conv_run_prepared(const void *params_in, const void *prepared_
     const float *residual = fused->residual_input >= 0 ? inputs[fused->residual_input].data : NULL;
     if (!prepared->kernel) {
         const nxe_conv_geometry *g = &params->geometry;
-        depthwise_job job = {prepared, {&params->geometry, params->channels_last, inputs[0].data,
-                                        prepared->weights, bias, residual, outputs[0].data,
-                                        fused->epilogue}};
+        depthwise_job job = {prepared,
+                             {&params->geometry, params->channels_last, inputs[0].data,
+                              prepared->weights, bias, residual, outputs[0].data, fused->epilogue}};
         const double row_work = (double)g->out_size[2] * (double)g->kernel[0] *
                                 (double)g->kernel[1] * (double)g->kernel[2] *
                                 (params->channels_last ? (double)g->out_channels : 1.0);
@@ -708,56 +715,54 @@ static nxe_status conv_run_prepared(const void *params_in, const void *prepared_
 }
 
 /* Schemas. Attribute defaults depend on the rank, so each op has its own tables. */
-#define CONV_INPUTS(id, x_doc, w_doc)                                                          \
-    static const nxe_op_param_info id##_inputs[] = {                                           \
-        {"X", x_doc, NXE_MASK_FLOAT, 0, 0},                                                    \
-        {"W", w_doc, NXE_MASK_FLOAT, 0, 0},                                                    \
-        {"B", "Bias [O], added to every output position of its channel.", NXE_MASK_FLOAT, 1,   \
-         0},                                                                                   \
+#define CONV_INPUTS(id, x_doc, w_doc)                                                              \
+    static const nxe_op_param_info id##_inputs[] = {                                               \
+        {"X", x_doc, NXE_MASK_FLOAT, 0, 0},                                                        \
+        {"W", w_doc, NXE_MASK_FLOAT, 0, 0},                                                        \
+        {"B", "Bias [O], added to every output position of its channel.", NXE_MASK_FLOAT, 1, 0},   \
     };
 
-#define CONV_ATTRS(id, axes, ones, zeros2, pads_doc, first, last, weight_first, weight_last)   \
-    static const nxe_op_attr_info id##_attrs[] = {                                             \
-        {"strides", "Step between output positions, one per spatial axis " axes "; each >= 1.", \
-         NXE_ATTR_INTS, ones},                                                                 \
-        {"dilations", "Spacing between kernel taps, one per spatial axis " axes "; each >= 1.", \
-         NXE_ATTR_INTS, ones},                                                                 \
-        {"pads",                                                                               \
-         "Zero padding " pads_doc ", all beginnings then all ends; each >= 0. Used only when " \
-         "padding is \"EXPLICIT\".",                                                           \
-         NXE_ATTR_INTS, zeros2},                                                               \
-        {"padding",                                                                            \
-         "\"EXPLICIT\" uses pads; \"SAME\" pads so that each output size is ceil(input / "     \
-         "stride), putting an odd pad at the end (ONNX SAME_UPPER); \"SAME_LOWER\" likewise "  \
-         "with the odd pad at the beginning; \"VALID\" pads nothing.",                         \
-         NXE_ATTR_STRING, "\"EXPLICIT\""},                                                     \
-        {"group",                                                                              \
-         "Number of channel groups; divides C and O. group == C with O a multiple of C is a "  \
-         "depthwise convolution.",                                                             \
-         NXE_ATTR_INT, "1"},                                                                   \
-        {"layout",                                                                             \
-         "Memory layout of X and Y, \"" first "\" or \"" last "\"; W follows it (" weight_first \
-         " or " weight_last ").",                                                              \
-         NXE_ATTR_STRING, "\"" first "\""},                                                    \
+#define CONV_ATTRS(id, axes, ones, zeros2, pads_doc, first, last, weight_first, weight_last)       \
+    static const nxe_op_attr_info id##_attrs[] = {                                                 \
+        {"strides", "Step between output positions, one per spatial axis " axes "; each >= 1.",    \
+         NXE_ATTR_INTS, ones},                                                                     \
+        {"dilations", "Spacing between kernel taps, one per spatial axis " axes "; each >= 1.",    \
+         NXE_ATTR_INTS, ones},                                                                     \
+        {"pads",                                                                                   \
+         "Zero padding " pads_doc ", all beginnings then all ends; each >= 0. Used only when "     \
+         "padding is \"EXPLICIT\".",                                                               \
+         NXE_ATTR_INTS, zeros2},                                                                   \
+        {"padding",                                                                                \
+         "\"EXPLICIT\" uses pads; \"SAME\" pads so that each output size is ceil(input / "         \
+         "stride), putting an odd pad at the end (ONNX SAME_UPPER); \"SAME_LOWER\" likewise "      \
+         "with the odd pad at the beginning; \"VALID\" pads nothing.",                             \
+         NXE_ATTR_STRING, "\"EXPLICIT\""},                                                         \
+        {"group",                                                                                  \
+         "Number of channel groups; divides C and O. group == C with O a multiple of C is a "      \
+         "depthwise convolution.",                                                                 \
+         NXE_ATTR_INT, "1"},                                                                       \
+        {"layout",                                                                                 \
+         "Memory layout of X and Y, \"" first "\" or \"" last "\"; W follows it (" weight_first    \
+         " or " weight_last ").",                                                                  \
+         NXE_ATTR_STRING, "\"" first "\""},                                                        \
     };
 
-#define CONV_TRANSPOSE_ATTRS(id, axes, ones, zeros, zeros2, pads_doc)                          \
-    static const nxe_op_attr_info id##_attrs[] = {                                             \
-        {"strides",                                                                            \
-         "Step between the output positions of neighbouring inputs, one per spatial axis "     \
-         axes "; each >= 1.",                                                                  \
-         NXE_ATTR_INTS, ones},                                                                 \
-        {"dilations", "Spacing between kernel taps, one per spatial axis " axes "; each >= 1.", \
-         NXE_ATTR_INTS, ones},                                                                 \
-        {"pads",                                                                               \
-         "Output positions cut " pads_doc ", all beginnings then all ends; each >= 0.",        \
-         NXE_ATTR_INTS, zeros2},                                                               \
-        {"output_padding",                                                                     \
-         "Extra output positions at the end of each spatial axis " axes                       \
-         " (they receive only the bias where no input reaches them); each >= 0.",              \
-         NXE_ATTR_INTS, zeros},                                                                \
-        {"group", "Number of channel groups; divides C. O = group * W's second dimension.",    \
-         NXE_ATTR_INT, "1"},                                                                   \
+#define CONV_TRANSPOSE_ATTRS(id, axes, ones, zeros, zeros2, pads_doc)                              \
+    static const nxe_op_attr_info id##_attrs[] = {                                                 \
+        {"strides",                                                                                \
+         "Step between the output positions of neighbouring inputs, one per spatial axis " axes    \
+         "; each >= 1.",                                                                           \
+         NXE_ATTR_INTS, ones},                                                                     \
+        {"dilations", "Spacing between kernel taps, one per spatial axis " axes "; each >= 1.",    \
+         NXE_ATTR_INTS, ones},                                                                     \
+        {"pads", "Output positions cut " pads_doc ", all beginnings then all ends; each >= 0.",    \
+         NXE_ATTR_INTS, zeros2},                                                                   \
+        {"output_padding",                                                                         \
+         "Extra output positions at the end of each spatial axis " axes                            \
+         " (they receive only the bias where no input reaches them); each >= 0.",                  \
+         NXE_ATTR_INTS, zeros},                                                                    \
+        {"group", "Number of channel groups; divides C. O = group * W's second dimension.",        \
+         NXE_ATTR_INT, "1"},                                                                       \
     };
 
 static const nxe_op_param_info conv_outputs[] = {
@@ -783,20 +788,19 @@ CONV_INPUTS(conv3d, "Input volumes: [N, C, D, H, W] for layout NCDHW, [N, D, H, 
             "Filters: [O, C/group, KD, KH, KW] (OIDHW) for layout NCDHW, [O, KD, KH, KW, "
             "C/group] (ODHWI) for NDHWC.")
 CONV_ATTRS(conv1d, "[w]", "[1]", "[0, 0]", "[left, right]", "NCW", "NWC", "OIW", "OWI")
-CONV_ATTRS(conv2d, "[h, w]", "[1, 1]", "[0, 0, 0, 0]", "[top, left, bottom, right]", "NCHW",
-           "NHWC", "OIHW", "OHWI")
+CONV_ATTRS(conv2d, "[h, w]", "[1, 1]", "[0, 0, 0, 0]", "[top, left, bottom, right]", "NCHW", "NHWC",
+           "OIHW", "OHWI")
 CONV_ATTRS(conv3d, "[d, h, w]", "[1, 1, 1]", "[0, 0, 0, 0, 0, 0]",
            "[front, top, left, back, bottom, right]", "NCDHW", "NDHWC", "OIDHW", "ODHWI")
 
 CONV_INPUTS(conv_transpose1d, "Input sequences [N, C, W].", "Filters [C, O/group, KW].")
 CONV_INPUTS(conv_transpose2d, "Input images [N, C, H, W].", "Filters [C, O/group, KH, KW].")
-CONV_INPUTS(conv_transpose3d, "Input volumes [N, C, D, H, W].",
-            "Filters [C, O/group, KD, KH, KW].")
+CONV_INPUTS(conv_transpose3d, "Input volumes [N, C, D, H, W].", "Filters [C, O/group, KD, KH, KW].")
 CONV_TRANSPOSE_ATTRS(conv_transpose1d, "[w]", "[1]", "[0]", "[0, 0]", "[left, right]")
 CONV_TRANSPOSE_ATTRS(conv_transpose2d, "[h, w]", "[1, 1]", "[0, 0]", "[0, 0, 0, 0]",
                      "[top, left, bottom, right]")
-CONV_TRANSPOSE_ATTRS(conv_transpose3d, "[d, h, w]", "[1, 1, 1]", "[0, 0, 0]",
-                     "[0, 0, 0, 0, 0, 0]", "[front, top, left, back, bottom, right]")
+CONV_TRANSPOSE_ATTRS(conv_transpose3d, "[d, h, w]", "[1, 1, 1]", "[0, 0, 0]", "[0, 0, 0, 0, 0, 0]",
+                     "[front, top, left, back, bottom, right]")
 
 /* ---- DepthToSpace ------------------------------------------------------------------------ */
 
@@ -806,8 +810,8 @@ typedef struct depth_to_space_params {
 } depth_to_space_params;
 
 static nxe_status depth_to_space_infer(const nxe_node *node, const nxe_value *inputs,
-                                       int32_t num_inputs, nxe_value *outputs,
-                                       int32_t num_outputs, void *params_out)
+                                       int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
+                                       void *params_out)
 {
     (void)num_inputs;
     (void)num_outputs;
@@ -820,8 +824,10 @@ static nxe_status depth_to_space_infer(const nxe_node *node, const nxe_value *in
     int64_t block = 0;
     const char *mode = "";
     nxe_status status = read_layout(node, &channels_last);
-    if (status == NXE_OK) status = nxe_node_attr_int(node, "blocksize", &block);
-    if (status == NXE_OK) status = nxe_node_attr_string(node, "mode", &mode);
+    if (status == NXE_OK)
+        status = nxe_node_attr_int(node, "blocksize", &block);
+    if (status == NXE_OK)
+        status = nxe_node_attr_string(node, "mode", &mode);
     if (status != NXE_OK) {
         return status;
     }
@@ -902,8 +908,8 @@ static nxe_status depth_to_space_run(const void *params_in, const nxe_value *inp
     const nxe_depth_to_space_geometry *g = &params->geometry;
     depth_to_space_job job = {params, inputs[0].data, outputs[0].data};
     const double row_work = (double)g->in_width * (double)g->in_channels / (double)g->block_size;
-    nxe_parallel_for(pool, g->batch * g->in_height * g->block_size, nxe_parallel_grain(row_work, CONV_TASK_WORK),
-                     depth_to_space_rows, &job);
+    nxe_parallel_for(pool, g->batch * g->in_height * g->block_size,
+                     nxe_parallel_grain(row_work, CONV_TASK_WORK), depth_to_space_rows, &job);
     return NXE_OK;
 }
 
@@ -927,9 +933,14 @@ static const nxe_op_attr_info depth_to_space_attrs[] = {
     {"layout", "Memory layout of X and Y, \"NCHW\" or \"NHWC\".", NXE_ATTR_STRING, "\"NCHW\""},
 };
 
-#define CONV_DEF(op_name, id, summary, outputs_, infer_, run_, prepare_, run_prepared_)      \
-    {NXE_INFO(op_name, summary, id##_inputs, outputs_, id##_attrs), sizeof(conv_params), infer_, \
-     run_, prepare_, run_prepared_, NULL}
+#define CONV_DEF(op_name, id, summary, outputs_, infer_, run_, prepare_, run_prepared_)            \
+    {NXE_INFO(op_name, summary, id##_inputs, outputs_, id##_attrs),                                \
+     sizeof(conv_params),                                                                          \
+     infer_,                                                                                       \
+     run_,                                                                                         \
+     prepare_,                                                                                     \
+     run_prepared_,                                                                                \
+     NULL}
 
 static const nxe_op_def conv_defs[] = {
     CONV_DEF("Conv1d", conv1d,

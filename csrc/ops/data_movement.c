@@ -41,8 +41,7 @@ static void set_output(nxe_value *out, int32_t dtype, int32_t ndim, const int64_
     memcpy(out->shape, shape, (size_t)ndim * sizeof(int64_t));
 }
 
-static nxe_status get_ints(const nxe_node *node, const char *name, int64_t *values,
-                           int32_t *count)
+static nxe_status get_ints(const nxe_node *node, const char *name, int64_t *values, int32_t *count)
 {
     return nxe_node_attr_ints(node, name, values, ATTR_CAPACITY, count);
 }
@@ -73,15 +72,13 @@ static nxe_status copy_run(const void *params, const nxe_value *inputs, int32_t 
     (void)num_inputs;
     (void)num_outputs;
     (void)pool;
-    nxe_ref_x8_copy((size_t)((const copy_params *)params)->bytes, inputs[0].data,
-                    outputs[0].data);
+    nxe_ref_x8_copy((size_t)((const copy_params *)params)->bytes, inputs[0].data, outputs[0].data);
     return NXE_OK;
 }
 
 /* BitCast: the same bytes read as another dtype of the same element size. */
-static nxe_status bit_cast_infer(const nxe_node *node, const nxe_value *inputs,
-                                 int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
-                                 void *params)
+static nxe_status bit_cast_infer(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,
+                                 nxe_value *outputs, int32_t num_outputs, void *params)
 {
     (void)num_inputs;
     (void)num_outputs;
@@ -113,9 +110,8 @@ static nxe_status bit_cast_infer(const nxe_node *node, const nxe_value *inputs,
     return NXE_OK;
 }
 
-static nxe_status reshape_infer(const nxe_node *node, const nxe_value *inputs,
-                                int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
-                                void *params)
+static nxe_status reshape_infer(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,
+                                nxe_value *outputs, int32_t num_outputs, void *params)
 {
     (void)num_inputs;
     (void)num_outputs;
@@ -211,9 +207,8 @@ static nxe_status mark_axes(const nxe_node *node, const char *attr, const int64_
     return NXE_OK;
 }
 
-static nxe_status squeeze_infer(const nxe_node *node, const nxe_value *inputs,
-                                int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
-                                void *params)
+static nxe_status squeeze_infer(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,
+                                nxe_value *outputs, int32_t num_outputs, void *params)
 {
     (void)num_inputs;
     (void)num_outputs;
@@ -250,9 +245,8 @@ static nxe_status squeeze_infer(const nxe_node *node, const nxe_value *inputs,
     return copy_finish(x, &outputs[0], ndim, shape, params);
 }
 
-static nxe_status unsqueeze_infer(const nxe_node *node, const nxe_value *inputs,
-                                  int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
-                                  void *params)
+static nxe_status unsqueeze_infer(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,
+                                  nxe_value *outputs, int32_t num_outputs, void *params)
 {
     (void)num_inputs;
     (void)num_outputs;
@@ -282,9 +276,9 @@ static nxe_status unsqueeze_infer(const nxe_node *node, const nxe_value *inputs,
 
 typedef struct view_params {
     int32_t elem_size;
-    int32_t ndim;       /* after merging dimensions; >= 1 */
+    int32_t ndim; /* after merging dimensions; >= 1 */
     int64_t numel;
-    int64_t offset;     /* elements from the input's start to the view's first element */
+    int64_t offset; /* elements from the input's start to the view's first element */
     int64_t shape[NXE_MAX_RANK];
     int64_t strides[NXE_MAX_RANK]; /* input elements per step along each output dimension */
 } view_params;
@@ -325,12 +319,12 @@ typedef struct view_job {
     void *dst;
 } view_job;
 
-#define VIEW_RANGE(bits)                                                                      \
-    static void view_range_x##bits(void *ctx, int64_t begin, int64_t end)                     \
-    {                                                                                         \
-        const view_job *job = ctx;                                                            \
-        nxe_ref_x##bits##_copy_strided(job->p->ndim, job->p->shape, job->p->strides,          \
-                                       job->src, job->dst, begin, end);                       \
+#define VIEW_RANGE(bits)                                                                           \
+    static void view_range_x##bits(void *ctx, int64_t begin, int64_t end)                          \
+    {                                                                                              \
+        const view_job *job = ctx;                                                                 \
+        nxe_ref_x##bits##_copy_strided(job->p->ndim, job->p->shape, job->p->strides, job->src,     \
+                                       job->dst, begin, end);                                      \
     }
 VIEW_RANGE(8)
 VIEW_RANGE(16)
@@ -362,9 +356,8 @@ static nxe_status view_run(const void *params, const nxe_value *inputs, int32_t 
     return NXE_OK;
 }
 
-static nxe_status transpose_infer(const nxe_node *node, const nxe_value *inputs,
-                                  int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
-                                  void *params)
+static nxe_status transpose_infer(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,
+                                  nxe_value *outputs, int32_t num_outputs, void *params)
 {
     (void)num_inputs;
     (void)num_outputs;
@@ -409,8 +402,7 @@ static nxe_status slice_infer(const nxe_node *node, const nxe_value *inputs, int
     (void)num_inputs;
     (void)num_outputs;
     const nxe_value *x = &inputs[0];
-    int64_t starts[ATTR_CAPACITY], ends[ATTR_CAPACITY], axes[ATTR_CAPACITY],
-        steps[ATTR_CAPACITY];
+    int64_t starts[ATTR_CAPACITY], ends[ATTR_CAPACITY], axes[ATTR_CAPACITY], steps[ATTR_CAPACITY];
     int32_t n_starts = 0, n_ends = 0, n_axes = 0, n_steps = 0;
     nxe_status status = get_ints(node, "starts", starts, &n_starts);
     if (status == NXE_OK)
@@ -449,8 +441,8 @@ static nxe_status slice_infer(const nxe_node *node, const nxe_value *inputs, int
         const int64_t dim = x->shape[axis];
         const int64_t step = n_steps ? steps[i] : 1;
         if (step == 0)
-            return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
-                                  "attribute 'steps'[%d] is 0", i);
+            return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT, "attribute 'steps'[%d] is 0",
+                                  i);
         /* ONNX rules: negative bounds count from the end, then clamp to what the direction
          * can reach. dim >= 0, so adding it to a negative bound cannot overflow. */
         int64_t start = starts[i] < 0 ? starts[i] + dim : starts[i];
@@ -661,10 +653,10 @@ static nxe_status split_run(const void *params, const nxe_value *inputs, int32_t
 typedef struct gather_params {
     int32_t index_dtype;
     int32_t axis;
-    int64_t outer;       /* product of data dims before axis */
+    int64_t outer; /* product of data dims before axis */
     int64_t axis_dim;
     int64_t num_indices;
-    int64_t row_bytes;   /* bytes of data after axis: one gathered row */
+    int64_t row_bytes; /* bytes of data after axis: one gathered row */
 } gather_params;
 
 static nxe_status gather_infer(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,
@@ -827,18 +819,17 @@ static nxe_status check_axis_indices(const nxe_value *indices, int64_t dim, int3
         return NXE_OK;
     char what[32];
     snprintf(what, sizeof what, "axis %d of 'data'", axis);
-    return index_error(what, bad,
-                       nxe_ref_load_index(indices->data, indices->dtype == NXE_DTYPE_I64, bad),
-                       dim);
+    return index_error(
+        what, bad, nxe_ref_load_index(indices->data, indices->dtype == NXE_DTYPE_I64, bad), dim);
 }
 
 /* ---- Pad and Tile ----------------------------------------------------------------------- */
 
 typedef struct pad_params {
-    int32_t ndim;      /* >= 1: a scalar is padded as shape [1] with no pads */
-    int32_t mode;      /* enum nxe_ref_pad_mode */
+    int32_t ndim; /* >= 1: a scalar is padded as shape [1] with no pads */
+    int32_t mode; /* enum nxe_ref_pad_mode */
     int32_t elem_size;
-    int64_t rows;      /* output rows (all but the last dimension) */
+    int64_t rows; /* output rows (all but the last dimension) */
     int64_t in_shape[NXE_MAX_RANK];
     int64_t out_shape[NXE_MAX_RANK];
     int64_t begin[NXE_MAX_RANK];
@@ -1023,8 +1014,8 @@ static nxe_status expand_infer(const nxe_node *node, const nxe_value *inputs, in
 }
 
 static nxe_status space_to_depth_infer(const nxe_node *node, const nxe_value *inputs,
-                                       int32_t num_inputs, nxe_value *outputs,
-                                       int32_t num_outputs, void *params)
+                                       int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
+                                       void *params)
 {
     (void)num_inputs;
     (void)num_outputs;
@@ -1070,10 +1061,10 @@ typedef struct elements_params {
     int32_t axis;
     int32_t is64;
     int32_t elem_size;
-    int32_t type;       /* enum nxe_ref_type of data */
-    int32_t reduction;  /* enum nxe_ref_reduction (scatter) */
+    int32_t type;      /* enum nxe_ref_type of data */
+    int32_t reduction; /* enum nxe_ref_reduction (scatter) */
     int64_t axis_dim;
-    int64_t numel;      /* index elements */
+    int64_t numel; /* index elements */
     int64_t data_bytes;
     int64_t index_shape[NXE_MAX_RANK];
     int64_t data_strides[NXE_MAX_RANK];
@@ -1121,8 +1112,8 @@ static nxe_status elements_infer_common(const nxe_node *node, const nxe_value *d
 }
 
 static nxe_status gather_elements_infer(const nxe_node *node, const nxe_value *inputs,
-                                        int32_t num_inputs, nxe_value *outputs,
-                                        int32_t num_outputs, void *params)
+                                        int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
+                                        void *params)
 {
     (void)num_inputs;
     (void)num_outputs;
@@ -1149,8 +1140,8 @@ static void gather_elements_range(void *ctx, int64_t begin, int64_t end)
 }
 
 static nxe_status gather_elements_run(const void *params, const nxe_value *inputs,
-                                      int32_t num_inputs, nxe_value *outputs,
-                                      int32_t num_outputs, nxe_thread_pool *pool)
+                                      int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
+                                      nxe_thread_pool *pool)
 {
     (void)num_inputs;
     (void)num_outputs;
@@ -1196,8 +1187,8 @@ static nxe_status scatter_elements_infer(const nxe_node *node, const nxe_value *
 }
 
 static nxe_status scatter_elements_run(const void *params, const nxe_value *inputs,
-                                       int32_t num_inputs, nxe_value *outputs,
-                                       int32_t num_outputs, nxe_thread_pool *pool)
+                                       int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
+                                       nxe_thread_pool *pool)
 {
     (void)num_inputs;
     (void)num_outputs;
@@ -1217,7 +1208,7 @@ static nxe_status scatter_elements_run(const void *params, const nxe_value *inpu
 /* ---- GatherND and ScatterND ------------------------------------------------------------- */
 
 typedef struct nd_params {
-    int32_t k;          /* length of an index tuple */
+    int32_t k; /* length of an index tuple */
     int32_t is64;
     int32_t elem_size;
     int32_t type;
@@ -1247,8 +1238,8 @@ static nxe_status nd_infer_common(const nxe_node *node, const nxe_value *data,
     for (int32_t d = 0; d < batch_dims; d++)
         if (indices->shape[d] != data->shape[d])
             return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
-                                  "batch axis %d has size %lld in 'indices' but %lld in 'data'",
-                                  d, (long long)indices->shape[d], (long long)data->shape[d]);
+                                  "batch axis %d has size %lld in 'indices' but %lld in 'data'", d,
+                                  (long long)indices->shape[d], (long long)data->shape[d]);
     int64_t strides[NXE_MAX_RANK];
     contiguous_strides(data->ndim, data->shape, strides);
     p->k = (int32_t)k;
@@ -1267,9 +1258,8 @@ static nxe_status nd_infer_common(const nxe_node *node, const nxe_value *data,
     return NXE_OK;
 }
 
-static nxe_status gather_nd_infer(const nxe_node *node, const nxe_value *inputs,
-                                  int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
-                                  void *params)
+static nxe_status gather_nd_infer(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,
+                                  nxe_value *outputs, int32_t num_outputs, void *params)
 {
     (void)num_inputs;
     (void)num_outputs;
@@ -1324,9 +1314,9 @@ static void gather_nd_range(void *ctx, int64_t begin, int64_t end)
 {
     const nd_job *job = ctx;
     const nd_params *p = job->p;
-    nxe_ref_gather_nd(p->k, p->dims, p->strides, p->batch_stride, p->tuples_per_batch,
-                      job->indices, p->is64, (size_t)p->elem_size,
-                      (size_t)(p->slice_elems * p->elem_size), job->data, job->out, begin, end);
+    nxe_ref_gather_nd(p->k, p->dims, p->strides, p->batch_stride, p->tuples_per_batch, job->indices,
+                      p->is64, (size_t)p->elem_size, (size_t)(p->slice_elems * p->elem_size),
+                      job->data, job->out, begin, end);
 }
 
 static nxe_status gather_nd_run(const void *params, const nxe_value *inputs, int32_t num_inputs,
@@ -1383,9 +1373,8 @@ static nxe_status scatter_nd_infer(const nxe_node *node, const nxe_value *inputs
     return NXE_OK;
 }
 
-static nxe_status scatter_nd_run(const void *params, const nxe_value *inputs,
-                                 int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
-                                 nxe_thread_pool *pool)
+static nxe_status scatter_nd_run(const void *params, const nxe_value *inputs, int32_t num_inputs,
+                                 nxe_value *outputs, int32_t num_outputs, nxe_thread_pool *pool)
 {
     (void)num_inputs;
     (void)num_outputs;
@@ -1395,8 +1384,8 @@ static nxe_status scatter_nd_run(const void *params, const nxe_value *inputs,
     if (status != NXE_OK)
         return status;
     nxe_ref_x8_copy((size_t)p->data_bytes, inputs[0].data, outputs[0].data);
-    nxe_ref_scatter_nd(p->k, p->dims, p->strides, p->num_tuples, inputs[1].data, p->is64,
-                       p->type, p->reduction, p->slice_elems, inputs[2].data, outputs[0].data);
+    nxe_ref_scatter_nd(p->k, p->dims, p->strides, p->num_tuples, inputs[1].data, p->is64, p->type,
+                       p->reduction, p->slice_elems, inputs[2].data, outputs[0].data);
     return NXE_OK;
 }
 
@@ -1412,9 +1401,8 @@ typedef struct one_hot_params {
     unsigned char off[8];
 } one_hot_params;
 
-static nxe_status one_hot_infer(const nxe_node *node, const nxe_value *inputs,
-                                int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
-                                void *params)
+static nxe_status one_hot_infer(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,
+                                nxe_value *outputs, int32_t num_outputs, void *params)
 {
     (void)num_inputs;
     (void)num_outputs;
@@ -1478,8 +1466,8 @@ static void one_hot_range(void *ctx, int64_t begin, int64_t end)
 {
     const one_hot_job *job = ctx;
     const one_hot_params *p = job->p;
-    nxe_ref_one_hot(p->depth, p->inner, job->indices, p->is64, (size_t)p->elem_size, p->on,
-                    p->off, job->out, begin, end);
+    nxe_ref_one_hot(p->depth, p->inner, job->indices, p->is64, (size_t)p->elem_size, p->on, p->off,
+                    job->out, begin, end);
 }
 
 static nxe_status one_hot_run(const void *params, const nxe_value *inputs, int32_t num_inputs,
@@ -1543,8 +1531,8 @@ static void trilu_range(void *ctx, int64_t begin, int64_t end)
 {
     const trilu_job *job = ctx;
     const trilu_params *p = job->p;
-    nxe_ref_trilu(p->rows, p->cols, p->upper, p->k, (size_t)p->elem_size, job->src, job->dst,
-                  begin, end);
+    nxe_ref_trilu(p->rows, p->cols, p->upper, p->k, (size_t)p->elem_size, job->src, job->dst, begin,
+                  end);
 }
 
 static nxe_status trilu_run(const void *params, const nxe_value *inputs, int32_t num_inputs,
@@ -1607,8 +1595,7 @@ static const nxe_op_attr_info transpose_attrs[] = {
 };
 
 static const nxe_op_param_info concat_inputs[] = {
-    {"inputs",
-     "one or more tensors of one dtype and rank, equal in every dimension except 'axis'",
+    {"inputs", "one or more tensors of one dtype and rank, equal in every dimension except 'axis'",
      NXE_MASK_ALL, 0, 1},
 };
 static const nxe_op_param_info concat_outputs[] = {
@@ -1647,8 +1634,8 @@ static const nxe_op_attr_info slice_attrs[] = {
      "exclusive end per sliced axis; negative counts from the end; clamped to [0, n] "
      "(step > 0) or [-1, n-1] (step < 0), so INT64_MAX / INT64_MIN mean 'to the end'",
      NXE_ATTR_INTS, NULL},
-    {"axes", "axes that starts/ends refer to, distinct; empty: 0 .. len(starts)-1",
-     NXE_ATTR_INTS, "[]"},
+    {"axes", "axes that starts/ends refer to, distinct; empty: 0 .. len(starts)-1", NXE_ATTR_INTS,
+     "[]"},
     {"steps", "stride per sliced axis, nonzero, negative walks backwards; empty: all 1",
      NXE_ATTR_INTS, "[]"},
 };
@@ -1660,8 +1647,8 @@ static const nxe_op_param_info squeeze_outputs[] = {
     {"squeezed", "same elements without the removed size-1 dimensions", NXE_MASK_ALL, 0, 0},
 };
 static const nxe_op_attr_info squeeze_attrs[] = {
-    {"axes", "size-1 axes to remove, distinct; empty removes every size-1 axis",
-     NXE_ATTR_INTS, "[]"},
+    {"axes", "size-1 axes to remove, distinct; empty removes every size-1 axis", NXE_ATTR_INTS,
+     "[]"},
 };
 
 static const nxe_op_param_info unsqueeze_inputs[] = {
@@ -1681,8 +1668,8 @@ static const nxe_op_param_info pad_inputs[] = {
     {"data", "tensor to pad, any dtype", NXE_MASK_ALL, 0, 0},
 };
 static const nxe_op_param_info pad_outputs[] = {
-    {"output", "dtype of data; axis d has size data.shape[d] + pads[d] + pads[r + d]",
-     NXE_MASK_ALL, 0, 0},
+    {"output", "dtype of data; axis d has size data.shape[d] + pads[d] + pads[r + d]", NXE_MASK_ALL,
+     0, 0},
 };
 static const nxe_op_attr_info pad_attrs[] = {
     {"pads",
@@ -1703,12 +1690,10 @@ static const nxe_op_param_info tile_inputs[] = {
     {"input", "tensor to repeat, any dtype", NXE_MASK_ALL, 0, 0},
 };
 static const nxe_op_param_info tile_outputs[] = {
-    {"output", "dtype of input; axis d has size input.shape[d] * repeats[d]", NXE_MASK_ALL, 0,
-     0},
+    {"output", "dtype of input; axis d has size input.shape[d] * repeats[d]", NXE_MASK_ALL, 0, 0},
 };
 static const nxe_op_attr_info tile_attrs[] = {
-    {"repeats", "copies along each axis, one entry per input axis, each >= 0", NXE_ATTR_INTS,
-     NULL},
+    {"repeats", "copies along each axis, one entry per input axis, each >= 0", NXE_ATTR_INTS, NULL},
 };
 
 static const nxe_op_param_info expand_inputs[] = {
@@ -1735,8 +1720,9 @@ static const nxe_op_param_info space_to_depth_outputs[] = {
 };
 static const nxe_op_attr_info space_to_depth_attrs[] = {
     {"blocksize", "side b of the square blocks moved into channels, >= 1", NXE_ATTR_INT, NULL},
-    {"mode", "channel order: \"DCR\" (block offset, then channel) or \"CRD\" (channel, then "
-             "block offset)",
+    {"mode",
+     "channel order: \"DCR\" (block offset, then channel) or \"CRD\" (channel, then "
+     "block offset)",
      NXE_ATTR_STRING, "\"DCR\""},
 };
 
@@ -1824,8 +1810,8 @@ static const nxe_op_param_info one_hot_outputs[] = {
 };
 static const nxe_op_attr_info one_hot_attrs[] = {
     {"depth", "number of classes, >= 1", NXE_ATTR_INT, NULL},
-    {"axis", "position of the new axis in the output; negative counts from the end",
-     NXE_ATTR_INT, "-1"},
+    {"axis", "position of the new axis in the output; negative counts from the end", NXE_ATTR_INT,
+     "-1"},
     {"on_value", "value at the class position", NXE_ATTR_FLOAT, "1.0"},
     {"off_value", "value everywhere else", NXE_ATTR_FLOAT, "0.0"},
     {"dtype", "output dtype name (\"f32\", \"i64\", ...); the values are converted to it",
@@ -1833,8 +1819,8 @@ static const nxe_op_attr_info one_hot_attrs[] = {
 };
 
 static const nxe_op_param_info trilu_inputs[] = {
-    {"input", "tensor of rank >= 2, any dtype; the last two axes are the matrices",
-     NXE_MASK_ALL, 0, 0},
+    {"input", "tensor of rank >= 2, any dtype; the last two axes are the matrices", NXE_MASK_ALL, 0,
+     0},
 };
 static const nxe_op_param_info trilu_outputs[] = {
     {"output", "input with the elements outside the triangle set to zero", NXE_MASK_ALL, 0, 0},
@@ -1842,8 +1828,8 @@ static const nxe_op_param_info trilu_outputs[] = {
 static const nxe_op_attr_info trilu_attrs[] = {
     {"upper", "1: keep (i, j) with j - i >= k (upper triangle); 0: keep j - i <= k (lower)",
      NXE_ATTR_INT, "1"},
-    {"k", "diagonal offset: 0 the main diagonal, positive above it, negative below",
-     NXE_ATTR_INT, "0"},
+    {"k", "diagonal offset: 0 the main diagonal, positive above it, negative below", NXE_ATTR_INT,
+     "0"},
 };
 
 /* ---- ReverseSequence ------------------------------------------------------------------------ */
@@ -1890,8 +1876,7 @@ static nxe_status reverse_sequence_infer(const nxe_node *node, const nxe_value *
                               "input 'sequence_lens' %s must be 1-D with one length per batch "
                               "item (%lld; input is %s)",
                               nxe_shape_str(lens->ndim, lens->shape, sl, sizeof sl),
-                              (long long)p->batch,
-                              nxe_shape_str(x->ndim, x->shape, sx, sizeof sx));
+                              (long long)p->batch, nxe_shape_str(x->ndim, x->shape, sx, sizeof sx));
     if (!nxe_shape_numel(x->ndim - 2, x->shape + 2, &p->inner) ||
         !nxe_shape_numel(2, x->shape, &p->rows))
         return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
@@ -1916,13 +1901,13 @@ static void reverse_sequence_range(void *ctx, int64_t begin, int64_t end)
 {
     const reverse_sequence_job *job = ctx;
     const reverse_sequence_params *p = job->p;
-    nxe_ref_x8_reverse_sequence((size_t)p->elem_size, p->dim1, p->inner, p->batch_axis,
-                                job->lens, job->src, job->dst, begin, end);
+    nxe_ref_x8_reverse_sequence((size_t)p->elem_size, p->dim1, p->inner, p->batch_axis, job->lens,
+                                job->src, job->dst, begin, end);
 }
 
 static nxe_status reverse_sequence_run(const void *params, const nxe_value *inputs,
-                                       int32_t num_inputs, nxe_value *outputs,
-                                       int32_t num_outputs, nxe_thread_pool *pool)
+                                       int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
+                                       nxe_thread_pool *pool)
 {
     (void)num_inputs;
     (void)num_outputs;
@@ -1994,17 +1979,15 @@ static const nxe_op_def data_movement_defs[] = {
               "attributes).",
               slice_inputs, slice_outputs, slice_attrs),
      sizeof(view_params), slice_infer, view_run},
-    {NXE_INFO("Squeeze", "Removes size-1 axes.", squeeze_inputs, squeeze_outputs,
-              squeeze_attrs),
+    {NXE_INFO("Squeeze", "Removes size-1 axes.", squeeze_inputs, squeeze_outputs, squeeze_attrs),
      sizeof(copy_params), squeeze_infer, copy_run},
     {NXE_INFO("Unsqueeze", "Inserts size-1 axes.", unsqueeze_inputs, unsqueeze_outputs,
               unsqueeze_attrs),
      sizeof(copy_params), unsqueeze_infer, copy_run},
-    {NXE_INFO("Pad", "Pads (or crops) every axis: constant, reflect, edge or wrap.",
-              pad_inputs, pad_outputs, pad_attrs),
+    {NXE_INFO("Pad", "Pads (or crops) every axis: constant, reflect, edge or wrap.", pad_inputs,
+              pad_outputs, pad_attrs),
      sizeof(pad_params), pad_infer, pad_run},
-    {NXE_INFO("Tile", "Repeats the input along every axis.", tile_inputs, tile_outputs,
-              tile_attrs),
+    {NXE_INFO("Tile", "Repeats the input along every axis.", tile_inputs, tile_outputs, tile_attrs),
      sizeof(pad_params), tile_infer, pad_run},
     {NXE_INFO("Expand", "Broadcasts the input to a shape (numpy rules).", expand_inputs,
               expand_outputs, expand_attrs),

@@ -45,8 +45,8 @@ static void broadcast_strides(const nxe_value *v, int32_t out_ndim, int64_t *str
     }
 }
 
-nxe_status nxe_broadcast_plan(const nxe_node *node, const nxe_value *const *operands,
-                              int32_t count, nxe_value *out, nxe_ref_broadcast *walk)
+nxe_status nxe_broadcast_plan(const nxe_node *node, const nxe_value *const *operands, int32_t count,
+                              nxe_value *out, nxe_ref_broadcast *walk)
 {
     int32_t ndim = operands[0]->ndim;
     int64_t shape[NXE_MAX_RANK];
@@ -165,13 +165,13 @@ nxe_status nxe_binary_run(const void *params, const nxe_value *inputs, int32_t n
     return NXE_OK;
 }
 
-#define BINARY_INFER(fn, op)                                                                  \
-    static nxe_status fn(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,   \
-                         nxe_value *outputs, int32_t num_outputs, void *params)               \
-    {                                                                                         \
-        (void)num_inputs;                                                                     \
-        (void)num_outputs;                                                                    \
-        return nxe_binary_infer(node, inputs, outputs, params, op, NXE_DTYPE_NONE);           \
+#define BINARY_INFER(fn, op)                                                                       \
+    static nxe_status fn(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,        \
+                         nxe_value *outputs, int32_t num_outputs, void *params)                    \
+    {                                                                                              \
+        (void)num_inputs;                                                                          \
+        (void)num_outputs;                                                                         \
+        return nxe_binary_infer(node, inputs, outputs, params, op, NXE_DTYPE_NONE);                \
     }
 BINARY_INFER(add_infer, NXE_REF_ADD)
 BINARY_INFER(sub_infer, NXE_REF_SUB)
@@ -181,8 +181,15 @@ BINARY_INFER(div_infer, NXE_REF_DIV)
 
 /* ---- Activations ---------------------------------------------------------------------- */
 
-enum unary_op { UNARY_RELU, UNARY_LEAKY_RELU, UNARY_TANH, UNARY_SIGMOID, UNARY_GELU,
-                UNARY_GELU_TANH, UNARY_ERF };
+enum unary_op {
+    UNARY_RELU,
+    UNARY_LEAKY_RELU,
+    UNARY_TANH,
+    UNARY_SIGMOID,
+    UNARY_GELU,
+    UNARY_GELU_TANH,
+    UNARY_ERF
+};
 
 typedef struct unary_params {
     int32_t op; /* enum unary_op */
@@ -200,15 +207,15 @@ static void unary_same_shape(const nxe_value *inputs, nxe_value *outputs, unary_
     p->numel = nxe_value_numel(&inputs[0]);
 }
 
-#define UNARY_INFER(fn, op)                                                                   \
-    static nxe_status fn(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,   \
-                         nxe_value *outputs, int32_t num_outputs, void *params)               \
-    {                                                                                         \
-        (void)node;                                                                           \
-        (void)num_inputs;                                                                     \
-        (void)num_outputs;                                                                    \
-        unary_same_shape(inputs, outputs, params, op);                                        \
-        return NXE_OK;                                                                        \
+#define UNARY_INFER(fn, op)                                                                        \
+    static nxe_status fn(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,        \
+                         nxe_value *outputs, int32_t num_outputs, void *params)                    \
+    {                                                                                              \
+        (void)node;                                                                                \
+        (void)num_inputs;                                                                          \
+        (void)num_outputs;                                                                         \
+        unary_same_shape(inputs, outputs, params, op);                                             \
+        return NXE_OK;                                                                             \
     }
 UNARY_INFER(relu_infer, UNARY_RELU)
 UNARY_INFER(tanh_infer, UNARY_TANH)
@@ -325,8 +332,8 @@ static bool unary_as_activation(const void *params, const nxe_value *inputs, int
 
 /* ---- Schemas -------------------------------------------------------------------------- */
 
-#define ARITH_MASK                                                                            \
-    ((NXE_MASK_ALL & ~NXE_MASK(NXE_DTYPE_BOOL)) | NXE_MASK(NXE_DTYPE_F64) |                   \
+#define ARITH_MASK                                                                                 \
+    ((NXE_MASK_ALL & ~NXE_MASK(NXE_DTYPE_BOOL)) | NXE_MASK(NXE_DTYPE_F64) |                        \
      NXE_MASK(NXE_DTYPE_U16) | NXE_MASK(NXE_DTYPE_U32) | NXE_MASK(NXE_DTYPE_U64))
 
 static const nxe_op_param_info binary_inputs[] = {
@@ -358,8 +365,8 @@ static const nxe_op_attr_info gelu_attrs[] = {
      NXE_ATTR_STRING, "\"none\""},
 };
 
-#define BINARY_DEF(name, summary, infer)                                                      \
-    {NXE_INFO_NOATTR(name, summary, binary_inputs, binary_outputs), sizeof(nxe_binary_params),\
+#define BINARY_DEF(name, summary, infer)                                                           \
+    {NXE_INFO_NOATTR(name, summary, binary_inputs, binary_outputs), sizeof(nxe_binary_params),     \
      infer, nxe_binary_run}
 
 static const nxe_op_def elementwise_defs[] = {
@@ -375,16 +382,17 @@ static const nxe_op_def elementwise_defs[] = {
                "Elementwise product A * B with numpy broadcasting. Integer products wrap "
                "around on overflow (two's complement).",
                mul_infer),
-    BINARY_DEF("Div",
-               "Elementwise quotient A / B with numpy broadcasting. f32 follows IEEE 754 "
-               "(x/0 is inf or NaN). Integer division truncates toward zero; x / 0 gives 0 (signed and "
-               "unsigned) and MIN / -1 wraps to MIN, so no input traps.",
-               div_infer),
-    {NXE_INFO_NOATTR("Relu", "Rectified linear unit: Y = max(X, 0); NaN stays NaN.",
-                     unary_inputs, unary_outputs),
+    BINARY_DEF(
+        "Div",
+        "Elementwise quotient A / B with numpy broadcasting. f32 follows IEEE 754 "
+        "(x/0 is inf or NaN). Integer division truncates toward zero; x / 0 gives 0 (signed and "
+        "unsigned) and MIN / -1 wraps to MIN, so no input traps.",
+        div_infer),
+    {NXE_INFO_NOATTR("Relu", "Rectified linear unit: Y = max(X, 0); NaN stays NaN.", unary_inputs,
+                     unary_outputs),
      sizeof(unary_params), relu_infer, unary_run, NULL, NULL, unary_as_activation},
-    {NXE_INFO("LeakyRelu", "Leaky rectifier: Y = X for X >= 0, alpha * X otherwise.",
-              unary_inputs, unary_outputs, leaky_relu_attrs),
+    {NXE_INFO("LeakyRelu", "Leaky rectifier: Y = X for X >= 0, alpha * X otherwise.", unary_inputs,
+              unary_outputs, leaky_relu_attrs),
      sizeof(unary_params), leaky_relu_infer, unary_run, NULL, NULL, unary_as_activation},
     {NXE_INFO_NOATTR("Tanh", "Hyperbolic tangent, elementwise.", unary_inputs, unary_outputs),
      sizeof(unary_params), tanh_infer, unary_run, NULL, NULL, unary_as_activation},

@@ -23,8 +23,8 @@ int32_t nxe_elementwise_ref_type(int32_t dtype);
 /* Broadcasts `count` (1..NXE_REF_MAX_OPERANDS) operand shapes as numpy does, sets out's ndim
  * and shape, and fills `walk` with each operand's strides through the output, dimensions merged
  * where every operand allows. Fails with a node error naming the shapes that do not broadcast. */
-nxe_status nxe_broadcast_plan(const nxe_node *node, const nxe_value *const *operands,
-                              int32_t count, nxe_value *out, nxe_ref_broadcast *walk);
+nxe_status nxe_broadcast_plan(const nxe_node *node, const nxe_value *const *operands, int32_t count,
+                              nxe_value *out, nxe_ref_broadcast *walk);
 
 /* Shape rule of a binary op: inputs 0 and 1 of one dtype that `op` has a kernel for, output
  * dtype `out_dtype` (NXE_DTYPE_NONE: the inputs' dtype). Fills nxe_binary_params. */

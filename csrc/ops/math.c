@@ -73,8 +73,7 @@ static nxe_status unary_attrs(const nxe_node *node, unary_params *p)
     }
     case NXE_REF_ELU:
     case NXE_REF_SWISH:
-    case NXE_REF_THRESHOLDED_RELU:
-        return read_float(node, "alpha", &p->alpha);
+    case NXE_REF_THRESHOLDED_RELU: return read_float(node, "alpha", &p->alpha);
     case NXE_REF_CELU:
         status = read_float(node, "alpha", &p->alpha);
         if (status == NXE_OK && p->alpha == 0.0f)
@@ -98,8 +97,7 @@ static nxe_status unary_attrs(const nxe_node *node, unary_params *p)
         p->detect_positive = positive != 0;
         return NXE_OK;
     }
-    default:
-        return NXE_OK;
+    default: return NXE_OK;
     }
 }
 
@@ -118,13 +116,13 @@ static nxe_status unary_infer(const nxe_node *node, const nxe_value *inputs, nxe
     return NXE_OK;
 }
 
-#define UNARY_INFER(fn, op)                                                                   \
-    static nxe_status fn(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,   \
-                         nxe_value *outputs, int32_t num_outputs, void *params)               \
-    {                                                                                         \
-        (void)num_inputs;                                                                     \
-        (void)num_outputs;                                                                    \
-        return unary_infer(node, inputs, outputs, params, op);                                \
+#define UNARY_INFER(fn, op)                                                                        \
+    static nxe_status fn(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,        \
+                         nxe_value *outputs, int32_t num_outputs, void *params)                    \
+    {                                                                                              \
+        (void)num_inputs;                                                                          \
+        (void)num_outputs;                                                                         \
+        return unary_infer(node, inputs, outputs, params, op);                                     \
     }
 UNARY_INFER(abs_infer, NXE_REF_ABS)
 UNARY_INFER(neg_infer, NXE_REF_NEG)
@@ -240,13 +238,13 @@ static bool unary_as_activation(const void *params, const nxe_value *inputs, int
 
 /* ---- Binary ops ---------------------------------------------------------------------------- */
 
-#define BINARY_INFER(fn, op, out_dtype)                                                       \
-    static nxe_status fn(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,   \
-                         nxe_value *outputs, int32_t num_outputs, void *params)               \
-    {                                                                                         \
-        (void)num_inputs;                                                                     \
-        (void)num_outputs;                                                                    \
-        return nxe_binary_infer(node, inputs, outputs, params, op, out_dtype);                \
+#define BINARY_INFER(fn, op, out_dtype)                                                            \
+    static nxe_status fn(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,        \
+                         nxe_value *outputs, int32_t num_outputs, void *params)                    \
+    {                                                                                              \
+        (void)num_inputs;                                                                          \
+        (void)num_outputs;                                                                         \
+        return nxe_binary_infer(node, inputs, outputs, params, op, out_dtype);                     \
     }
 BINARY_INFER(pow_infer, NXE_REF_POW, NXE_DTYPE_NONE)
 BINARY_INFER(min_infer, NXE_REF_MIN, NXE_DTYPE_NONE)
@@ -273,13 +271,12 @@ static nxe_status mod_infer(const nxe_node *node, const nxe_value *inputs, int32
     if (fmod_flag != 0 && fmod_flag != 1)
         return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
                               "attribute 'fmod' is %lld; expected 0 or 1", (long long)fmod_flag);
-    return nxe_binary_infer(node, inputs, outputs, params,
-                            fmod_flag ? NXE_REF_FMOD : NXE_REF_MOD, NXE_DTYPE_NONE);
+    return nxe_binary_infer(node, inputs, outputs, params, fmod_flag ? NXE_REF_FMOD : NXE_REF_MOD,
+                            NXE_DTYPE_NONE);
 }
 
-static nxe_status bit_shift_infer(const nxe_node *node, const nxe_value *inputs,
-                                  int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
-                                  void *params)
+static nxe_status bit_shift_infer(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,
+                                  nxe_value *outputs, int32_t num_outputs, void *params)
 {
     (void)num_inputs;
     (void)num_outputs;
@@ -330,8 +327,8 @@ typedef struct bitwise_params {
     nxe_ref_broadcast walk; /* operands: A, B */
 } bitwise_params;
 
-static nxe_status bitwise_infer(const nxe_node *node, const nxe_value *inputs,
-                                nxe_value *outputs, bitwise_params *p, int32_t op)
+static nxe_status bitwise_infer(const nxe_node *node, const nxe_value *inputs, nxe_value *outputs,
+                                bitwise_params *p, int32_t op)
 {
     if (inputs[0].dtype != inputs[1].dtype)
         return nxe_node_error(node, NXE_ERROR_DTYPE_MISMATCH,
@@ -348,13 +345,13 @@ static nxe_status bitwise_infer(const nxe_node *node, const nxe_value *inputs,
     return NXE_OK;
 }
 
-#define BITWISE_INFER(fn, op)                                                                 \
-    static nxe_status fn(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,   \
-                         nxe_value *outputs, int32_t num_outputs, void *params)               \
-    {                                                                                         \
-        (void)num_inputs;                                                                     \
-        (void)num_outputs;                                                                    \
-        return bitwise_infer(node, inputs, outputs, params, op);                              \
+#define BITWISE_INFER(fn, op)                                                                      \
+    static nxe_status fn(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,        \
+                         nxe_value *outputs, int32_t num_outputs, void *params)                    \
+    {                                                                                              \
+        (void)num_inputs;                                                                          \
+        (void)num_outputs;                                                                         \
+        return bitwise_infer(node, inputs, outputs, params, op);                                   \
     }
 BITWISE_INFER(bitwise_and_infer, NXE_REF_BITWISE_AND)
 BITWISE_INFER(bitwise_or_infer, NXE_REF_BITWISE_OR)
@@ -440,9 +437,9 @@ static void where_segment(void *ctx, int64_t n, int64_t out_offset, const int64_
 {
     const where_job *job = ctx;
     const int64_t size = (int64_t)job->size;
-    (void)nxe_ref_select(job->size, n, job->cond + offsets[0], steps[0],
-                         job->x + offsets[1] * size, steps[1], job->y + offsets[2] * size,
-                         steps[2], job->out + out_offset * size);
+    (void)nxe_ref_select(job->size, n, job->cond + offsets[0], steps[0], job->x + offsets[1] * size,
+                         steps[1], job->y + offsets[2] * size, steps[2],
+                         job->out + out_offset * size);
 }
 
 static void where_range(void *ctx, int64_t begin, int64_t end)
@@ -457,8 +454,12 @@ static nxe_status where_run(const void *params, const nxe_value *inputs, int32_t
     (void)num_inputs;
     (void)num_outputs;
     const where_params *p = params;
-    where_job job = {p,          nxe_dtype_size(p->dtype), inputs[0].data, inputs[1].data,
-                     inputs[2].data, outputs[0].data};
+    where_job job = {p,
+                     nxe_dtype_size(p->dtype),
+                     inputs[0].data,
+                     inputs[1].data,
+                     inputs[2].data,
+                     outputs[0].data};
     if (p->numel > 0)
         nxe_parallel_for(pool, p->numel, NXE_ELEMENTWISE_GRAIN, where_range, &job);
     return NXE_OK;
@@ -468,21 +469,20 @@ static nxe_status where_run(const void *params, const nxe_value *inputs, int32_t
 
 #define HALF_MASK (NXE_MASK(NXE_DTYPE_F16) | NXE_MASK(NXE_DTYPE_BF16))
 #define FLOATS_MASK (NXE_MASK(NXE_DTYPE_F32) | HALF_MASK)
-#define INTS_MASK                                                                             \
-    (NXE_MASK(NXE_DTYPE_I8) | NXE_MASK(NXE_DTYPE_U8) | NXE_MASK(NXE_DTYPE_I16) |              \
+#define INTS_MASK                                                                                  \
+    (NXE_MASK(NXE_DTYPE_I8) | NXE_MASK(NXE_DTYPE_U8) | NXE_MASK(NXE_DTYPE_I16) |                   \
      NXE_MASK(NXE_DTYPE_I32) | NXE_MASK(NXE_DTYPE_I64))
 #define NUMERIC_MASK (FLOATS_MASK | INTS_MASK)
 #define BOOL_MASK NXE_MASK(NXE_DTYPE_BOOL)
 /* Dtypes of API 0.2 that the binary kernels, bitwise ops and Where take. */
-#define WIDE_UINTS_MASK                                                                       \
+#define WIDE_UINTS_MASK                                                                            \
     (NXE_MASK(NXE_DTYPE_U16) | NXE_MASK(NXE_DTYPE_U32) | NXE_MASK(NXE_DTYPE_U64))
 #define BINARY_INTS_MASK (INTS_MASK | WIDE_UINTS_MASK)
 #define BINARY_NUMERIC_MASK (NUMERIC_MASK | NXE_MASK(NXE_DTYPE_F64) | WIDE_UINTS_MASK)
 #define WHERE_MASK (NXE_MASK_ALL | NXE_MASK(NXE_DTYPE_F64) | WIDE_UINTS_MASK)
 
 static const nxe_op_param_info float_in[] = {
-    {"X", "input: f32, f16 or bf16 (half types compute in f32 and round once)", FLOATS_MASK, 0,
-     0},
+    {"X", "input: f32, f16 or bf16 (half types compute in f32 and round once)", FLOATS_MASK, 0, 0},
 };
 static const nxe_op_param_info float_out[] = {
     {"Y", "result, dtype and shape of X", FLOATS_MASK, 0, 0},
@@ -509,12 +509,13 @@ static const nxe_op_param_info int_out[] = {
     {"Y", "result, dtype and shape of X", INTS_MASK, 0, 0},
 };
 
-#define BINARY_INPUTS(var, mask, what)                                                        \
-    static const nxe_op_param_info var[] = {                                                  \
-        {"A", "first operand: " what, mask, 0, 0},                                            \
-        {"B", "second operand, same dtype as A; A and B broadcast against each other as in "  \
-              "numpy",                                                                        \
-         mask, 0, 0},                                                                         \
+#define BINARY_INPUTS(var, mask, what)                                                             \
+    static const nxe_op_param_info var[] = {                                                       \
+        {"A", "first operand: " what, mask, 0, 0},                                                 \
+        {"B",                                                                                      \
+         "second operand, same dtype as A; A and B broadcast against each other as in "            \
+         "numpy",                                                                                  \
+         mask, 0, 0},                                                                              \
     };
 BINARY_INPUTS(numeric_pair_in, BINARY_NUMERIC_MASK,
               "f32, f16, bf16, f64, i8, u8, i16, u16, i32, u32, i64 or u64")
@@ -526,8 +527,7 @@ BINARY_INPUTS(int_pair_in, BINARY_INTS_MASK, "i8, u8, i16, u16, i32, u32, i64 or
 #undef BINARY_INPUTS
 
 static const nxe_op_param_info numeric_pair_out[] = {
-    {"C", "result, dtype of A, shape of A and B broadcast together", BINARY_NUMERIC_MASK, 0,
-     0},
+    {"C", "result, dtype of A, shape of A and B broadcast together", BINARY_NUMERIC_MASK, 0, 0},
 };
 static const nxe_op_param_info int_pair_out[] = {
     {"C", "result, dtype of A, shape of A and B broadcast together", BINARY_INTS_MASK, 0, 0},
@@ -546,8 +546,9 @@ static const nxe_op_param_info prelu_out[] = {
 static const nxe_op_param_info where_in[] = {
     {"condition", "bool selector", BOOL_MASK, 0, 0},
     {"X", "values taken where condition is true: any dtype", WHERE_MASK, 0, 0},
-    {"Y", "values taken where condition is false, dtype of X; condition, X and Y broadcast "
-          "together as in numpy",
+    {"Y",
+     "values taken where condition is false, dtype of X; condition, X and Y broadcast "
+     "together as in numpy",
      WHERE_MASK, 0, 0},
 };
 static const nxe_op_param_info where_out[] = {
@@ -556,8 +557,7 @@ static const nxe_op_param_info where_out[] = {
 
 static const nxe_op_attr_info clip_attrs[] = {
     {"min", "lower bound; for integer X rounded up to an integer", NXE_ATTR_FLOAT, "-Infinity"},
-    {"max", "upper bound; for integer X rounded down to an integer", NXE_ATTR_FLOAT,
-     "Infinity"},
+    {"max", "upper bound; for integer X rounded down to an integer", NXE_ATTR_FLOAT, "Infinity"},
 };
 static const nxe_op_attr_info elu_attrs[] = {
     {"alpha", "scale of the negative branch", NXE_ATTR_FLOAT, "1.0"},
@@ -592,29 +592,24 @@ static const nxe_op_attr_info bit_shift_attrs[] = {
     {"direction", "\"LEFT\" or \"RIGHT\"", NXE_ATTR_STRING, NULL},
 };
 
-#define FLOAT_UNARY(name, summary, infer)                                                     \
-    {NXE_INFO_NOATTR(name, summary, float_in, float_out), sizeof(unary_params), infer,        \
+#define FLOAT_UNARY(name, summary, infer)                                                          \
+    {NXE_INFO_NOATTR(name, summary, float_in, float_out), sizeof(unary_params), infer, unary_run}
+#define FLOAT_UNARY_ATTRS(name, summary, attrs, infer)                                             \
+    {NXE_INFO(name, summary, float_in, float_out, attrs), sizeof(unary_params), infer, unary_run}
+#define NUMERIC_UNARY(name, summary, infer)                                                        \
+    {NXE_INFO_NOATTR(name, summary, numeric_in, numeric_out), sizeof(unary_params), infer,         \
      unary_run}
-#define FLOAT_UNARY_ATTRS(name, summary, attrs, infer)                                        \
-    {NXE_INFO(name, summary, float_in, float_out, attrs), sizeof(unary_params), infer,        \
-     unary_run}
-#define NUMERIC_UNARY(name, summary, infer)                                                   \
-    {NXE_INFO_NOATTR(name, summary, numeric_in, numeric_out), sizeof(unary_params), infer,    \
-     unary_run}
-#define BINARY(name, summary, ins, outs, infer)                                               \
-    {NXE_INFO_NOATTR(name, summary, ins, outs), sizeof(nxe_binary_params), infer,             \
-     nxe_binary_run}
-#define BINARY_ATTRS(name, summary, ins, outs, attrs, infer)                                  \
-    {NXE_INFO(name, summary, ins, outs, attrs), sizeof(nxe_binary_params), infer,             \
-     nxe_binary_run}
+#define BINARY(name, summary, ins, outs, infer)                                                    \
+    {NXE_INFO_NOATTR(name, summary, ins, outs), sizeof(nxe_binary_params), infer, nxe_binary_run}
+#define BINARY_ATTRS(name, summary, ins, outs, attrs, infer)                                       \
+    {NXE_INFO(name, summary, ins, outs, attrs), sizeof(nxe_binary_params), infer, nxe_binary_run}
 
 static const nxe_op_def math_defs[] = {
     NUMERIC_UNARY("Abs", "Absolute value. Integers wrap: Abs(MIN) = MIN.", abs_infer),
     NUMERIC_UNARY("Neg", "Negation. Integers wrap: Neg(MIN) = MIN.", neg_infer),
     NUMERIC_UNARY("Sign", "Sign: -1, 0 or 1 in X's dtype; NaN stays NaN.", sign_infer),
     FLOAT_UNARY("Exp", "Exponential e^x, elementwise.", exp_infer),
-    FLOAT_UNARY("Log", "Natural logarithm; log(0) = -inf, negative inputs give NaN.",
-                log_infer),
+    FLOAT_UNARY("Log", "Natural logarithm; log(0) = -inf, negative inputs give NaN.", log_infer),
     FLOAT_UNARY("Sqrt", "Square root; negative inputs give NaN.", sqrt_infer),
     FLOAT_UNARY("Reciprocal", "1 / x, IEEE 754 (1 / 0 = inf).", reciprocal_infer),
     FLOAT_UNARY("Floor", "Largest integer not above x.", floor_infer),
@@ -649,22 +644,21 @@ static const nxe_op_def math_defs[] = {
     FLOAT_UNARY_ATTRS("HardSigmoid", "max(0, min(1, alpha * x + beta)).", hard_sigmoid_attrs,
                       hard_sigmoid_infer),
     FLOAT_UNARY("HardSwish", "x * max(0, min(1, x / 6 + 1 / 2)).", hard_swish_infer),
-    {NXE_INFO("Swish", "x * sigmoid(alpha * x); with alpha = 1 this is SiLU.", float_in,
-              float_out, swish_attrs),
+    {NXE_INFO("Swish", "x * sigmoid(alpha * x); with alpha = 1 this is SiLU.", float_in, float_out,
+              swish_attrs),
      sizeof(unary_params), swish_infer, unary_run, NULL, NULL, unary_as_activation},
     FLOAT_UNARY("Mish", "x * tanh(softplus(x)).", mish_infer),
-    FLOAT_UNARY("Softplus", "log(1 + e^x), computed without overflow for large x.",
-                softplus_infer),
+    FLOAT_UNARY("Softplus", "log(1 + e^x), computed without overflow for large x.", softplus_infer),
     FLOAT_UNARY("Softsign", "x / (1 + |x|).", softsign_infer),
-    FLOAT_UNARY_ATTRS("ThresholdedRelu", "x for x > alpha, 0 otherwise.",
-                      thresholded_relu_attrs, thresholded_relu_infer),
-    {NXE_INFO_NOATTR("IsNaN", "True where X is NaN.", float_in, classify_out),
-     sizeof(unary_params), isnan_infer, unary_run},
-    {NXE_INFO("IsInf", "True where X is an infinity of a detected sign.", float_in,
-              classify_out, isinf_attrs),
+    FLOAT_UNARY_ATTRS("ThresholdedRelu", "x for x > alpha, 0 otherwise.", thresholded_relu_attrs,
+                      thresholded_relu_infer),
+    {NXE_INFO_NOATTR("IsNaN", "True where X is NaN.", float_in, classify_out), sizeof(unary_params),
+     isnan_infer, unary_run},
+    {NXE_INFO("IsInf", "True where X is an infinity of a detected sign.", float_in, classify_out,
+              isinf_attrs),
      sizeof(unary_params), isinf_infer, unary_run},
-    {NXE_INFO_NOATTR("Not", "Logical negation of bool X.", bool_in, bool_out),
-     sizeof(unary_params), not_infer, unary_run},
+    {NXE_INFO_NOATTR("Not", "Logical negation of bool X.", bool_in, bool_out), sizeof(unary_params),
+     not_infer, unary_run},
     BINARY("Pow",
            "A raised to the power B with numpy broadcasting. Floats use powf (f16/bf16 through "
            "f32), f64 uses pow. Integers are exact with wrap-around; a negative exponent "
@@ -690,8 +684,8 @@ static const nxe_op_def math_defs[] = {
     {NXE_INFO_NOATTR("PRelu", "Parametric ReLU: x for x >= 0, slope * x below.", prelu_in,
                      prelu_out),
      sizeof(nxe_binary_params), prelu_infer, nxe_binary_run},
-    BINARY("Equal", "A == B with numpy broadcasting, as bool; NaN equals nothing.",
-           equal_pair_in, bool_pair_out, equal_infer),
+    BINARY("Equal", "A == B with numpy broadcasting, as bool; NaN equals nothing.", equal_pair_in,
+           bool_pair_out, equal_infer),
     BINARY("Less", "A < B with numpy broadcasting, as bool.", compare_pair_in, bool_pair_out,
            less_infer),
     BINARY("LessOrEqual", "A <= B with numpy broadcasting, as bool.", compare_pair_in,
@@ -702,8 +696,8 @@ static const nxe_op_def math_defs[] = {
            bool_pair_out, greater_equal_infer),
     BINARY("And", "Logical and of bool A and B with numpy broadcasting.", bool_pair_in,
            bool_pair_out, and_infer),
-    BINARY("Or", "Logical or of bool A and B with numpy broadcasting.", bool_pair_in,
-           bool_pair_out, or_infer),
+    BINARY("Or", "Logical or of bool A and B with numpy broadcasting.", bool_pair_in, bool_pair_out,
+           or_infer),
     BINARY("Xor", "Logical exclusive or of bool A and B with numpy broadcasting.", bool_pair_in,
            bool_pair_out, xor_infer),
     {NXE_INFO_NOATTR("BitwiseNot",
@@ -711,9 +705,8 @@ static const nxe_op_def math_defs[] = {
                      "signed, MAX - x for unsigned).",
                      int_in, int_out),
      sizeof(unary_params), bitwise_not_infer, unary_run},
-    {NXE_INFO_NOATTR("BitwiseAnd",
-                     "Bitwise and of integers A and B with numpy broadcasting.", int_pair_in,
-                     int_pair_out),
+    {NXE_INFO_NOATTR("BitwiseAnd", "Bitwise and of integers A and B with numpy broadcasting.",
+                     int_pair_in, int_pair_out),
      sizeof(bitwise_params), bitwise_and_infer, bitwise_run},
     {NXE_INFO_NOATTR("BitwiseOr", "Bitwise or of integers A and B with numpy broadcasting.",
                      int_pair_in, int_pair_out),

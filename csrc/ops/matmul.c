@@ -99,8 +99,8 @@ static nxe_status matmul_infer(const nxe_node *node, const nxe_value *inputs, in
     const int32_t b_batch = b->ndim >= 2 ? b->ndim - 2 : 0;
     int32_t batch_ndim = 0;
     int64_t rows_shape[NXE_MAX_RANK];
-    nxe_status status = nxe_broadcast_shapes(node, a_batch, a->shape, b_batch, b->shape,
-                                             &batch_ndim, rows_shape);
+    nxe_status status =
+        nxe_broadcast_shapes(node, a_batch, a->shape, b_batch, b->shape, &batch_ndim, rows_shape);
     if (status != NXE_OK) {
         return status;
     }
@@ -148,8 +148,8 @@ typedef struct matmul_job {
 static void batch_offsets(const matmul_params *p, int64_t batch, int64_t *a_offset,
                           int64_t *b_offset)
 {
-    nxe_batch_offsets(p->batch_ndim, p->batch_shape, p->a_batch_strides, p->b_batch_strides,
-                      batch, a_offset, b_offset);
+    nxe_batch_offsets(p->batch_ndim, p->batch_shape, p->a_batch_strides, p->b_batch_strides, batch,
+                      a_offset, b_offset);
 }
 
 /* Rows of the flattened (batch, m) range; each batch's slice is one GEMM call. */
@@ -165,11 +165,22 @@ static void matmul_rows(void *ctx, int64_t begin, int64_t end)
         int64_t a_offset, b_offset;
         batch_offsets(p, batch, &a_offset, &b_offset);
         const nxe_f32_gemm_args args = {
-            .m = p->m, .n = p->n, .k = p->k, .alpha = 1.0f, .beta = 0.0f,
-            .a = job->a + a_offset, .a_stride_m = p->k, .a_stride_k = 1,
-            .b = job->b + b_offset, .b_stride_k = p->n, .b_stride_n = 1,
-            .c = NULL, .c_stride_m = 0, .c_stride_n = 0,
-            .y = job->y + batch * p->m * p->n, .y_stride_m = p->n,
+            .m = p->m,
+            .n = p->n,
+            .k = p->k,
+            .alpha = 1.0f,
+            .beta = 0.0f,
+            .a = job->a + a_offset,
+            .a_stride_m = p->k,
+            .a_stride_k = 1,
+            .b = job->b + b_offset,
+            .b_stride_k = p->n,
+            .b_stride_n = 1,
+            .c = NULL,
+            .c_stride_m = 0,
+            .c_stride_n = 0,
+            .y = job->y + batch * p->m * p->n,
+            .y_stride_m = p->n,
         };
         nxe_ref_f32_gemm(&args, first, last);
         row += last - first;
@@ -183,14 +194,14 @@ static nxe_status matmul_run(const void *params_in, const nxe_value *inputs, int
     (void)num_outputs;
     const matmul_params *p = params_in;
     matmul_job job = {p, inputs[0].data, inputs[1].data, outputs[0].data};
-    nxe_parallel_for(pool, p->batch_count * p->m, nxe_parallel_grain((double)p->n * (double)p->k, MATMUL_TASK_WORK),
-                     matmul_rows, &job);
+    nxe_parallel_for(pool, p->batch_count * p->m,
+                     nxe_parallel_grain((double)p->n * (double)p->k, MATMUL_TASK_WORK), matmul_rows,
+                     &job);
     return NXE_OK;
 }
 
 static const nxe_op_param_info matmul_inputs[] = {
-    {"A",
-     "[..., M, K]; a 1-D A of shape [K] is taken as [1, K] and that axis is dropped from Y.",
+    {"A", "[..., M, K]; a 1-D A of shape [K] is taken as [1, K] and that axis is dropped from Y.",
      NXE_MASK_FLOAT, 0, 0},
     {"B",
      "[..., K, N]; a 1-D B of shape [K] is taken as [K, 1] and that axis is dropped from Y. "
@@ -245,9 +256,12 @@ static nxe_status gemm_infer(const nxe_node *node, const nxe_value *inputs, int3
     bool trans_a = false, trans_b = false;
     double alpha = 0.0, beta = 0.0;
     nxe_status status = read_transpose_flag(node, "transA", &trans_a);
-    if (status == NXE_OK) status = read_transpose_flag(node, "transB", &trans_b);
-    if (status == NXE_OK) status = nxe_node_attr_float(node, "alpha", &alpha);
-    if (status == NXE_OK) status = nxe_node_attr_float(node, "beta", &beta);
+    if (status == NXE_OK)
+        status = read_transpose_flag(node, "transB", &trans_b);
+    if (status == NXE_OK)
+        status = nxe_node_attr_float(node, "alpha", &alpha);
+    if (status == NXE_OK)
+        status = nxe_node_attr_float(node, "beta", &beta);
     if (status != NXE_OK) {
         return status;
     }
@@ -319,11 +333,22 @@ static void gemm_rows(void *ctx, int64_t begin, int64_t end)
     const gemm_job *job = ctx;
     const gemm_params *p = job->params;
     const nxe_f32_gemm_args args = {
-        .m = p->m, .n = p->n, .k = p->k, .alpha = p->alpha, .beta = p->beta,
-        .a = job->a, .a_stride_m = p->a_stride_m, .a_stride_k = p->a_stride_k,
-        .b = job->b, .b_stride_k = p->b_stride_k, .b_stride_n = p->b_stride_n,
-        .c = job->c, .c_stride_m = p->c_stride_m, .c_stride_n = p->c_stride_n,
-        .y = job->y, .y_stride_m = p->n,
+        .m = p->m,
+        .n = p->n,
+        .k = p->k,
+        .alpha = p->alpha,
+        .beta = p->beta,
+        .a = job->a,
+        .a_stride_m = p->a_stride_m,
+        .a_stride_k = p->a_stride_k,
+        .b = job->b,
+        .b_stride_k = p->b_stride_k,
+        .b_stride_n = p->b_stride_n,
+        .c = job->c,
+        .c_stride_m = p->c_stride_m,
+        .c_stride_n = p->c_stride_n,
+        .y = job->y,
+        .y_stride_m = p->n,
     };
     nxe_ref_f32_gemm(&args, begin, end);
 }
@@ -337,7 +362,8 @@ static nxe_status gemm_run(const void *params_in, const nxe_value *inputs, int32
     const gemm_params *p = params_in;
     gemm_job job = {p, inputs[0].data, inputs[1].data, p->has_c ? inputs[2].data : NULL,
                     outputs[0].data};
-    nxe_parallel_for(pool, p->m, nxe_parallel_grain((double)p->n * (double)p->k, MATMUL_TASK_WORK), gemm_rows, &job);
+    nxe_parallel_for(pool, p->m, nxe_parallel_grain((double)p->n * (double)p->k, MATMUL_TASK_WORK),
+                     gemm_rows, &job);
     return NXE_OK;
 }
 
@@ -357,10 +383,10 @@ typedef struct gemm_prepared {
     int64_t b_stride_k, b_stride_n; /* of B as the op reads it */
     float alpha;
     float beta;
-    int32_t has_c;                  /* input 2 is an addend, the epilogue's bias */
+    int32_t has_c; /* input 2 is an addend, the epilogue's bias */
     int64_t c_stride_m, c_stride_n;
-    int32_t b_source;               /* where a run finds B: enum b_source */
-    void *b_packed;                 /* B_PREPACKED: inside this block */
+    int32_t b_source; /* where a run finds B: enum b_source */
+    void *b_packed;   /* B_PREPACKED: inside this block */
 } gemm_prepared;
 
 static const nxe_gemm_kernel *packed_kernel(const nxe_prepare_context *context)
@@ -408,9 +434,9 @@ static nxe_status prepare_packed(const nxe_prepare_context *context, const gemm_
 
 /* Gemm and FullyConnected: B packed once when constant, else read in place or packed at every
  * run; C, any broadcast of it, is the epilogue's bias (scaled by beta). */
-static nxe_status gemm_prepare(const void *params_in, const nxe_value *inputs,
-                               int32_t num_inputs, const nxe_prepare_context *context,
-                               void **prepared, size_t *workspace_bytes)
+static nxe_status gemm_prepare(const void *params_in, const nxe_value *inputs, int32_t num_inputs,
+                               const nxe_prepare_context *context, void **prepared,
+                               size_t *workspace_bytes)
 {
     (void)num_inputs;
     const gemm_params *p = params_in;
@@ -419,9 +445,18 @@ static nxe_status gemm_prepare(const void *params_in, const nxe_value *inputs,
     if (!kernel || inputs[0].dtype != NXE_DTYPE_F32)
         return NXE_OK;
     const gemm_prepared shape = {
-        .kernel = kernel, .m = p->m, .n = p->n, .k = p->k, .a_stride_m = p->a_stride_m,
-        .a_stride_k = p->a_stride_k, .b_stride_k = p->b_stride_k, .b_stride_n = p->b_stride_n,
-        .alpha = p->alpha, .beta = p->beta, .has_c = p->has_c, .c_stride_m = p->c_stride_m,
+        .kernel = kernel,
+        .m = p->m,
+        .n = p->n,
+        .k = p->k,
+        .a_stride_m = p->a_stride_m,
+        .a_stride_k = p->a_stride_k,
+        .b_stride_k = p->b_stride_k,
+        .b_stride_n = p->b_stride_n,
+        .alpha = p->alpha,
+        .beta = p->beta,
+        .has_c = p->has_c,
+        .c_stride_m = p->c_stride_m,
         .c_stride_n = p->c_stride_n,
     };
     return prepare_packed(context, &shape, inputs[1].data, 1, prepared, workspace_bytes);
@@ -431,9 +466,9 @@ static nxe_status gemm_prepare(const void *params_in, const nxe_value *inputs,
  * packed once: one GEMM of batch * M rows. Any other B (computed at run time, as in
  * attention, or different per batch) is read in place by f32 kernels, or packed into the
  * workspace at every run (bf16), one slot per batch, at a cost of 1/M of the product. */
-static nxe_status matmul_prepare(const void *params_in, const nxe_value *inputs,
-                                 int32_t num_inputs, const nxe_prepare_context *context,
-                                 void **prepared, size_t *workspace_bytes)
+static nxe_status matmul_prepare(const void *params_in, const nxe_value *inputs, int32_t num_inputs,
+                                 const nxe_prepare_context *context, void **prepared,
+                                 size_t *workspace_bytes)
 {
     (void)num_inputs;
     const matmul_params *p = params_in;
@@ -450,9 +485,16 @@ static nxe_status matmul_prepare(const void *params_in, const nxe_value *inputs,
         expected *= p->batch_shape[d];
     }
     const gemm_prepared shape = {
-        .kernel = kernel, .m = shared_b ? p->batch_count * p->m : p->m, .n = p->n, .k = p->k,
-        .a_stride_m = p->k, .a_stride_k = 1, .b_stride_k = p->n, .b_stride_n = 1,
-        .alpha = 1.0f, .beta = 1.0f,
+        .kernel = kernel,
+        .m = shared_b ? p->batch_count * p->m : p->m,
+        .n = p->n,
+        .k = p->k,
+        .a_stride_m = p->k,
+        .a_stride_k = 1,
+        .b_stride_k = p->n,
+        .b_stride_n = 1,
+        .alpha = 1.0f,
+        .beta = 1.0f,
     };
     return prepare_packed(context, &shape, shared_b ? inputs[1].data : NULL, p->batch_count,
                           prepared, workspace_bytes);
@@ -461,8 +503,8 @@ static nxe_status matmul_prepare(const void *params_in, const nxe_value *inputs,
 typedef struct gemm_packed_job {
     const gemm_prepared *prepared;
     nxe_gemm_packed_args args;
-    int64_t panels;           /* of B */
-    int64_t panel_groups;     /* per row tile; 1: items are row tiles */
+    int64_t panels;       /* of B */
+    int64_t panel_groups; /* per row tile; 1: items are row tiles */
     int64_t panels_per_group;
 } gemm_packed_job;
 
@@ -499,13 +541,21 @@ static nxe_gemm_packed_args packed_args(const gemm_prepared *p, const nxe_fused_
                                         const nxe_value *inputs, nxe_value *outputs)
 {
     nxe_gemm_packed_args args = {
-        .kernel = p->kernel, .m = p->m, .n = p->n, .k = p->k,
-        .a = inputs[0].data, .a_stride_m = p->a_stride_m, .a_stride_k = p->a_stride_k,
+        .kernel = p->kernel,
+        .m = p->m,
+        .n = p->n,
+        .k = p->k,
+        .a = inputs[0].data,
+        .a_stride_m = p->a_stride_m,
+        .a_stride_k = p->a_stride_k,
         .b_packed = p->b_packed,
-        .b = p->b_source == B_IN_PLACE ? inputs[1].data : NULL, .b_stride_k = p->b_stride_k,
-        .y = outputs[0].data, .y_stride_m = p->n,
+        .b = p->b_source == B_IN_PLACE ? inputs[1].data : NULL,
+        .b_stride_k = p->b_stride_k,
+        .y = outputs[0].data,
+        .y_stride_m = p->n,
         .bias = p->has_c ? inputs[2].data : NULL,
-        .bias_stride_m = p->c_stride_m, .bias_stride_n = p->c_stride_n,
+        .bias_stride_m = p->c_stride_m,
+        .bias_stride_n = p->c_stride_n,
         .residual = fused->residual_input >= 0 ? inputs[fused->residual_input].data : NULL,
         .residual_stride_m = p->n,
         .epilogue = fused->epilogue,
@@ -526,15 +576,14 @@ static void pack_panels(void *ctx, int64_t begin, int64_t end)
 {
     const pack_job *job = ctx;
     const gemm_prepared *p = job->prepared;
-    nxe_gemm_pack_panels(p->kernel, p->kernel->nr, job->b, p->b_stride_k, p->b_stride_n, p->k,
-                         p->n, begin, end, job->packed);
+    nxe_gemm_pack_panels(p->kernel, p->kernel->nr, job->b, p->b_stride_k, p->b_stride_n, p->k, p->n,
+                         begin, end, job->packed);
 }
 
 static nxe_status gemm_run_prepared(const void *params, const void *prepared_in,
                                     const nxe_fused_epilogue *fused, void *workspace,
-                                    const nxe_value *inputs, int32_t num_inputs,
-                                    nxe_value *outputs, int32_t num_outputs,
-                                    nxe_thread_pool *pool)
+                                    const nxe_value *inputs, int32_t num_inputs, nxe_value *outputs,
+                                    int32_t num_outputs, nxe_thread_pool *pool)
 {
     (void)params;
     (void)num_inputs;
@@ -623,8 +672,8 @@ static nxe_status matmul_run_prepared(const void *params, const void *prepared_i
 {
     const gemm_prepared *p = prepared_in;
     if (p->b_source == B_PREPACKED)
-        return gemm_run_prepared(params, prepared_in, fused, workspace, inputs, num_inputs,
-                                 outputs, num_outputs, pool);
+        return gemm_run_prepared(params, prepared_in, fused, workspace, inputs, num_inputs, outputs,
+                                 num_outputs, pool);
     const matmul_params *mp = params;
     batched_job job = {
         .prepared = p,
@@ -667,8 +716,8 @@ static const nxe_op_attr_info gemm_attrs[] = {
 };
 
 static nxe_status fully_connected_infer(const nxe_node *node, const nxe_value *inputs,
-                                        int32_t num_inputs, nxe_value *outputs,
-                                        int32_t num_outputs, void *params_out)
+                                        int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
+                                        void *params_out)
 {
     (void)num_outputs;
     gemm_params *params = params_out;
@@ -743,8 +792,7 @@ static const nxe_op_def matmul_defs[] = {
                      "Matrix product with numpy matmul semantics: batch dimensions broadcast, "
                      "1-D operands are promoted and their axis dropped.",
                      matmul_inputs, matmul_outputs),
-     sizeof(matmul_params), matmul_infer, matmul_run, matmul_prepare, matmul_run_prepared,
-     NULL},
+     sizeof(matmul_params), matmul_infer, matmul_run, matmul_prepare, matmul_run_prepared, NULL},
     {NXE_INFO("Gemm",
               "General matrix multiply Y = alpha * op(A) @ op(B) + beta * C on 2-D operands, "
               "op() optionally transposing.",
@@ -754,8 +802,7 @@ static const nxe_op_def matmul_defs[] = {
                      "Dense layer Y = X @ W^T + B over the last dimension of X, with W stored "
                      "[out_features, in_features].",
                      fully_connected_inputs, fully_connected_outputs),
-     sizeof(gemm_params), fully_connected_infer, gemm_run, gemm_prepare, gemm_run_prepared,
-     NULL},
+     sizeof(gemm_params), fully_connected_infer, gemm_run, gemm_prepare, gemm_run_prepared, NULL},
 };
 
 const nxe_op_family nxe_ops_matmul = {matmul_defs,

@@ -66,8 +66,10 @@ static const char *attr_type_name(int32_t type)
 /* A copy of `value` into the empty slot `attr`. */
 static nxe_status copy_attr(nxe_attr *attr, const nxe_attr *value, const char *where)
 {
-    *attr = (nxe_attr){.type = value->type, .int_value = value->int_value,
-                       .float_value = value->float_value, .count = value->count};
+    *attr = (nxe_attr){.type = value->type,
+                       .int_value = value->int_value,
+                       .float_value = value->float_value,
+                       .count = value->count};
     attr->name = nxe_strdup(value->name);
     bool ok = attr->name != NULL;
     if (ok && value->type == NXE_ATTR_STRING)
@@ -99,8 +101,8 @@ nxe_status nxe_node_set_attr(nxe_node *node, const nxe_attr *value, const char *
     if (info->type != value->type)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
                          "%s: attribute '%s' of op '%s' ('%s') is of type %s, not %s", where,
-                         value->name, nxe_node_type(node), node->name,
-                         attr_type_name(info->type), attr_type_name(value->type));
+                         value->name, nxe_node_type(node), node->name, attr_type_name(info->type),
+                         attr_type_name(value->type));
     if ((value->type == NXE_ATTR_INTS || value->type == NXE_ATTR_FLOATS) &&
         (value->count < 0 || value->count > NXE_LIMIT_ATTR_VALUES))
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
@@ -207,8 +209,10 @@ static nxe_status lookup_attr(const nxe_node *node, const char *name, int32_t ty
     *info = schema_attr(node->def, name);
     *set = NULL;
     if (!*info || (*info)->type != type)
-        return nxe_node_error(node, NXE_ERROR_INTERNAL, "the rule reads attribute '%s' as %s, "
-                              "which the schema does not declare", name, attr_type_name(type));
+        return nxe_node_error(node, NXE_ERROR_INTERNAL,
+                              "the rule reads attribute '%s' as %s, "
+                              "which the schema does not declare",
+                              name, attr_type_name(type));
     for (int32_t i = 0; i < node->num_attrs && !*set; i++)
         if (strcmp(node->attrs[i].name, name) == 0)
             *set = &node->attrs[i];
@@ -270,8 +274,8 @@ nxe_status nxe_node_attr_string(const nxe_node *node, const char *name, const ch
         return bad_default(node, info);
     *value = nxe_registry_unquoted(text);
     if (!*value)
-        return nxe_node_error(node, NXE_ERROR_INTERNAL, "default '%s' of attribute '%s' is too long",
-                              text, name);
+        return nxe_node_error(node, NXE_ERROR_INTERNAL,
+                              "default '%s' of attribute '%s' is too long", text, name);
     return NXE_OK;
 }
 
@@ -304,9 +308,8 @@ static nxe_status parse_default_list(const nxe_node *node, const nxe_op_attr_inf
 
 /* The values of a list attribute: copied from the node, or parsed from the schema default
  * (then *parsed holds them as doubles and *from_node is NULL). */
-static nxe_status list_attr(const nxe_node *node, const char *name, int32_t type,
-                            int32_t capacity, const nxe_attr **from_node, double *parsed,
-                            int32_t *count)
+static nxe_status list_attr(const nxe_node *node, const char *name, int32_t type, int32_t capacity,
+                            const nxe_attr **from_node, double *parsed, int32_t *count)
 {
     *count = 0;
     const nxe_op_attr_info *info;

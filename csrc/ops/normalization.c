@@ -71,7 +71,8 @@ static nxe_status layer_norm_infer(const nxe_node *node, const nxe_value *inputs
     int64_t axis_attr = 0;
     double epsilon = 0.0;
     nxe_status status = nxe_node_attr_int(node, "axis", &axis_attr);
-    if (status == NXE_OK) status = nxe_node_attr_float(node, "epsilon", &epsilon);
+    if (status == NXE_OK)
+        status = nxe_node_attr_float(node, "epsilon", &epsilon);
     if (status != NXE_OK) {
         return status;
     }
@@ -85,9 +86,12 @@ static nxe_status layer_norm_infer(const nxe_node *node, const nxe_value *inputs
     }
     int32_t axis = 0;
     status = nxe_normalize_axis(node, axis_attr, x->ndim, &axis);
-    if (status == NXE_OK && scale != NULL) status = check_affine(node, "Scale", scale, x, axis);
-    if (status == NXE_OK && bias != NULL) status = check_affine(node, "B", bias, x, axis);
-    if (status == NXE_OK) status = split_at_axis(node, x, axis, &params->rows, &params->row_size);
+    if (status == NXE_OK && scale != NULL)
+        status = check_affine(node, "Scale", scale, x, axis);
+    if (status == NXE_OK && bias != NULL)
+        status = check_affine(node, "B", bias, x, axis);
+    if (status == NXE_OK)
+        status = split_at_axis(node, x, axis, &params->rows, &params->row_size);
     if (status != NXE_OK) {
         return status;
     }
@@ -115,24 +119,24 @@ static void layer_norm_rows(void *ctx, int64_t begin, int64_t end)
     const layer_norm_job *job = ctx;
     const nxe_kernel_table *kernels = nxe_kernels();
     if (kernels->f32_layer_norm_rows)
-        kernels->f32_layer_norm_rows(job->x, job->scale, job->bias, job->y,
-                                     job->params->row_size, job->params->epsilon, begin, end);
+        kernels->f32_layer_norm_rows(job->x, job->scale, job->bias, job->y, job->params->row_size,
+                                     job->params->epsilon, begin, end);
     else
         nxe_ref_f32_layer_norm(job->x, job->scale, job->bias, job->y, job->params->row_size,
                                job->params->epsilon, begin, end);
 }
 
-static nxe_status layer_norm_run(const void *params_in, const nxe_value *inputs,
-                                 int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
-                                 nxe_thread_pool *pool)
+static nxe_status layer_norm_run(const void *params_in, const nxe_value *inputs, int32_t num_inputs,
+                                 nxe_value *outputs, int32_t num_outputs, nxe_thread_pool *pool)
 {
     (void)num_inputs;
     (void)num_outputs;
     const layer_norm_params *p = params_in;
     layer_norm_job job = {p, inputs[0].data, p->has_scale ? inputs[1].data : NULL,
                           p->has_bias ? inputs[2].data : NULL, outputs[0].data};
-    nxe_parallel_for(pool, p->rows, nxe_parallel_grain(3.0 * (double)p->row_size, NORMALIZATION_TASK_WORK), layer_norm_rows,
-                     &job);
+    nxe_parallel_for(pool, p->rows,
+                     nxe_parallel_grain(3.0 * (double)p->row_size, NORMALIZATION_TASK_WORK),
+                     layer_norm_rows, &job);
     return NXE_OK;
 }
 
@@ -184,7 +188,8 @@ static nxe_status softmax_infer(const nxe_node *node, const nxe_value *inputs, i
     int32_t axis = 0;
     int64_t from_axis = 0;
     status = nxe_normalize_axis(node, axis_attr, x->ndim, &axis);
-    if (status == NXE_OK) status = split_at_axis(node, x, axis, &params->outer, &from_axis);
+    if (status == NXE_OK)
+        status = split_at_axis(node, x, axis, &params->outer, &from_axis);
     if (status != NXE_OK) {
         return status;
     }
@@ -213,12 +218,11 @@ static void softmax_lanes(void *ctx, int64_t begin, int64_t end)
     if (job->params->inner == 1 && kernels->f32_softmax_rows)
         kernels->f32_softmax_rows(job->x, job->y, job->params->axis_size, begin, end);
     else
-        nxe_ref_f32_softmax(job->x, job->y, job->params->axis_size, job->params->inner, begin,
-                            end);
+        nxe_ref_f32_softmax(job->x, job->y, job->params->axis_size, job->params->inner, begin, end);
 }
 
-static nxe_status lanes_run(const softmax_params *p, const nxe_value *inputs,
-                            nxe_value *outputs, nxe_thread_pool *pool, nxe_range_fn fn)
+static nxe_status lanes_run(const softmax_params *p, const nxe_value *inputs, nxe_value *outputs,
+                            nxe_thread_pool *pool, nxe_range_fn fn)
 {
     softmax_job job = {p, inputs[0].data, outputs[0].data};
     nxe_parallel_for(pool, p->outer * p->inner,
@@ -238,8 +242,7 @@ static nxe_status softmax_run(const void *params_in, const nxe_value *inputs, in
 static void log_softmax_lanes(void *ctx, int64_t begin, int64_t end)
 {
     const softmax_job *job = ctx;
-    nxe_ref_f32_log_softmax(job->x, job->y, job->params->axis_size, job->params->inner, begin,
-                            end);
+    nxe_ref_f32_log_softmax(job->x, job->y, job->params->axis_size, job->params->inner, begin, end);
 }
 
 static nxe_status log_softmax_run(const void *params_in, const nxe_value *inputs,
@@ -315,8 +318,8 @@ static nxe_status lp_norm_infer(const nxe_node *node, const nxe_value *inputs, i
 static void lp_norm_lanes(void *ctx, int64_t begin, int64_t end)
 {
     const softmax_job *job = ctx;
-    nxe_ref_f32_lp_norm(job->x, job->y, job->params->axis_size, job->params->inner,
-                        job->params->p, begin, end);
+    nxe_ref_f32_lp_norm(job->x, job->y, job->params->axis_size, job->params->inner, job->params->p,
+                        begin, end);
 }
 
 static nxe_status lp_norm_run(const void *params_in, const nxe_value *inputs, int32_t num_inputs,
@@ -342,12 +345,12 @@ typedef struct channel_norm_params {
     int64_t batch;
     int64_t channels;
     int64_t spatial;
-    int64_t groups;  /* GroupNorm / InstanceNorm */
-    int64_t size;    /* LRN */
+    int64_t groups; /* GroupNorm / InstanceNorm */
+    int64_t size;   /* LRN */
     float epsilon;
-    float alpha;     /* LRN */
-    float beta;      /* LRN */
-    float bias;      /* LRN */
+    float alpha; /* LRN */
+    float beta;  /* LRN */
+    float bias;  /* LRN */
 } channel_norm_params;
 
 /* Reads X as [batch, channels, spatial...] of rank >= 2. */
@@ -408,16 +411,18 @@ static void same_shape_output(const nxe_value *x, nxe_value *y)
     memcpy(y->shape, x->shape, (size_t)x->ndim * sizeof(int64_t));
 }
 
-static nxe_status channel_inputs_infer(const nxe_node *node, const nxe_value *inputs,
-                                       int32_t count, const char *const *names,
-                                       nxe_value *outputs, channel_norm_params *params)
+static nxe_status channel_inputs_infer(const nxe_node *node, const nxe_value *inputs, int32_t count,
+                                       const char *const *names, nxe_value *outputs,
+                                       channel_norm_params *params)
 {
     nxe_status status = split_channels(node, &inputs[0], params);
     for (int32_t i = 1; status == NXE_OK && i < count; i++) {
         status = check_channel_vector(node, names[i], &inputs[i], params->channels);
     }
-    if (status == NXE_OK) status = read_epsilon(node, &params->epsilon);
-    if (status == NXE_OK) same_shape_output(&inputs[0], &outputs[0]);
+    if (status == NXE_OK)
+        status = read_epsilon(node, &params->epsilon);
+    if (status == NXE_OK)
+        same_shape_output(&inputs[0], &outputs[0]);
     return status;
 }
 
@@ -446,9 +451,8 @@ static void batch_norm_planes(void *ctx, int64_t begin, int64_t end)
                            p->spatial, p->epsilon, begin, end);
 }
 
-static nxe_status batch_norm_run(const void *params_in, const nxe_value *inputs,
-                                 int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
-                                 nxe_thread_pool *pool)
+static nxe_status batch_norm_run(const void *params_in, const nxe_value *inputs, int32_t num_inputs,
+                                 nxe_value *outputs, int32_t num_outputs, nxe_thread_pool *pool)
 {
     (void)num_inputs;
     (void)num_outputs;
@@ -461,8 +465,8 @@ static nxe_status batch_norm_run(const void *params_in, const nxe_value *inputs,
 }
 
 static nxe_status instance_norm_infer(const nxe_node *node, const nxe_value *inputs,
-                                      int32_t num_inputs, nxe_value *outputs,
-                                      int32_t num_outputs, void *params_out)
+                                      int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
+                                      void *params_out)
 {
     (void)num_inputs;
     (void)num_outputs;
@@ -482,7 +486,8 @@ static nxe_status group_norm_infer(const nxe_node *node, const nxe_value *inputs
     channel_norm_params *params = params_out;
     static const char *const names[] = {"X", "Scale", "B"};
     nxe_status status = channel_inputs_infer(node, inputs, 3, names, outputs, params);
-    if (status == NXE_OK) status = nxe_node_attr_int(node, "num_groups", &params->groups);
+    if (status == NXE_OK)
+        status = nxe_node_attr_int(node, "num_groups", &params->groups);
     if (status != NXE_OK) {
         return status;
     }
@@ -499,14 +504,12 @@ static void group_norm_rows(void *ctx, int64_t begin, int64_t end)
 {
     const channel_norm_job *job = ctx;
     const channel_norm_params *p = job->params;
-    nxe_ref_f32_group_norm(job->inputs[0].data, job->inputs[1].data, job->inputs[2].data,
-                           job->y, p->groups, p->channels / p->groups, p->spatial, p->epsilon,
-                           begin, end);
+    nxe_ref_f32_group_norm(job->inputs[0].data, job->inputs[1].data, job->inputs[2].data, job->y,
+                           p->groups, p->channels / p->groups, p->spatial, p->epsilon, begin, end);
 }
 
-static nxe_status group_norm_run(const void *params_in, const nxe_value *inputs,
-                                 int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
-                                 nxe_thread_pool *pool)
+static nxe_status group_norm_run(const void *params_in, const nxe_value *inputs, int32_t num_inputs,
+                                 nxe_value *outputs, int32_t num_outputs, nxe_thread_pool *pool)
 {
     (void)num_inputs;
     (void)num_outputs;
@@ -514,8 +517,8 @@ static nxe_status group_norm_run(const void *params_in, const nxe_value *inputs,
     channel_norm_job job = {p, inputs, outputs[0].data};
     /* A zero-channel X has no groups to normalize. */
     const int64_t rows = p->channels == 0 ? 0 : p->batch * p->groups;
-    const double row_size = (double)(p->channels / (p->groups > 0 ? p->groups : 1)) *
-                            (double)p->spatial;
+    const double row_size =
+        (double)(p->channels / (p->groups > 0 ? p->groups : 1)) * (double)p->spatial;
     nxe_parallel_for(pool, rows, nxe_parallel_grain(3.0 * row_size, NORMALIZATION_TASK_WORK),
                      group_norm_rows, &job);
     return NXE_OK;
@@ -529,10 +532,14 @@ static nxe_status lrn_infer(const nxe_node *node, const nxe_value *inputs, int32
     channel_norm_params *params = params_out;
     double alpha = 0.0, beta = 0.0, bias = 0.0;
     nxe_status status = split_channels(node, &inputs[0], params);
-    if (status == NXE_OK) status = nxe_node_attr_int(node, "size", &params->size);
-    if (status == NXE_OK) status = nxe_node_attr_float(node, "alpha", &alpha);
-    if (status == NXE_OK) status = nxe_node_attr_float(node, "beta", &beta);
-    if (status == NXE_OK) status = nxe_node_attr_float(node, "bias", &bias);
+    if (status == NXE_OK)
+        status = nxe_node_attr_int(node, "size", &params->size);
+    if (status == NXE_OK)
+        status = nxe_node_attr_float(node, "alpha", &alpha);
+    if (status == NXE_OK)
+        status = nxe_node_attr_float(node, "beta", &beta);
+    if (status == NXE_OK)
+        status = nxe_node_attr_float(node, "bias", &bias);
     if (status != NXE_OK) {
         return status;
     }
@@ -568,10 +575,10 @@ static nxe_status lrn_run(const void *params_in, const nxe_value *inputs, int32_
     const channel_norm_params *p = params_in;
     channel_norm_job job = {p, inputs, outputs[0].data};
     const double window = (double)(p->size < p->channels ? p->size : p->channels);
-    nxe_parallel_for(pool, p->batch * p->spatial,
-                     nxe_parallel_grain((double)p->channels * (window + 1.0),
-                                        NORMALIZATION_TASK_WORK),
-                     lrn_lanes, &job);
+    nxe_parallel_for(
+        pool, p->batch * p->spatial,
+        nxe_parallel_grain((double)p->channels * (window + 1.0), NORMALIZATION_TASK_WORK),
+        lrn_lanes, &job);
     return NXE_OK;
 }
 
@@ -630,9 +637,8 @@ static const nxe_op_attr_info lrn_attrs[] = {
 
 /* ---- RMSNorm ----------------------------------------------------------------------------- */
 
-static nxe_status rms_norm_infer(const nxe_node *node, const nxe_value *inputs,
-                                 int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
-                                 void *params_out)
+static nxe_status rms_norm_infer(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,
+                                 nxe_value *outputs, int32_t num_outputs, void *params_out)
 {
     (void)num_outputs;
     layer_norm_params *params = params_out;
@@ -640,7 +646,8 @@ static nxe_status rms_norm_infer(const nxe_node *node, const nxe_value *inputs,
     const nxe_value *scale = input_present(inputs, num_inputs, 1) ? &inputs[1] : NULL;
     int64_t axis_attr = 0;
     nxe_status status = nxe_node_attr_int(node, "axis", &axis_attr);
-    if (status == NXE_OK) status = read_epsilon(node, &params->epsilon);
+    if (status == NXE_OK)
+        status = read_epsilon(node, &params->epsilon);
     if (status != NXE_OK) {
         return status;
     }
@@ -650,8 +657,10 @@ static nxe_status rms_norm_infer(const nxe_node *node, const nxe_value *inputs,
     }
     int32_t axis = 0;
     status = nxe_normalize_axis(node, axis_attr, x->ndim, &axis);
-    if (status == NXE_OK && scale != NULL) status = check_affine(node, "Scale", scale, x, axis);
-    if (status == NXE_OK) status = split_at_axis(node, x, axis, &params->rows, &params->row_size);
+    if (status == NXE_OK && scale != NULL)
+        status = check_affine(node, "Scale", scale, x, axis);
+    if (status == NXE_OK)
+        status = split_at_axis(node, x, axis, &params->rows, &params->row_size);
     if (status != NXE_OK) {
         return status;
     }
@@ -670,19 +679,17 @@ typedef struct rms_norm_job {
 static void rms_norm_rows(void *ctx, int64_t begin, int64_t end)
 {
     const rms_norm_job *job = ctx;
-    nxe_ref_f32_rms_norm(job->x, job->scale, job->y, job->params->row_size,
-                         job->params->epsilon, begin, end);
+    nxe_ref_f32_rms_norm(job->x, job->scale, job->y, job->params->row_size, job->params->epsilon,
+                         begin, end);
 }
 
-static nxe_status rms_norm_run(const void *params_in, const nxe_value *inputs,
-                               int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
-                               nxe_thread_pool *pool)
+static nxe_status rms_norm_run(const void *params_in, const nxe_value *inputs, int32_t num_inputs,
+                               nxe_value *outputs, int32_t num_outputs, nxe_thread_pool *pool)
 {
     (void)num_inputs;
     (void)num_outputs;
     const layer_norm_params *p = params_in;
-    rms_norm_job job = {p, inputs[0].data, p->has_scale ? inputs[1].data : NULL,
-                        outputs[0].data};
+    rms_norm_job job = {p, inputs[0].data, p->has_scale ? inputs[1].data : NULL, outputs[0].data};
     nxe_parallel_for(pool, p->rows,
                      nxe_parallel_grain(2.0 * (double)p->row_size, NORMALIZATION_TASK_WORK),
                      rms_norm_rows, &job);
@@ -716,11 +723,11 @@ static const nxe_op_def normalization_defs[] = {
     {NXE_INFO("Softmax", "Numerically stable softmax along one axis.", softmax_inputs,
               softmax_outputs, softmax_attrs),
      sizeof(softmax_params), softmax_infer, softmax_run},
-    {NXE_INFO("LogSoftmax", "Numerically stable log of the softmax along one axis.",
-              softmax_inputs, log_softmax_outputs, log_softmax_attrs),
+    {NXE_INFO("LogSoftmax", "Numerically stable log of the softmax along one axis.", softmax_inputs,
+              log_softmax_outputs, log_softmax_attrs),
      sizeof(softmax_params), softmax_infer, log_softmax_run},
-    {NXE_INFO("Hardmax", "One-hot of the first largest element along one axis.",
-              softmax_inputs, hardmax_outputs, hardmax_attrs),
+    {NXE_INFO("Hardmax", "One-hot of the first largest element along one axis.", softmax_inputs,
+              hardmax_outputs, hardmax_attrs),
      sizeof(softmax_params), softmax_infer, hardmax_run},
     {NXE_INFO("LpNorm", "Divides by the L1 or L2 norm along one axis (p = 2 is L2Norm).",
               softmax_inputs, lp_norm_outputs, lp_norm_attrs),
@@ -729,8 +736,7 @@ static const nxe_op_def normalization_defs[] = {
               "Inference-mode batch normalization with per-channel running statistics.",
               batch_norm_inputs, batch_norm_outputs, epsilon_attrs),
      sizeof(channel_norm_params), batch_norm_infer, batch_norm_run},
-    {NXE_INFO("InstanceNorm",
-              "Normalizes each channel of each sample over its spatial dimensions.",
+    {NXE_INFO("InstanceNorm", "Normalizes each channel of each sample over its spatial dimensions.",
               affine_channel_inputs, instance_norm_outputs, epsilon_attrs),
      sizeof(channel_norm_params), instance_norm_infer, group_norm_run},
     {NXE_INFO("GroupNorm",

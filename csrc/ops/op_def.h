@@ -11,7 +11,7 @@
 
 /* Quantization of one tensor (internal mirror of the public setters). */
 typedef struct nxe_quant {
-    int32_t type;          /* enum nxe_quant_type */
+    int32_t type; /* enum nxe_quant_type */
     float scale;
     int32_t zero_point;
     int32_t axis;
@@ -28,7 +28,7 @@ extern const nxe_quant nxe_no_quant;
  * dtype NXE_DTYPE_NONE. */
 typedef struct nxe_value {
     int32_t dtype;
-    int32_t ndim;          /* -1 = unknown (outputs before inference) */
+    int32_t ndim; /* -1 = unknown (outputs before inference) */
     int64_t shape[NXE_MAX_RANK];
     const nxe_quant *quant; /* never NULL at infer or run: type NONE when unquantized */
     void *data;
@@ -42,16 +42,15 @@ typedef struct nxe_value {
  * contradicts what was declared. Fills `params` (params_size bytes, zeroed) with everything
  * run needs; params hold plain values, never pointers, so a plan can be saved. */
 typedef nxe_status (*nxe_op_infer_fn)(const nxe_node *node, const nxe_value *inputs,
-                                      int32_t num_inputs, nxe_value *outputs,
-                                      int32_t num_outputs, void *params);
+                                      int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
+                                      void *params);
 
 /* Run-time body. Shapes and dtypes are those infer settled; outputs' data are written.
  * May fail only on data-dependent errors (e.g. an index out of range), with NXE_ERROR_RUNTIME
  * and a message. Uses `pool` (maybe NULL) for parallel work; results must not depend on the
  * number of threads. */
-typedef nxe_status (*nxe_op_run_fn)(const void *params, const nxe_value *inputs,
-                                    int32_t num_inputs, nxe_value *outputs,
-                                    int32_t num_outputs, nxe_thread_pool *pool);
+typedef nxe_status (*nxe_op_run_fn)(const void *params, const nxe_value *inputs, int32_t num_inputs,
+                                    nxe_value *outputs, int32_t num_outputs, nxe_thread_pool *pool);
 
 /* What the compiler fused into a step after its own op: an epilogue and maybe a residual
  * operand, which is one more input after the op's own. */
@@ -92,11 +91,11 @@ typedef bool (*nxe_op_as_activation_fn)(const void *params, const nxe_value *inp
                                         int32_t num_inputs, nxe_epilogue *epilogue);
 
 typedef struct nxe_op_def {
-    nxe_op_info info;      /* the published schema */
+    nxe_op_info info; /* the published schema */
     size_t params_size;
     nxe_op_infer_fn infer;
     nxe_op_run_fn run;
-    nxe_op_prepare_fn prepare;           /* optional, with run_prepared */
+    nxe_op_prepare_fn prepare; /* optional, with run_prepared */
     nxe_op_run_prepared_fn run_prepared;
     nxe_op_as_activation_fn as_activation; /* optional */
 } nxe_op_def;
@@ -115,19 +114,32 @@ const char *nxe_registry_unquoted(const char *quoted);
 #define NXE_MASK(dt) (1u << (dt))
 #define NXE_MASK_FLOAT (NXE_MASK(NXE_DTYPE_F32))
 #define NXE_MASK_INDEX (NXE_MASK(NXE_DTYPE_I32) | NXE_MASK(NXE_DTYPE_I64))
-#define NXE_MASK_ALL                                                                         \
-    (NXE_MASK(NXE_DTYPE_F32) | NXE_MASK(NXE_DTYPE_F16) | NXE_MASK(NXE_DTYPE_BF16) |          \
-     NXE_MASK(NXE_DTYPE_I8) | NXE_MASK(NXE_DTYPE_U8) | NXE_MASK(NXE_DTYPE_I16) |             \
-     NXE_MASK(NXE_DTYPE_I32) | NXE_MASK(NXE_DTYPE_I64) | NXE_MASK(NXE_DTYPE_BOOL) |         \
-     NXE_MASK(NXE_DTYPE_F64) | NXE_MASK(NXE_DTYPE_U16) | NXE_MASK(NXE_DTYPE_U32) |           \
+#define NXE_MASK_ALL                                                                               \
+    (NXE_MASK(NXE_DTYPE_F32) | NXE_MASK(NXE_DTYPE_F16) | NXE_MASK(NXE_DTYPE_BF16) |                \
+     NXE_MASK(NXE_DTYPE_I8) | NXE_MASK(NXE_DTYPE_U8) | NXE_MASK(NXE_DTYPE_I16) |                   \
+     NXE_MASK(NXE_DTYPE_I32) | NXE_MASK(NXE_DTYPE_I64) | NXE_MASK(NXE_DTYPE_BOOL) |                \
+     NXE_MASK(NXE_DTYPE_F64) | NXE_MASK(NXE_DTYPE_U16) | NXE_MASK(NXE_DTYPE_U32) |                 \
      NXE_MASK(NXE_DTYPE_U64))
-#define NXE_INFO(name_, summary_, ins, outs, attrs_)                                         \
-    {sizeof(nxe_op_info), name_, summary_, (int32_t)(sizeof(ins) / sizeof((ins)[0])), ins,   \
-     (int32_t)(sizeof(outs) / sizeof((outs)[0])), outs,                                      \
-     (int32_t)(sizeof(attrs_) / sizeof((attrs_)[0])), attrs_}
-#define NXE_INFO_NOATTR(name_, summary_, ins, outs)                                          \
-    {sizeof(nxe_op_info), name_, summary_, (int32_t)(sizeof(ins) / sizeof((ins)[0])), ins,   \
-     (int32_t)(sizeof(outs) / sizeof((outs)[0])), outs, 0, NULL}
+#define NXE_INFO(name_, summary_, ins, outs, attrs_)                                               \
+    {sizeof(nxe_op_info),                                                                          \
+     name_,                                                                                        \
+     summary_,                                                                                     \
+     (int32_t)(sizeof(ins) / sizeof((ins)[0])),                                                    \
+     ins,                                                                                          \
+     (int32_t)(sizeof(outs) / sizeof((outs)[0])),                                                  \
+     outs,                                                                                         \
+     (int32_t)(sizeof(attrs_) / sizeof((attrs_)[0])),                                              \
+     attrs_}
+#define NXE_INFO_NOATTR(name_, summary_, ins, outs)                                                \
+    {sizeof(nxe_op_info),                                                                          \
+     name_,                                                                                        \
+     summary_,                                                                                     \
+     (int32_t)(sizeof(ins) / sizeof((ins)[0])),                                                    \
+     ins,                                                                                          \
+     (int32_t)(sizeof(outs) / sizeof((outs)[0])),                                                  \
+     outs,                                                                                         \
+     0,                                                                                            \
+     NULL}
 
 /* One nxe_alloc block for a prepared step: a header of header_size bytes, then data_bytes
  * starting 64-byte aligned at *data. NULL when out of memory. */
@@ -152,8 +164,7 @@ static inline int64_t nxe_batch_tile_span(int64_t begin, int64_t end, int64_t ti
 /* Shared shape helpers for op rules. */
 /* numpy broadcasting of two shapes; fails with a node error naming both shapes. */
 nxe_status nxe_broadcast_shapes(const nxe_node *node, int32_t ndim_a, const int64_t *a,
-                                int32_t ndim_b, const int64_t *b, int32_t *ndim_out,
-                                int64_t *out);
+                                int32_t ndim_b, const int64_t *b, int32_t *ndim_out, int64_t *out);
 /* Normalizes a possibly negative axis into [0, ndim); node error when out of range. */
 nxe_status nxe_normalize_axis(const nxe_node *node, int64_t axis, int32_t ndim, int32_t *out);
 int64_t nxe_value_numel(const nxe_value *value);

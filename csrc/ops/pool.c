@@ -66,22 +66,28 @@ static nxe_status pool_infer(const nxe_node *node, const nxe_value *inputs, nxe_
     int64_t ceil_mode = 0, count_include_pad = 0;
     float p = 0.0f;
     nxe_status status = nxe_window_read_ints(node, "kernel_shape", rank, 1, kernel);
-    if (status == NXE_OK) status = nxe_window_read_ints(node, "strides", rank, 1, strides);
-    if (status == NXE_OK) status = nxe_window_read_ints(node, "dilations", rank, 1, dilations);
-    if (status == NXE_OK) status = nxe_window_read_ints(node, "pads", 2 * rank, 0, pads);
-    if (status == NXE_OK) status = nxe_window_read_padding(node, &padding);
-    if (status == NXE_OK) status = read_int_in(node, "ceil_mode", 0, 1, &ceil_mode);
+    if (status == NXE_OK)
+        status = nxe_window_read_ints(node, "strides", rank, 1, strides);
+    if (status == NXE_OK)
+        status = nxe_window_read_ints(node, "dilations", rank, 1, dilations);
+    if (status == NXE_OK)
+        status = nxe_window_read_ints(node, "pads", 2 * rank, 0, pads);
+    if (status == NXE_OK)
+        status = nxe_window_read_padding(node, &padding);
+    if (status == NXE_OK)
+        status = read_int_in(node, "ceil_mode", 0, 1, &ceil_mode);
     if (status == NXE_OK && kind == POOL_AVERAGE) {
         status = read_int_in(node, "count_include_pad", 0, 1, &count_include_pad);
     }
-    if (status == NXE_OK && kind == POOL_LP) status = read_p(node, &p);
+    if (status == NXE_OK && kind == POOL_LP)
+        status = read_p(node, &p);
     if (status != NXE_OK) {
         return status;
     }
     if (x->ndim != rank + 2) {
         return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
-                              "input X must have rank %" PRId32
-                              " ([N, C] and %" PRId32 " spatial axes), got shape %s",
+                              "input X must have rank %" PRId32 " ([N, C] and %" PRId32
+                              " spatial axes), got shape %s",
                               rank + 2, rank, xs);
     }
 
@@ -128,13 +134,13 @@ static nxe_status pool_infer(const nxe_node *node, const nxe_value *inputs, nxe_
     return NXE_OK;
 }
 
-#define POOL_INFER(fn, kind, rank)                                                             \
-    static nxe_status fn(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,  \
-                         nxe_value *outputs, int32_t num_outputs, void *params)              \
-    {                                                                                        \
-        (void)num_inputs;                                                                    \
-        (void)num_outputs;                                                                   \
-        return pool_infer(node, inputs, outputs, params, kind, rank);                        \
+#define POOL_INFER(fn, kind, rank)                                                                 \
+    static nxe_status fn(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,        \
+                         nxe_value *outputs, int32_t num_outputs, void *params)                    \
+    {                                                                                              \
+        (void)num_inputs;                                                                          \
+        (void)num_outputs;                                                                         \
+        return pool_infer(node, inputs, outputs, params, kind, rank);                              \
     }
 
 POOL_INFER(max_pool1d_infer, POOL_MAX, 1)
@@ -169,12 +175,9 @@ static void pool_rows(void *ctx, int64_t begin, int64_t end)
         }
         break;
     case POOL_AVERAGE:
-        nxe_ref_f32_average_pool(g, params->count_include_pad, job->input, job->output, begin,
-                                 end);
+        nxe_ref_f32_average_pool(g, params->count_include_pad, job->input, job->output, begin, end);
         break;
-    default:
-        nxe_ref_f32_lp_pool(g, params->p, job->input, job->output, begin, end);
-        break;
+    default: nxe_ref_f32_lp_pool(g, params->p, job->input, job->output, begin, end); break;
     }
 }
 
@@ -237,13 +240,13 @@ static nxe_status global_pool_infer(const nxe_node *node, const nxe_value *input
     return NXE_OK;
 }
 
-#define GLOBAL_POOL_INFER(fn, kind)                                                            \
-    static nxe_status fn(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,  \
-                         nxe_value *outputs, int32_t num_outputs, void *params)              \
-    {                                                                                        \
-        (void)num_inputs;                                                                    \
-        (void)num_outputs;                                                                   \
-        return global_pool_infer(node, inputs, outputs, params, kind);                       \
+#define GLOBAL_POOL_INFER(fn, kind)                                                                \
+    static nxe_status fn(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,        \
+                         nxe_value *outputs, int32_t num_outputs, void *params)                    \
+    {                                                                                              \
+        (void)num_inputs;                                                                          \
+        (void)num_outputs;                                                                         \
+        return global_pool_infer(node, inputs, outputs, params, kind);                             \
     }
 
 GLOBAL_POOL_INFER(global_max_pool_infer, POOL_MAX)
@@ -274,8 +277,7 @@ static void global_pool_planes(void *ctx, int64_t begin, int64_t end)
         nxe_ref_f32_global_average_pool(params->size, job->input, job->output, begin, end);
         break;
     default:
-        nxe_ref_f32_global_lp_pool(params->size, params->p, job->input, job->output, begin,
-                                   end);
+        nxe_ref_f32_global_lp_pool(params->size, params->p, job->input, job->output, begin, end);
         break;
     }
 }
@@ -288,8 +290,7 @@ static nxe_status global_pool_run(const void *params_in, const nxe_value *inputs
     (void)num_outputs;
     const global_pool_params *params = params_in;
     global_pool_job job = {params, inputs[0].data, outputs[0].data};
-    nxe_parallel_for(pool, params->planes,
-                     nxe_parallel_grain((double)params->size, POOL_TASK_WORK),
+    nxe_parallel_for(pool, params->planes, nxe_parallel_grain((double)params->size, POOL_TASK_WORK),
                      global_pool_planes, &job);
     return NXE_OK;
 }
@@ -311,41 +312,41 @@ static const nxe_op_param_info float_pool_outputs[] = {
     {"Y", "[N, C, out spatial...].", NXE_MASK_FLOAT, 0, 0},
 };
 
-#define POOL_COMMON_ATTRS(axes, ones, zeros2, pads_doc)                                        \
-    {"kernel_shape", "Window size, one per spatial axis " axes "; each >= 1.", NXE_ATTR_INTS,  \
-     NULL},                                                                                    \
-        {"strides", "Step between windows, one per spatial axis " axes "; each >= 1.",         \
-         NXE_ATTR_INTS, ones},                                                                 \
-        {"dilations", "Spacing between window taps, one per spatial axis " axes "; each >= 1.", \
-         NXE_ATTR_INTS, ones},                                                                 \
-        {"pads",                                                                               \
-         "Padding " pads_doc ", all beginnings then all ends; each >= 0. Padded positions "    \
-         "are never taken as values. Used only when padding is \"EXPLICIT\".",                 \
-         NXE_ATTR_INTS, zeros2},                                                               \
-        {"padding",                                                                            \
-         "\"EXPLICIT\" uses pads; \"SAME\" pads so that each output size is ceil(input / "     \
-         "stride), putting an odd pad at the end (ONNX SAME_UPPER); \"SAME_LOWER\" likewise "  \
-         "with the odd pad at the beginning; \"VALID\" pads nothing.",                         \
-         NXE_ATTR_STRING, "\"EXPLICIT\""},                                                     \
-        {"ceil_mode",                                                                          \
-         "1: output size (input + pads - dilated window) / stride + 1 rounded up instead of "  \
-         "down, dropping a last window that would start in the end padding.",                  \
+#define POOL_COMMON_ATTRS(axes, ones, zeros2, pads_doc)                                            \
+    {"kernel_shape", "Window size, one per spatial axis " axes "; each >= 1.", NXE_ATTR_INTS,      \
+     NULL},                                                                                        \
+        {"strides", "Step between windows, one per spatial axis " axes "; each >= 1.",             \
+         NXE_ATTR_INTS, ones},                                                                     \
+        {"dilations", "Spacing between window taps, one per spatial axis " axes "; each >= 1.",    \
+         NXE_ATTR_INTS, ones},                                                                     \
+        {"pads",                                                                                   \
+         "Padding " pads_doc ", all beginnings then all ends; each >= 0. Padded positions "        \
+         "are never taken as values. Used only when padding is \"EXPLICIT\".",                     \
+         NXE_ATTR_INTS, zeros2},                                                                   \
+        {"padding",                                                                                \
+         "\"EXPLICIT\" uses pads; \"SAME\" pads so that each output size is ceil(input / "         \
+         "stride), putting an odd pad at the end (ONNX SAME_UPPER); \"SAME_LOWER\" likewise "      \
+         "with the odd pad at the beginning; \"VALID\" pads nothing.",                             \
+         NXE_ATTR_STRING, "\"EXPLICIT\""},                                                         \
+        {"ceil_mode",                                                                              \
+         "1: output size (input + pads - dilated window) / stride + 1 rounded up instead of "      \
+         "down, dropping a last window that would start in the end padding.",                      \
          NXE_ATTR_INT, "0"}
 
-#define COUNT_INCLUDE_PAD_ATTR                                                                 \
-    {"count_include_pad",                                                                      \
-     "1: divide by the number of window taps inside the padded input (pads included); 0: by " \
-     "the taps inside the input only.",                                                        \
+#define COUNT_INCLUDE_PAD_ATTR                                                                     \
+    {"count_include_pad",                                                                          \
+     "1: divide by the number of window taps inside the padded input (pads included); 0: by "      \
+     "the taps inside the input only.",                                                            \
      NXE_ATTR_INT, "0"}
 
 #define P_ATTR {"p", "Order of the norm, 1 to 64.", NXE_ATTR_INT, "2"}
 
-#define POOL_ATTRS(rank_id, axes, ones, zeros2, pads_doc)                                      \
-    static const nxe_op_attr_info max_pool##rank_id##_attrs[] = {                              \
-        POOL_COMMON_ATTRS(axes, ones, zeros2, pads_doc)};                                      \
-    static const nxe_op_attr_info average_pool##rank_id##_attrs[] = {                          \
-        POOL_COMMON_ATTRS(axes, ones, zeros2, pads_doc), COUNT_INCLUDE_PAD_ATTR};              \
-    static const nxe_op_attr_info lp_pool##rank_id##_attrs[] = {                               \
+#define POOL_ATTRS(rank_id, axes, ones, zeros2, pads_doc)                                          \
+    static const nxe_op_attr_info max_pool##rank_id##_attrs[] = {                                  \
+        POOL_COMMON_ATTRS(axes, ones, zeros2, pads_doc)};                                          \
+    static const nxe_op_attr_info average_pool##rank_id##_attrs[] = {                              \
+        POOL_COMMON_ATTRS(axes, ones, zeros2, pads_doc), COUNT_INCLUDE_PAD_ATTR};                  \
+    static const nxe_op_attr_info lp_pool##rank_id##_attrs[] = {                                   \
         POOL_COMMON_ATTRS(axes, ones, zeros2, pads_doc), P_ATTR};
 
 POOL_ATTRS(1d, "[w]", "[1]", "[0, 0]", "[left, right]")
@@ -356,8 +357,8 @@ POOL_ATTRS(3d, "[d, h, w]", "[1, 1, 1]", "[0, 0, 0, 0, 0, 0]",
 static const nxe_op_attr_info global_lp_pool_attrs[] = {P_ATTR};
 
 static const nxe_op_param_info global_max_pool_inputs[] = {
-    {"X", "Input [N, C, spatial...] with one or more spatial axes, f32, i8 or u8.",
-     MASK_MAX_POOL, 0, 0},
+    {"X", "Input [N, C, spatial...] with one or more spatial axes, f32, i8 or u8.", MASK_MAX_POOL,
+     0, 0},
 };
 static const nxe_op_param_info global_max_pool_outputs[] = {
     {"Y", "[N, C, 1, ...], one per spatial axis of X; same dtype as X.", MASK_MAX_POOL, 0, 0},
@@ -369,17 +370,17 @@ static const nxe_op_param_info global_float_pool_outputs[] = {
     {"Y", "[N, C, 1, ...], one 1 per spatial axis of X.", NXE_MASK_FLOAT, 0, 0},
 };
 
-#define POOL_DEF(name, summary, ins, outs, attrs, infer)                                       \
+#define POOL_DEF(name, summary, ins, outs, attrs, infer)                                           \
     {NXE_INFO(name, summary, ins, outs, attrs), sizeof(pool_params), infer, pool_run}
 
-#define MAX_SUMMARY(n)                                                                         \
-    "Max pooling over " n " spatial axes of channels-first input, with pads, SAME/VALID "      \
+#define MAX_SUMMARY(n)                                                                             \
+    "Max pooling over " n " spatial axes of channels-first input, with pads, SAME/VALID "          \
     "padding, ceil mode and dilations; NaN propagates."
-#define AVERAGE_SUMMARY(n)                                                                     \
-    "Average pooling over " n " spatial axes of channels-first input, with pads, SAME/VALID "  \
+#define AVERAGE_SUMMARY(n)                                                                         \
+    "Average pooling over " n " spatial axes of channels-first input, with pads, SAME/VALID "      \
     "padding, ceil mode, dilations and count_include_pad."
-#define LP_SUMMARY(n)                                                                          \
-    "Lp-norm pooling, (sum |x|^p)^(1/p) over each window, over " n " spatial axes of "         \
+#define LP_SUMMARY(n)                                                                              \
+    "Lp-norm pooling, (sum |x|^p)^(1/p) over each window, over " n " spatial axes of "             \
     "channels-first input."
 
 static const nxe_op_def pool_defs[] = {

@@ -24,9 +24,8 @@ static bool present(const nxe_value *inputs, int32_t num_inputs, int32_t index)
 
 /* How a scale or zero point tensor applies: to the whole tensor (one element, any rank) or
  * one value per row / column / channel (1-D with `count` elements). */
-static nxe_status per_axis_or_scalar(const nxe_node *node, const char *what,
-                                     const nxe_value *v, int64_t count, const char *axis_name,
-                                     int64_t *stride)
+static nxe_status per_axis_or_scalar(const nxe_node *node, const char *what, const nxe_value *v,
+                                     int64_t count, const char *axis_name, int64_t *stride)
 {
     if (nxe_value_numel(v) == 1) {
         *stride = 0;
@@ -125,8 +124,8 @@ static void batch_strides(const nxe_value *operand, int32_t operand_batch, int32
 }
 
 static nxe_status qmatmul_infer_common(const nxe_node *node, const nxe_value *inputs,
-                                       int32_t num_inputs, nxe_value *outputs,
-                                       qmatmul_params *p, const qmatmul_slots *slots)
+                                       int32_t num_inputs, nxe_value *outputs, qmatmul_params *p,
+                                       const qmatmul_slots *slots)
 {
     p->slots = *slots;
     const nxe_value *a = &inputs[slots->a];
@@ -163,8 +162,8 @@ static nxe_status qmatmul_infer_common(const nxe_node *node, const nxe_value *in
     if (slots->a_zero >= 0 && present(inputs, num_inputs, slots->a_zero)) {
         status = zero_point_dtype(node, "a_zero_point", &inputs[slots->a_zero], "A", a);
         if (status == NXE_OK)
-            status = per_axis_or_scalar(node, "a_zero_point", &inputs[slots->a_zero], m,
-                                        "row of A", &p->a_zero_stride);
+            status = per_axis_or_scalar(node, "a_zero_point", &inputs[slots->a_zero], m, "row of A",
+                                        &p->a_zero_stride);
         if (status != NXE_OK)
             return status;
     }
@@ -181,16 +180,16 @@ static nxe_status qmatmul_infer_common(const nxe_node *node, const nxe_value *in
         status = per_axis_or_scalar(node, "a_scale", &inputs[slots->a_scale], m, "row of A",
                                     &p->a_scale_stride);
         if (status == NXE_OK)
-            status = per_axis_or_scalar(node, "b_scale", &inputs[slots->b_scale], n,
-                                        "column of B", &p->b_scale_stride);
+            status = per_axis_or_scalar(node, "b_scale", &inputs[slots->b_scale], n, "column of B",
+                                        &p->b_scale_stride);
         if (status == NXE_OK)
             status = scalar_only(node, "y_scale", &inputs[slots->y_scale]);
         if (status == NXE_OK && present(inputs, num_inputs, slots->y_zero))
             status = scalar_only(node, "y_zero_point", &inputs[slots->y_zero]);
         if (status != NXE_OK)
             return status;
-        y_dtype = present(inputs, num_inputs, slots->y_zero) ? inputs[slots->y_zero].dtype
-                                                             : a->dtype;
+        y_dtype =
+            present(inputs, num_inputs, slots->y_zero) ? inputs[slots->y_zero].dtype : a->dtype;
         p->requant = 1;
         p->y_signed = y_dtype == NXE_DTYPE_I8;
     }
@@ -215,21 +214,19 @@ static nxe_status qmatmul_infer_common(const nxe_node *node, const nxe_value *in
 }
 
 static nxe_status matmul_integer_infer(const nxe_node *node, const nxe_value *inputs,
-                                       int32_t num_inputs, nxe_value *outputs,
-                                       int32_t num_outputs, void *params)
+                                       int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
+                                       void *params)
 {
     (void)num_outputs;
-    return qmatmul_infer_common(node, inputs, num_inputs, outputs, params,
-                                &matmul_integer_slots);
+    return qmatmul_infer_common(node, inputs, num_inputs, outputs, params, &matmul_integer_slots);
 }
 
 static nxe_status qlinear_matmul_infer(const nxe_node *node, const nxe_value *inputs,
-                                       int32_t num_inputs, nxe_value *outputs,
-                                       int32_t num_outputs, void *params)
+                                       int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
+                                       void *params)
 {
     (void)num_outputs;
-    return qmatmul_infer_common(node, inputs, num_inputs, outputs, params,
-                                &qlinear_matmul_slots);
+    return qmatmul_infer_common(node, inputs, num_inputs, outputs, params, &qlinear_matmul_slots);
 }
 
 typedef struct qmatmul_job {
@@ -249,8 +246,7 @@ static int32_t zero_scalar(const nxe_value *inputs, int32_t num_inputs, int32_t 
     if (index < 0 || !present(inputs, num_inputs, index))
         return 0;
     const nxe_value *v = &inputs[index];
-    return v->dtype == NXE_DTYPE_I8 ? ((const int8_t *)v->data)[0]
-                                    : ((const uint8_t *)v->data)[0];
+    return v->dtype == NXE_DTYPE_I8 ? ((const int8_t *)v->data)[0] : ((const uint8_t *)v->data)[0];
 }
 
 /* Where a product's results go from element y_offset on: int32, or requantized with the
@@ -314,8 +310,8 @@ static nxe_status qmatmul_run(const void *params, const nxe_value *inputs, int32
     const qmatmul_params *p = params;
     qmatmul_job job = {p, inputs, num_inputs, &outputs[0]};
     nxe_parallel_for(pool, p->batch_count * p->m,
-                     nxe_parallel_grain((double)p->n * (double)p->k, QUANT_TASK_WORK),
-                     qmatmul_rows, &job);
+                     nxe_parallel_grain((double)p->n * (double)p->k, QUANT_TASK_WORK), qmatmul_rows,
+                     &job);
     return NXE_OK;
 }
 
@@ -326,8 +322,8 @@ typedef struct qmatmul_prepared {
     const nxe_q8_gemm_kernel *kernel;
     int32_t b_per_run;
     int32_t b_signed;
-    size_t slot_bytes;   /* packed B and its column sums, 64-byte aligned */
-    int8_t *b_packed;    /* inside this block when packed once */
+    size_t slot_bytes; /* packed B and its column sums, 64-byte aligned */
+    int8_t *b_packed;  /* inside this block when packed once */
     int32_t *b_col_sums;
 } qmatmul_prepared;
 
@@ -357,11 +353,13 @@ static nxe_status qmatmul_prepare(const void *params_in, const nxe_value *inputs
     if (!q)
         return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "out of memory for %zu bytes of packed weights",
                          slot);
-    *q = (qmatmul_prepared){context->kernels, kernel, !shared, b->dtype == NXE_DTYPE_I8, slot,
-                            NULL, NULL};
+    *q = (qmatmul_prepared){
+        context->kernels, kernel, !shared, b->dtype == NXE_DTYPE_I8, slot, NULL, NULL};
     if (shared) {
         q->b_packed = data;
-        q->b_col_sums = (int32_t *)(void *)((char *)data + (slot - ((size_t)p->n * sizeof(int32_t) + 63) / 64 * 64));
+        q->b_col_sums =
+            (int32_t *)(void *)((char *)data +
+                                (slot - ((size_t)p->n * sizeof(int32_t) + 63) / 64 * 64));
         nxe_q8_pack_b(kernel, q8_ref(b, 0), p->n, 1, p->k, p->n, 0,
                       (p->n + kernel->nr - 1) / kernel->nr, q->b_packed, q->b_col_sums);
     } else {
@@ -391,7 +389,8 @@ static void slot_of(const qpacked_job *job, int64_t batch, int8_t **values, int3
     }
     unsigned char *slot = job->slots + (size_t)batch * q->slot_bytes;
     *values = (int8_t *)slot;
-    *sums = (int32_t *)(void *)(slot + (q->slot_bytes - ((size_t)job->p->n * sizeof(int32_t) + 63) / 64 * 64));
+    *sums = (int32_t *)(void *)(slot + (q->slot_bytes -
+                                        ((size_t)job->p->n * sizeof(int32_t) + 63) / 64 * 64));
 }
 
 /* Items are (batch, panel of B). */
@@ -430,11 +429,17 @@ static void qpacked_tiles(void *ctx, int64_t begin, int64_t end)
         slot_of(job, batch, &values, &sums);
         const int64_t y_offset = batch * p->m * p->n;
         nxe_q8_packed_args args = {
-            .kernel = job->prepared->kernel, .m = p->m, .n = p->n, .k = p->k,
-            .a = q8_ref(&in[p->slots.a], a_offset), .a_stride_m = p->k,
+            .kernel = job->prepared->kernel,
+            .m = p->m,
+            .n = p->n,
+            .k = p->k,
+            .a = q8_ref(&in[p->slots.a], a_offset),
+            .a_stride_m = p->k,
             .a_zero = optional_ref(in, job->num_inputs, p->slots.a_zero),
             .a_zero_stride = p->a_zero_stride,
-            .b_packed = values, .b_col_sums = sums, .b_signed = job->prepared->b_signed,
+            .b_packed = values,
+            .b_col_sums = sums,
+            .b_signed = job->prepared->b_signed,
             .b_zero = optional_ref(in, job->num_inputs, p->slots.b_zero),
             .b_zero_stride = p->b_zero_stride,
         };
@@ -455,7 +460,12 @@ static nxe_status qmatmul_run_prepared(const void *params, const void *prepared,
     (void)num_outputs;
     const qmatmul_params *p = params;
     const qmatmul_prepared *q = prepared;
-    qpacked_job job = {q, p, inputs, num_inputs, &outputs[0], workspace,
+    qpacked_job job = {q,
+                       p,
+                       inputs,
+                       num_inputs,
+                       &outputs[0],
+                       workspace,
                        (p->m + q->kernel->mr - 1) / q->kernel->mr};
     const int64_t panels = (p->n + q->kernel->nr - 1) / q->kernel->nr;
     if (q->b_per_run)
@@ -463,10 +473,10 @@ static nxe_status qmatmul_run_prepared(const void *params, const void *prepared,
                          nxe_parallel_grain((double)p->k * (double)q->kernel->nr, QUANT_TASK_WORK),
                          qpack_batches, &job);
     const int64_t items = p->batch_count * job.tiles_per_batch;
-    const int64_t grain = nxe_parallel_grain((double)q->kernel->mr * (double)p->n * (double)p->k,
-                                             QUANT_TASK_WORK);
-    nxe_parallel_for(pool, items, nxe_parallel_grain_few_chunks(pool, items, grain),
-                     qpacked_tiles, &job);
+    const int64_t grain =
+        nxe_parallel_grain((double)q->kernel->mr * (double)p->n * (double)p->k, QUANT_TASK_WORK);
+    nxe_parallel_for(pool, items, nxe_parallel_grain_few_chunks(pool, items, grain), qpacked_tiles,
+                     &job);
     return NXE_OK;
 }
 
@@ -499,8 +509,8 @@ static nxe_status read_ints_exact(const nxe_node *node, const char *name, int32_
         return status;
     if (count != expected)
         return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
-                              "attribute %s needs %" PRId32 " values, got %" PRId32, name,
-                              expected, count);
+                              "attribute %s needs %" PRId32 " values, got %" PRId32, name, expected,
+                              count);
     for (int32_t i = 0; i < count; i++) {
         if (buffer[i] < min_value || buffer[i] > QCONV_ATTR_MAX)
             return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
@@ -539,9 +549,12 @@ static nxe_status qconv_infer_common(const nxe_node *node, const nxe_value *inpu
     nxe_shape_str(w->ndim, w->shape, ws, sizeof ws);
     int64_t strides[2], dilations[2], pads[4], group = 0;
     nxe_status status = read_ints_exact(node, "strides", 2, 1, strides);
-    if (status == NXE_OK) status = read_ints_exact(node, "dilations", 2, 1, dilations);
-    if (status == NXE_OK) status = read_ints_exact(node, "pads", 4, 0, pads);
-    if (status == NXE_OK) status = nxe_node_attr_int(node, "group", &group);
+    if (status == NXE_OK)
+        status = read_ints_exact(node, "dilations", 2, 1, dilations);
+    if (status == NXE_OK)
+        status = read_ints_exact(node, "pads", 4, 0, pads);
+    if (status == NXE_OK)
+        status = nxe_node_attr_int(node, "group", &group);
     if (status != NXE_OK)
         return status;
     if (group < 1 || group > QCONV_ATTR_MAX)
@@ -583,8 +596,7 @@ static nxe_status qconv_infer_common(const nxe_node *node, const nxe_value *inpu
         g.in_height > QCONV_ATTR_MAX || g.in_width > QCONV_ATTR_MAX ||
         g.kernel_height > QCONV_ATTR_MAX || g.kernel_width > QCONV_ATTR_MAX)
         return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
-                              "input X %s and kernel W %s need spatial sizes in [1, 2^31)", xs,
-                              ws);
+                              "input X %s and kernel W %s need spatial sizes in [1, 2^31)", xs, ws);
     g.pad_top = pads[0];
     g.pad_left = pads[1];
     g.stride_height = strides[0];
@@ -618,8 +630,8 @@ static nxe_status qconv_infer_common(const nxe_node *node, const nxe_value *inpu
     if (slots->y_scale >= 0) {
         status = scalar_only(node, "x_scale", &inputs[slots->x_scale]);
         if (status == NXE_OK)
-            status = per_axis_or_scalar(node, "w_scale", &inputs[slots->w_scale],
-                                        g.out_channels, "output channel", &p->w_scale_stride);
+            status = per_axis_or_scalar(node, "w_scale", &inputs[slots->w_scale], g.out_channels,
+                                        "output channel", &p->w_scale_stride);
         if (status == NXE_OK)
             status = scalar_only(node, "y_scale", &inputs[slots->y_scale]);
         if (status == NXE_OK && present(inputs, num_inputs, slots->y_zero))
@@ -630,15 +642,14 @@ static nxe_status qconv_infer_common(const nxe_node *node, const nxe_value *inpu
             const nxe_value *bias = &inputs[slots->bias];
             if (bias->ndim != 1 || bias->shape[0] != g.out_channels) {
                 char bs[128];
-                return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
-                                      "bias B must have shape [%" PRId64 "], got %s",
-                                      g.out_channels,
-                                      nxe_shape_str(bias->ndim, bias->shape, bs, sizeof bs));
+                return nxe_node_error(
+                    node, NXE_ERROR_SHAPE_MISMATCH, "bias B must have shape [%" PRId64 "], got %s",
+                    g.out_channels, nxe_shape_str(bias->ndim, bias->shape, bs, sizeof bs));
             }
             p->has_bias = 1;
         }
-        y_dtype = present(inputs, num_inputs, slots->y_zero) ? inputs[slots->y_zero].dtype
-                                                             : x->dtype;
+        y_dtype =
+            present(inputs, num_inputs, slots->y_zero) ? inputs[slots->y_zero].dtype : x->dtype;
         p->requant = 1;
         p->y_signed = y_dtype == NXE_DTYPE_I8;
     }
@@ -654,16 +665,16 @@ static nxe_status qconv_infer_common(const nxe_node *node, const nxe_value *inpu
 }
 
 static nxe_status conv_integer_infer(const nxe_node *node, const nxe_value *inputs,
-                                     int32_t num_inputs, nxe_value *outputs,
-                                     int32_t num_outputs, void *params)
+                                     int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
+                                     void *params)
 {
     (void)num_outputs;
     return qconv_infer_common(node, inputs, num_inputs, outputs, params, &conv_integer_slots);
 }
 
 static nxe_status qlinear_conv_infer(const nxe_node *node, const nxe_value *inputs,
-                                     int32_t num_inputs, nxe_value *outputs,
-                                     int32_t num_outputs, void *params)
+                                     int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
+                                     void *params)
 {
     (void)num_outputs;
     return qconv_infer_common(node, inputs, num_inputs, outputs, params, &qlinear_conv_slots);
@@ -755,8 +766,8 @@ static void dynamic_quantize_range(void *ctx, int64_t begin, int64_t end)
 }
 
 static nxe_status dynamic_quantize_run(const void *params, const nxe_value *inputs,
-                                       int32_t num_inputs, nxe_value *outputs,
-                                       int32_t num_outputs, nxe_thread_pool *pool)
+                                       int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
+                                       nxe_thread_pool *pool)
 {
     (void)num_inputs;
     (void)num_outputs;
@@ -790,14 +801,14 @@ static const nxe_op_param_info matmul_integer_inputs[] = {
      "u8 or i8 [..., K, N]; a 1-D B [K] is a column whose axis is dropped from Y. Batch "
      "dimensions broadcast as in numpy.",
      Q8_MASK, 0, 0},
-    {"a_zero_point", "A's dtype; one value, or 1-D [M] (one per row of A). Absent: 0.", Q8_MASK,
+    {"a_zero_point", "A's dtype; one value, or 1-D [M] (one per row of A). Absent: 0.", Q8_MASK, 1,
+     0},
+    {"b_zero_point", "B's dtype; one value, or 1-D [N] (one per column of B). Absent: 0.", Q8_MASK,
      1, 0},
-    {"b_zero_point", "B's dtype; one value, or 1-D [N] (one per column of B). Absent: 0.",
-     Q8_MASK, 1, 0},
 };
 static const nxe_op_param_info matmul_integer_outputs[] = {
-    {"Y", "i32 [broadcast batch..., M, N] = (A - a_zero_point) @ (B - b_zero_point).", I32_MASK,
-     0, 0},
+    {"Y", "i32 [broadcast batch..., M, N] = (A - a_zero_point) @ (B - b_zero_point).", I32_MASK, 0,
+     0},
 };
 
 static const nxe_op_param_info qlinear_matmul_inputs[] = {
@@ -821,8 +832,7 @@ static const nxe_op_param_info qlinear_matmul_outputs[] = {
 static const nxe_op_param_info conv_integer_inputs[] = {
     {"x", "u8 or i8 [N, C, H, W].", Q8_MASK, 0, 0},
     {"w", "u8 or i8 [O, C/group, KH, KW].", Q8_MASK, 0, 0},
-    {"x_zero_point", "x's dtype, one value; padding acts as this value. Absent: 0.", Q8_MASK, 1,
-     0},
+    {"x_zero_point", "x's dtype, one value; padding acts as this value. Absent: 0.", Q8_MASK, 1, 0},
     {"w_zero_point", "w's dtype; one value, or 1-D [O] (one per output channel). Absent: 0.",
      Q8_MASK, 1, 0},
 };
@@ -834,16 +844,14 @@ static const nxe_op_param_info conv_integer_outputs[] = {
 static const nxe_op_param_info qlinear_conv_inputs[] = {
     {"x", "u8 or i8 [N, C, H, W].", Q8_MASK, 0, 0},
     {"x_scale", "f32, one value.", F32_MASK, 0, 0},
-    {"x_zero_point", "x's dtype, one value; padding acts as this value. Absent: 0.", Q8_MASK, 1,
-     0},
+    {"x_zero_point", "x's dtype, one value; padding acts as this value. Absent: 0.", Q8_MASK, 1, 0},
     {"w", "u8 or i8 [O, C/group, KH, KW].", Q8_MASK, 0, 0},
     {"w_scale", "f32; one value, or 1-D [O] (per output channel).", F32_MASK, 0, 0},
     {"w_zero_point", "w's dtype; one value or 1-D [O]. Absent: 0.", Q8_MASK, 1, 0},
     {"y_scale", "f32, one value.", F32_MASK, 0, 0},
     {"y_zero_point", "u8 or i8, one value; its dtype is y's. Absent: 0 and y takes x's dtype.",
      Q8_MASK, 1, 0},
-    {"B", "i32 bias [O], in units of x_scale * w_scale, added to the accumulator.", I32_MASK, 1,
-     0},
+    {"B", "i32 bias [O], in units of x_scale * w_scale, added to the accumulator.", I32_MASK, 1, 0},
 };
 static const nxe_op_param_info qlinear_conv_outputs[] = {
     {"y",
@@ -868,11 +876,13 @@ static const nxe_op_param_info dynamic_quantize_inputs[] = {
 static const nxe_op_param_info dynamic_quantize_outputs[] = {
     {"y", "u8, x's shape: saturate(round_half_even(x / y_scale) + y_zero_point).",
      NXE_MASK(NXE_DTYPE_U8), 0, 0},
-    {"y_scale", "f32 scalar (rank 0): (max(0, max x) - min(0, min x)) / 255, or 1/255 when both "
-                "are 0.",
+    {"y_scale",
+     "f32 scalar (rank 0): (max(0, max x) - min(0, min x)) / 255, or 1/255 when both "
+     "are 0.",
      F32_MASK, 0, 0},
-    {"y_zero_point", "u8 scalar (rank 0): round_half_even(clamp(-min(0, min x) / y_scale, 0, "
-                     "255)).",
+    {"y_zero_point",
+     "u8 scalar (rank 0): round_half_even(clamp(-min(0, min x) / y_scale, 0, "
+     "255)).",
      NXE_MASK(NXE_DTYPE_U8), 0, 0},
 };
 

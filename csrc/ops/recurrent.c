@@ -78,11 +78,10 @@ static nxe_status read_activations(const nxe_node *node, rnn_params *p)
     int32_t num_alphas = 0, num_betas = 0;
     nxe_status status = nxe_node_attr_string(node, "activations", &text);
     if (status == NXE_OK)
-        status = nxe_node_attr_floats(node, "activation_alpha", alphas, MAX_ACTIVATIONS,
-                                      &num_alphas);
+        status =
+            nxe_node_attr_floats(node, "activation_alpha", alphas, MAX_ACTIVATIONS, &num_alphas);
     if (status == NXE_OK)
-        status = nxe_node_attr_floats(node, "activation_beta", betas, MAX_ACTIVATIONS,
-                                      &num_betas);
+        status = nxe_node_attr_floats(node, "activation_beta", betas, MAX_ACTIVATIONS, &num_betas);
     if (status != NXE_OK)
         return status;
     const int32_t per_direction = activation_count(p->cell);
@@ -108,8 +107,8 @@ static nxe_status read_activations(const nxe_node *node, rnn_params *p)
                                   MAX_ACTIVATIONS, text);
         nxe_rnn_activation *act = &p->activations[count++];
         act->kind = found->kind;
-        act->alpha = found->uses_alpha && used_alpha < num_alphas ? alphas[used_alpha++]
-                                                                  : found->alpha;
+        act->alpha =
+            found->uses_alpha && used_alpha < num_alphas ? alphas[used_alpha++] : found->alpha;
         act->beta = found->uses_beta && used_beta < num_betas ? betas[used_beta++] : found->beta;
         cursor = comma != NULL ? comma + 1 : cursor + length;
     }
@@ -155,8 +154,10 @@ static nxe_status rnn_infer_common(const nxe_node *node, const nxe_value *inputs
     int64_t layout = 0, flag = 0;
     double clip = 0.0;
     nxe_status status = nxe_node_attr_string(node, "direction", &direction);
-    if (status == NXE_OK) status = nxe_node_attr_int(node, "layout", &layout);
-    if (status == NXE_OK) status = nxe_node_attr_float(node, "clip", &clip);
+    if (status == NXE_OK)
+        status = nxe_node_attr_int(node, "layout", &layout);
+    if (status == NXE_OK)
+        status = nxe_node_attr_float(node, "clip", &clip);
     if (status != NXE_OK)
         return status;
     if (strcmp(direction, "forward") == 0) {
@@ -226,7 +227,8 @@ static nxe_status rnn_infer_common(const nxe_node *node, const nxe_value *inputs
     const int64_t state_shape[3] = {layout ? batch : dirs, layout ? dirs : batch, hidden};
     const int64_t lens_shape[1] = {batch};
     status = check_shape(node, "W", w, 3, w_shape);
-    if (status == NXE_OK) status = check_shape(node, "R", r, 3, r_shape);
+    if (status == NXE_OK)
+        status = check_shape(node, "R", r, 3, r_shape);
     if (status == NXE_OK && present(inputs, num_inputs, IN_B)) {
         status = check_shape(node, "B", &inputs[IN_B], 2, b_shape);
         p->has_bias = 1;
@@ -273,11 +275,11 @@ static nxe_status rnn_infer_common(const nxe_node *node, const nxe_value *inputs
     return NXE_OK;
 }
 
-#define RNN_INFER(fn, cell)                                                                   \
-    static nxe_status fn(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,   \
-                         nxe_value *outputs, int32_t num_outputs, void *params)               \
-    {                                                                                         \
-        return rnn_infer_common(node, inputs, num_inputs, outputs, num_outputs, params, cell); \
+#define RNN_INFER(fn, cell)                                                                        \
+    static nxe_status fn(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,        \
+                         nxe_value *outputs, int32_t num_outputs, void *params)                    \
+    {                                                                                              \
+        return rnn_infer_common(node, inputs, num_inputs, outputs, num_outputs, params, cell);     \
     }
 RNN_INFER(rnn_infer, NXE_RNN_CELL_RNN)
 RNN_INFER(gru_infer, NXE_RNN_CELL_GRU)
@@ -352,13 +354,12 @@ static nxe_status rnn_run(const void *params, const nxe_value *inputs, int32_t n
         const int32_t *lengths = inputs[IN_SEQUENCE_LENS].data;
         for (int64_t b = 0; b < p->batch; b++) {
             if (lengths[b] < 0 || lengths[b] > p->steps)
-                return nxe_error(NXE_ERROR_RUNTIME,
-                                 "op '%s': sequence_lens[%" PRId64 "] is %" PRId32
-                                 ", outside [0, %" PRId64 "]",
-                                 p->cell == NXE_RNN_CELL_LSTM
-                                     ? "LSTM"
-                                     : (p->cell == NXE_RNN_CELL_GRU ? "GRU" : "RNN"),
-                                 b, lengths[b], p->steps);
+                return nxe_error(
+                    NXE_ERROR_RUNTIME,
+                    "op '%s': sequence_lens[%" PRId64 "] is %" PRId32 ", outside [0, %" PRId64 "]",
+                    p->cell == NXE_RNN_CELL_LSTM ? "LSTM"
+                                                 : (p->cell == NXE_RNN_CELL_GRU ? "GRU" : "RNN"),
+                    b, lengths[b], p->steps);
         }
     }
     rnn_job job = {p, inputs, outputs};
@@ -376,10 +377,10 @@ static nxe_status rnn_run(const void *params, const nxe_value *inputs, int32_t n
 #define F32 NXE_MASK_FLOAT
 
 #define X_DOC "[seq, batch, input] (layout 0) or [batch, seq, input] (layout 1)."
-#define LENS_DOC                                                                              \
-    "i32 [batch]: valid steps of each sequence (0..seq); later steps of Y are 0 and Y_h holds "  \
+#define LENS_DOC                                                                                   \
+    "i32 [batch]: valid steps of each sequence (0..seq); later steps of Y are 0 and Y_h holds "    \
     "the state after the last valid step. A value out of range fails the run."
-#define STATE_DOC                                                                             \
+#define STATE_DOC                                                                                  \
     "[directions, batch, hidden] (layout 0) or [batch, directions, hidden]; absent: 0."
 
 static const nxe_op_param_info rnn_inputs[] = {
@@ -409,8 +410,8 @@ static const nxe_op_param_info lstm_inputs[] = {
     {"P", "Peepholes [directions, 3 * hidden], gates i, o, f; absent: 0.", F32, 1, 0},
 };
 
-#define Y_DOC                                                                                 \
-    "Every hidden state: [seq, directions, batch, hidden] (layout 0) or [batch, seq, "          \
+#define Y_DOC                                                                                      \
+    "Every hidden state: [seq, directions, batch, hidden] (layout 0) or [batch, seq, "             \
     "directions, hidden] (layout 1)."
 static const nxe_op_param_info rnn_outputs[] = {
     {"Y", Y_DOC, F32, 0, 0},
@@ -422,21 +423,21 @@ static const nxe_op_param_info lstm_outputs[] = {
     {"Y_c", "The last cell state, shaped like initial_c.", F32, 0, 0},
 };
 
-#define COMMON_ATTRS(default_activations)                                                     \
-    {"direction", "\"forward\", \"reverse\" or \"bidirectional\" (directions = 2).",          \
-     NXE_ATTR_STRING, "\"forward\""},                                                         \
-        {"layout", "0: sequence-major tensors; 1: batch-major.", NXE_ATTR_INT, "0"},          \
-        {"clip", "When > 0, gate inputs are clamped to [-clip, clip] before activation.",     \
-         NXE_ATTR_FLOAT, "0.0"},                                                              \
-        {"activations",                                                                       \
-         "Comma-separated ONNX activation names (Sigmoid, Tanh, Relu, Affine, LeakyRelu, "     \
-         "ThresholdedRelu, ScaledTanh, HardSigmoid, Elu, Softsign, Softplus), per direction " \
-         "(one set is reused for both); empty: " default_activations ".",                     \
-         NXE_ATTR_STRING, "\"\""},                                                            \
-        {"activation_alpha",                                                                  \
-         "Alpha values, consumed in order by the listed activations that take one (ONNX "     \
-         "defaults otherwise).",                                                              \
-         NXE_ATTR_FLOATS, "[]"},                                                              \
+#define COMMON_ATTRS(default_activations)                                                          \
+    {"direction", "\"forward\", \"reverse\" or \"bidirectional\" (directions = 2).",               \
+     NXE_ATTR_STRING, "\"forward\""},                                                              \
+        {"layout", "0: sequence-major tensors; 1: batch-major.", NXE_ATTR_INT, "0"},               \
+        {"clip", "When > 0, gate inputs are clamped to [-clip, clip] before activation.",          \
+         NXE_ATTR_FLOAT, "0.0"},                                                                   \
+        {"activations",                                                                            \
+         "Comma-separated ONNX activation names (Sigmoid, Tanh, Relu, Affine, LeakyRelu, "         \
+         "ThresholdedRelu, ScaledTanh, HardSigmoid, Elu, Softsign, Softplus), per direction "      \
+         "(one set is reused for both); empty: " default_activations ".",                          \
+         NXE_ATTR_STRING, "\"\""},                                                                 \
+        {"activation_alpha",                                                                       \
+         "Alpha values, consumed in order by the listed activations that take one (ONNX "          \
+         "defaults otherwise).",                                                                   \
+         NXE_ATTR_FLOATS, "[]"},                                                                   \
         {"activation_beta", "Beta values, consumed likewise.", NXE_ATTR_FLOATS, "[]"}
 
 static const nxe_op_attr_info rnn_attrs[] = {COMMON_ATTRS("Tanh")};
@@ -449,8 +450,7 @@ static const nxe_op_attr_info gru_attrs[] = {
 };
 static const nxe_op_attr_info lstm_attrs[] = {
     COMMON_ATTRS("Sigmoid,Tanh,Tanh"),
-    {"input_forget", "1: couple the forget gate to the input gate, f = 1 - i.", NXE_ATTR_INT,
-     "0"},
+    {"input_forget", "1: couple the forget gate to the input gate, f = 1 - i.", NXE_ATTR_INT, "0"},
 };
 
 static const nxe_op_def recurrent_defs[] = {

@@ -55,15 +55,16 @@ static void reduce_geometry(const nxe_value *x, const bool *reduced, nxe_reduce_
     }
 }
 
-static nxe_status reduce_infer(const nxe_node *node, const nxe_value *inputs,
-                               nxe_value *outputs, reduce_params *params)
+static nxe_status reduce_infer(const nxe_node *node, const nxe_value *inputs, nxe_value *outputs,
+                               reduce_params *params)
 {
     const nxe_value *x = &inputs[0];
     int64_t axes[16];
     int32_t num_axes = 0;
     int64_t keepdims = 0;
     nxe_status status = nxe_node_attr_ints(node, "axes", axes, 16, &num_axes);
-    if (status == NXE_OK) status = nxe_node_attr_int(node, "keepdims", &keepdims);
+    if (status == NXE_OK)
+        status = nxe_node_attr_int(node, "keepdims", &keepdims);
     if (status != NXE_OK) {
         return status;
     }
@@ -116,15 +117,15 @@ static nxe_status reduce_infer(const nxe_node *node, const nxe_value *inputs,
 }
 
 /* One infer per op, so each op's params carry its kind. */
-#define DEFINE_REDUCE_INFER(fn, reduce_kind)                                                 \
-    static nxe_status fn(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,  \
-                         nxe_value *outputs, int32_t num_outputs, void *params_out)          \
-    {                                                                                        \
-        (void)num_inputs;                                                                    \
-        (void)num_outputs;                                                                   \
-        reduce_params *params = params_out;                                                  \
-        params->kind = (reduce_kind);                                                        \
-        return reduce_infer(node, inputs, outputs, params);                                  \
+#define DEFINE_REDUCE_INFER(fn, reduce_kind)                                                       \
+    static nxe_status fn(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,        \
+                         nxe_value *outputs, int32_t num_outputs, void *params_out)                \
+    {                                                                                              \
+        (void)num_inputs;                                                                          \
+        (void)num_outputs;                                                                         \
+        reduce_params *params = params_out;                                                        \
+        params->kind = (reduce_kind);                                                              \
+        return reduce_infer(node, inputs, outputs, params);                                        \
     }
 
 DEFINE_REDUCE_INFER(reduce_sum_infer, NXE_REDUCE_SUM)
@@ -151,21 +152,11 @@ static void reduce_range(void *ctx, int64_t begin, int64_t end)
     const nxe_reduce_geometry *g = &job->params->geometry;
     const nxe_reduce_kind kind = (nxe_reduce_kind)job->params->kind;
     switch (job->dtype) {
-    case NXE_DTYPE_I32:
-        nxe_ref_i32_reduce(kind, g, job->x, job->y, begin, end);
-        break;
-    case NXE_DTYPE_I64:
-        nxe_ref_i64_reduce(kind, g, job->x, job->y, begin, end);
-        break;
-    case NXE_DTYPE_BOOL:
-        nxe_ref_bool_reduce(kind, g, job->x, job->y, begin, end);
-        break;
-    case NXE_DTYPE_F64:
-        nxe_ref_f64_reduce(kind, g, job->x, job->y, begin, end);
-        break;
-    default:
-        nxe_ref_f32_reduce(kind, g, job->x, job->y, begin, end);
-        break;
+    case NXE_DTYPE_I32: nxe_ref_i32_reduce(kind, g, job->x, job->y, begin, end); break;
+    case NXE_DTYPE_I64: nxe_ref_i64_reduce(kind, g, job->x, job->y, begin, end); break;
+    case NXE_DTYPE_BOOL: nxe_ref_bool_reduce(kind, g, job->x, job->y, begin, end); break;
+    case NXE_DTYPE_F64: nxe_ref_f64_reduce(kind, g, job->x, job->y, begin, end); break;
+    default: nxe_ref_f32_reduce(kind, g, job->x, job->y, begin, end); break;
     }
 }
 
@@ -177,8 +168,8 @@ static nxe_status reduce_run(const void *params, const nxe_value *inputs, int32_
     const reduce_params *p = params;
     reduce_job job = {p, inputs[0].dtype, inputs[0].data, outputs[0].data};
     /* Log-sum-exp reads its elements twice. */
-    const double work = (double)p->geometry.reduced_count *
-                        (p->kind == NXE_REDUCE_LOG_SUM_EXP ? 2.0 : 1.0);
+    const double work =
+        (double)p->geometry.reduced_count * (p->kind == NXE_REDUCE_LOG_SUM_EXP ? 2.0 : 1.0);
     nxe_parallel_for(pool, p->out_count, nxe_parallel_grain(work, REDUCE_TASK_WORK), reduce_range,
                      &job);
     return NXE_OK;
@@ -190,9 +181,9 @@ typedef struct axis_params {
     int64_t outer;
     int64_t axis_size;
     int64_t inner;
-    int64_t k;       /* TopK */
-    int32_t flag_a;  /* ArgMax/ArgMin: select_last_index; TopK: largest; CumSum: exclusive */
-    int32_t flag_b;  /* ArgMax/ArgMin: want_max; CumSum: reverse */
+    int64_t k;      /* TopK */
+    int32_t flag_a; /* ArgMax/ArgMin: select_last_index; TopK: largest; CumSum: exclusive */
+    int32_t flag_b; /* ArgMax/ArgMin: want_max; CumSum: reverse */
 } axis_params;
 
 /* Reads attribute `name` that must be 0 or 1. */
@@ -251,8 +242,10 @@ static nxe_status arg_extreme_infer(const nxe_node *node, const nxe_value *input
     const nxe_value *x = &inputs[0];
     int32_t axis = 0, keepdims = 0;
     nxe_status status = split_axis(node, x, &axis, params);
-    if (status == NXE_OK) status = attr_flag(node, "keepdims", &keepdims);
-    if (status == NXE_OK) status = attr_flag(node, "select_last_index", &params->flag_a);
+    if (status == NXE_OK)
+        status = attr_flag(node, "keepdims", &keepdims);
+    if (status == NXE_OK)
+        status = attr_flag(node, "select_last_index", &params->flag_a);
     if (status != NXE_OK) {
         return status;
     }
@@ -306,20 +299,20 @@ static void arg_extreme_lanes(void *ctx, int64_t begin, int64_t end)
     const axis_params *p = job->params;
     switch (job->dtype) {
     case NXE_DTYPE_I32:
-        nxe_ref_i32_arg_extreme(job->x, job->y, p->axis_size, p->inner, p->flag_b, p->flag_a,
-                                begin, end);
+        nxe_ref_i32_arg_extreme(job->x, job->y, p->axis_size, p->inner, p->flag_b, p->flag_a, begin,
+                                end);
         break;
     case NXE_DTYPE_I64:
-        nxe_ref_i64_arg_extreme(job->x, job->y, p->axis_size, p->inner, p->flag_b, p->flag_a,
-                                begin, end);
+        nxe_ref_i64_arg_extreme(job->x, job->y, p->axis_size, p->inner, p->flag_b, p->flag_a, begin,
+                                end);
         break;
     case NXE_DTYPE_F64:
-        nxe_ref_f64_arg_extreme(job->x, job->y, p->axis_size, p->inner, p->flag_b, p->flag_a,
-                                begin, end);
+        nxe_ref_f64_arg_extreme(job->x, job->y, p->axis_size, p->inner, p->flag_b, p->flag_a, begin,
+                                end);
         break;
     default:
-        nxe_ref_f32_arg_extreme(job->x, job->y, p->axis_size, p->inner, p->flag_b, p->flag_a,
-                                begin, end);
+        nxe_ref_f32_arg_extreme(job->x, job->y, p->axis_size, p->inner, p->flag_b, p->flag_a, begin,
+                                end);
         break;
     }
 }
@@ -330,8 +323,8 @@ static nxe_status axis_run(const axis_params *p, const nxe_value *inputs, nxe_va
 {
     axis_job job = {p, inputs[0].dtype, inputs[0].data, outputs[0].data,
                     num_outputs > 1 ? outputs[1].data : NULL};
-    nxe_parallel_for(pool, p->outer * p->inner,
-                     nxe_parallel_grain(work_per_lane, REDUCE_TASK_WORK), fn, &job);
+    nxe_parallel_for(pool, p->outer * p->inner, nxe_parallel_grain(work_per_lane, REDUCE_TASK_WORK),
+                     fn, &job);
     return NXE_OK;
 }
 
@@ -340,8 +333,7 @@ static nxe_status arg_extreme_run(const void *params, const nxe_value *inputs, i
 {
     (void)num_inputs;
     const axis_params *p = params;
-    return axis_run(p, inputs, outputs, num_outputs, pool, arg_extreme_lanes,
-                    (double)p->axis_size);
+    return axis_run(p, inputs, outputs, num_outputs, pool, arg_extreme_lanes, (double)p->axis_size);
 }
 
 static nxe_status top_k_infer(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,
@@ -354,9 +346,12 @@ static nxe_status top_k_infer(const nxe_node *node, const nxe_value *inputs, int
     int32_t axis = 0, sorted = 0;
     int64_t k = 0;
     nxe_status status = split_axis(node, x, &axis, params);
-    if (status == NXE_OK) status = nxe_node_attr_int(node, "k", &k);
-    if (status == NXE_OK) status = attr_flag(node, "largest", &params->flag_a);
-    if (status == NXE_OK) status = attr_flag(node, "sorted", &sorted);
+    if (status == NXE_OK)
+        status = nxe_node_attr_int(node, "k", &k);
+    if (status == NXE_OK)
+        status = attr_flag(node, "largest", &params->flag_a);
+    if (status == NXE_OK)
+        status = attr_flag(node, "sorted", &sorted);
     if (status != NXE_OK) {
         return status;
     }
@@ -421,8 +416,10 @@ static nxe_status cumsum_infer(const nxe_node *node, const nxe_value *inputs, in
     const nxe_value *x = &inputs[0];
     int32_t axis = 0;
     nxe_status status = split_axis(node, x, &axis, params);
-    if (status == NXE_OK) status = attr_flag(node, "exclusive", &params->flag_a);
-    if (status == NXE_OK) status = attr_flag(node, "reverse", &params->flag_b);
+    if (status == NXE_OK)
+        status = attr_flag(node, "exclusive", &params->flag_a);
+    if (status == NXE_OK)
+        status = attr_flag(node, "reverse", &params->flag_b);
     if (status != NXE_OK) {
         return status;
     }
@@ -520,8 +517,8 @@ static const nxe_op_param_info reduce_sum_outputs[] = {
      NUMERIC_DTYPES, 0, 0},
 };
 static const nxe_op_param_info reduce_mean_outputs[] = {
-    {"Y", "Means over the reduced dimensions (NaN where they hold no element).", FLOAT_DTYPES,
-     0, 0},
+    {"Y", "Means over the reduced dimensions (NaN where they hold no element).", FLOAT_DTYPES, 0,
+     0},
 };
 static const nxe_op_param_info reduce_max_outputs[] = {
     {"Y",
@@ -542,7 +539,8 @@ static const nxe_op_param_info reduce_prod_outputs[] = {
      NUMERIC_DTYPES, 0, 0},
 };
 static const nxe_op_param_info reduce_l1_outputs[] = {
-    {"Y", "Sums of |X| over the reduced dimensions (0 where they hold no element); integer sums "
+    {"Y",
+     "Sums of |X| over the reduced dimensions (0 where they hold no element); integer sums "
      "wrap around on overflow.",
      NUMERIC_DTYPES, 0, 0},
 };
@@ -551,7 +549,8 @@ static const nxe_op_param_info reduce_l2_outputs[] = {
      FLOAT_DTYPES, 0, 0},
 };
 static const nxe_op_param_info reduce_sum_square_outputs[] = {
-    {"Y", "Sums of X^2 over the reduced dimensions (0 where they hold no element); integer sums "
+    {"Y",
+     "Sums of X^2 over the reduced dimensions (0 where they hold no element); integer sums "
      "wrap around on overflow.",
      NUMERIC_DTYPES, 0, 0},
 };
@@ -632,15 +631,14 @@ static const nxe_op_param_info cumprod_outputs[] = {
      NUMERIC_DTYPES, 0, 0},
 };
 static const nxe_op_attr_info cumprod_attrs[] = {
-    {"axis", "The dimension multiplied along; negative counts from the end.", NXE_ATTR_INT,
-     "0"},
+    {"axis", "The dimension multiplied along; negative counts from the end.", NXE_ATTR_INT, "0"},
     {"exclusive", "1 leaves each element out of its own product (the first product is 1).",
      NXE_ATTR_INT, "0"},
     {"reverse", "1 multiplies from the last element towards the first.", NXE_ATTR_INT, "0"},
 };
 
-#define REDUCE_DEF(name, summary, inputs, outputs, infer)                                    \
-    {NXE_INFO(name, summary, inputs, outputs, reduce_attrs), sizeof(reduce_params), infer,   \
+#define REDUCE_DEF(name, summary, inputs, outputs, infer)                                          \
+    {NXE_INFO(name, summary, inputs, outputs, reduce_attrs), sizeof(reduce_params), infer,         \
      reduce_run}
 
 static const nxe_op_def reduce_defs[] = {
@@ -652,8 +650,8 @@ static const nxe_op_def reduce_defs[] = {
                reduce_max_outputs, reduce_max_infer),
     REDUCE_DEF("ReduceMin", "Minimum over the given axes (all axes by default).", ordered_inputs,
                reduce_min_outputs, reduce_min_infer),
-    REDUCE_DEF("ReduceProd", "Product over the given axes (all axes by default).",
-               numeric_inputs, reduce_prod_outputs, reduce_prod_infer),
+    REDUCE_DEF("ReduceProd", "Product over the given axes (all axes by default).", numeric_inputs,
+               reduce_prod_outputs, reduce_prod_infer),
     REDUCE_DEF("ReduceL1", "Sum of absolute values over the given axes (all axes by default).",
                numeric_inputs, reduce_l1_outputs, reduce_l1_infer),
     REDUCE_DEF("ReduceL2", "Euclidean norm over the given axes (all axes by default).",
@@ -665,8 +663,8 @@ static const nxe_op_def reduce_defs[] = {
     REDUCE_DEF("ReduceLogSumExp",
                "Logarithm of the sum of exponentials over the given axes (all axes by default).",
                float_inputs, reduce_log_sum_exp_outputs, reduce_log_sum_exp_infer),
-    {NXE_INFO("ArgMax", "Index of the largest element along one axis.", arg_inputs,
-              arg_max_outputs, arg_attrs),
+    {NXE_INFO("ArgMax", "Index of the largest element along one axis.", arg_inputs, arg_max_outputs,
+              arg_attrs),
      sizeof(axis_params), arg_max_infer, arg_extreme_run},
     {NXE_INFO("ArgMin", "Index of the smallest element along one axis.", arg_inputs,
               arg_min_outputs, arg_attrs),

@@ -20,9 +20,9 @@ extern const nxe_op_family nxe_ops_attention;
 extern const nxe_op_family nxe_ops_quantized;
 
 static const nxe_op_family *const families[] = {
-    &nxe_ops_conv,   &nxe_ops_elementwise,   &nxe_ops_matmul, &nxe_ops_normalization,
-    &nxe_ops_reduce, &nxe_ops_data_movement, &nxe_ops_cast,  &nxe_ops_math,
-    &nxe_ops_pool,   &nxe_ops_resize,        &nxe_ops_recurrent, &nxe_ops_attention,
+    &nxe_ops_conv,      &nxe_ops_elementwise,   &nxe_ops_matmul,    &nxe_ops_normalization,
+    &nxe_ops_reduce,    &nxe_ops_data_movement, &nxe_ops_cast,      &nxe_ops_math,
+    &nxe_ops_pool,      &nxe_ops_resize,        &nxe_ops_recurrent, &nxe_ops_attention,
     &nxe_ops_quantized,
 };
 #define NUM_FAMILIES ((int32_t)(sizeof families / sizeof families[0]))
@@ -69,8 +69,8 @@ NXE_API nxe_status nxe_op_registry_get(int32_t index, const nxe_op_info **info)
     *info = NULL;
     const nxe_op_def *def = index >= 0 ? def_at(index) : NULL;
     if (!def)
-        return nxe_error(NXE_ERROR_NOT_FOUND,
-                         "nxe_op_registry_get: index %d is outside [0, %d)", index, def_count());
+        return nxe_error(NXE_ERROR_NOT_FOUND, "nxe_op_registry_get: index %d is outside [0, %d)",
+                         index, def_count());
     *info = &def->info;
     return NXE_OK;
 }

@@ -202,8 +202,8 @@ static nxe_status grid_sample_infer(const nxe_node *node, const nxe_value *input
     int64_t align_corners = 0;
     nxe_status status = pick(node, "mode", modes, 3, "nearest, linear or cubic", &c->mode);
     if (status == NXE_OK)
-        status = pick(node, "padding_mode", paddings, 3, "zeros, border or reflection",
-                      &c->padding);
+        status =
+            pick(node, "padding_mode", paddings, 3, "zeros, border or reflection", &c->padding);
     if (status == NXE_OK)
         status = nxe_node_attr_int(node, "align_corners", &align_corners);
     if (status != NXE_OK)
@@ -264,9 +264,8 @@ static void grid_sample_range(void *ctx, int64_t begin, int64_t end)
     nxe_ref_f32_grid_sample(&job->p->config, job->x, job->grid, job->y, begin, end);
 }
 
-static nxe_status grid_sample_run(const void *params, const nxe_value *inputs,
-                                  int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
-                                  nxe_thread_pool *pool)
+static nxe_status grid_sample_run(const void *params, const nxe_value *inputs, int32_t num_inputs,
+                                  nxe_value *outputs, int32_t num_outputs, nxe_thread_pool *pool)
 {
     (void)num_inputs;
     (void)num_outputs;
@@ -279,8 +278,9 @@ static nxe_status grid_sample_run(const void *params, const nxe_value *inputs,
 }
 
 static const nxe_op_param_info resize_inputs[] = {
-    {"X", "tensor to resize, rank >= 1 with every axis non-empty; f32 for linear and cubic, any "
-          "dtype for nearest",
+    {"X",
+     "tensor to resize, rank >= 1 with every axis non-empty; f32 for linear and cubic, any "
+     "dtype for nearest",
      NXE_MASK_ALL, 0, 0},
 };
 static const nxe_op_param_info resize_outputs[] = {
@@ -292,8 +292,7 @@ static const nxe_op_attr_info resize_attrs[] = {
      "scale per axis (output / input), used by the coordinate mapping; empty: sizes[d] / "
      "X.shape[d]",
      NXE_ATTR_FLOATS, "[]"},
-    {"sizes", "output size per axis; empty: floor(X.shape[d] * scales[d])", NXE_ATTR_INTS,
-     "[]"},
+    {"sizes", "output size per axis; empty: floor(X.shape[d] * scales[d])", NXE_ATTR_INTS, "[]"},
     {"mode",
      "\"nearest\" (one input element), \"linear\" (2 taps per axis) or \"cubic\" (4 taps per "
      "axis, Keys kernel with cubic_coeff_a)",
@@ -343,9 +342,8 @@ static const nxe_op_attr_info grid_sample_attrs[] = {
      "samples outside the input: \"zeros\" read 0, \"border\" the nearest edge pixel, "
      "\"reflection\" the input mirrored at its borders",
      NXE_ATTR_STRING, "\"zeros\""},
-    {"align_corners",
-     "1: -1 and 1 are the centres of the corner pixels; 0: their outer edges", NXE_ATTR_INT,
-     "0"},
+    {"align_corners", "1: -1 and 1 are the centres of the corner pixels; 0: their outer edges",
+     NXE_ATTR_INT, "0"},
 };
 
 static const nxe_op_def resize_defs[] = {

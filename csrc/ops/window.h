@@ -28,10 +28,9 @@ nxe_status nxe_window_read_ints(const nxe_node *node, const char *name, int32_t 
  * computes the output extent; `axis` names it in messages. SAME gives ceil(in / stride)
  * outputs. ceil_mode (pooling) rounds the window count up, dropping a last window that would
  * start in the end padding. Fails when no window fits. */
-nxe_status nxe_window_axis(const nxe_node *node, const char *axis,
-                           enum nxe_window_padding padding, int32_t ceil_mode, int64_t in,
-                           int64_t kernel, int64_t stride, int64_t dilation, int64_t *pad_begin,
-                           int64_t *pad_end, int64_t *out);
+nxe_status nxe_window_axis(const nxe_node *node, const char *axis, enum nxe_window_padding padding,
+                           int32_t ceil_mode, int64_t in, int64_t kernel, int64_t stride,
+                           int64_t dilation, int64_t *pad_begin, int64_t *pad_end, int64_t *out);
 
 /* Fails unless the number of elements of `shape` fits int64. */
 nxe_status nxe_window_check_output(const nxe_node *node, int32_t ndim, const int64_t *shape);

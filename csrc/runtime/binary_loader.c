@@ -24,13 +24,13 @@ typedef struct plan_buffer {
 /* What the decoder keeps beside the executable while it checks cross-references. */
 typedef struct plan_state {
     const nxe_section *data_section;
-    const uint8_t *data;       /* DATA's first byte */
+    const uint8_t *data; /* DATA's first byte */
     plan_buffer *buffers;
     int32_t num_buffers;
-    int32_t *buffer_of;        /* per tensor: buffer index or -1 */
-    bool *settled;             /* per tensor: dtype, rank and every dim known */
-    bool *produced;            /* per tensor: written by a step decoded so far */
-    bool *is_io;               /* per tensor: listed as a graph input or output */
+    int32_t *buffer_of; /* per tensor: buffer index or -1 */
+    bool *settled;      /* per tensor: dtype, rank and every dim known */
+    bool *produced;     /* per tensor: written by a step decoded so far */
+    bool *is_io;        /* per tensor: listed as a graph input or output */
 } plan_state;
 
 static void plan_state_free(plan_state *state)
@@ -79,16 +79,15 @@ static nxe_status read_buffers(nxe_reader *r, plan_state *state)
         if (status != NXE_OK)
             break;
         if (buffer->offset % NXE_PLAN_DATA_ALIGNMENT != 0)
-            status = nxe_reader_error(r, "buffer %u at DATA offset %llu is not %u-byte aligned",
-                                      b, (unsigned long long)buffer->offset,
-                                      NXE_PLAN_DATA_ALIGNMENT);
+            status = nxe_reader_error(r, "buffer %u at DATA offset %llu is not %u-byte aligned", b,
+                                      (unsigned long long)buffer->offset, NXE_PLAN_DATA_ALIGNMENT);
         else if (buffer->offset > data_size || buffer->size > data_size - buffer->offset)
-            status = nxe_reader_error(r,
-                                      "buffer %u ([%llu, +%llu)) runs past the end of the "
-                                      "%llu-byte DATA section",
-                                      b, (unsigned long long)buffer->offset,
-                                      (unsigned long long)buffer->size,
-                                      (unsigned long long)data_size);
+            status =
+                nxe_reader_error(r,
+                                 "buffer %u ([%llu, +%llu)) runs past the end of the "
+                                 "%llu-byte DATA section",
+                                 b, (unsigned long long)buffer->offset,
+                                 (unsigned long long)buffer->size, (unsigned long long)data_size);
         sorted[b] = *buffer;
     }
     if (status == NXE_OK && count > 1) {
@@ -132,14 +131,14 @@ static nxe_status read_tensor_record(nxe_reader *r, nxe_exe_tensor *t, bool *set
     const nxe_quant *quant = &t->quant;
     if (quant->type == NXE_QUANT_SYMMETRIC_PER_CHANNEL && *settled &&
         (quant->axis < 0 || quant->axis >= t->ndim || t->shape[quant->axis] != quant->num_scales))
-        return nxe_reader_error(r, "tensor '%s' has %d per-channel scales on axis %d, which "
-                                "does not match its shape", t->name, quant->num_scales,
-                                quant->axis);
+        return nxe_reader_error(r,
+                                "tensor '%s' has %d per-channel scales on axis %d, which "
+                                "does not match its shape",
+                                t->name, quant->num_scales, quant->axis);
     return NXE_OK;
 }
 
-static nxe_status read_placement(nxe_reader *r, nxe_executable *exe, plan_state *state,
-                                 int32_t i)
+static nxe_status read_placement(nxe_reader *r, nxe_executable *exe, plan_state *state, int32_t i)
 {
     nxe_exe_tensor *t = &exe->tensors[i];
     uint8_t placement;
@@ -169,9 +168,8 @@ static nxe_status read_placement(nxe_reader *r, nxe_executable *exe, plan_state 
         return nxe_reader_error(r, "tensor '%s' refers to buffer %u; DATA holds %d", t->name,
                                 buffer, state->num_buffers);
     if (state->buffers[buffer].size != t->bytes)
-        return nxe_reader_error(r, "tensor '%s' has %zu bytes but its buffer %u has %llu",
-                                t->name, t->bytes, buffer,
-                                (unsigned long long)state->buffers[buffer].size);
+        return nxe_reader_error(r, "tensor '%s' has %zu bytes but its buffer %u has %llu", t->name,
+                                t->bytes, buffer, (unsigned long long)state->buffers[buffer].size);
     state->buffer_of[i] = (int32_t)buffer;
     return NXE_OK;
 }
@@ -241,11 +239,12 @@ static nxe_status read_step_tensors(nxe_reader *r, nxe_executable *exe, plan_sta
             continue;
         }
         if (id < 0 || id >= exe->num_tensors)
-            return nxe_reader_error(r, "op '%s' ('%s'): %s %d is tensor %d; the plan has %d",
-                                    type, op_name, what, j, id, exe->num_tensors);
+            return nxe_reader_error(r, "op '%s' ('%s'): %s %d is tensor %d; the plan has %d", type,
+                                    op_name, what, j, id, exe->num_tensors);
         const nxe_exe_tensor *t = &exe->tensors[id];
         if (!state->settled[id] || !(param->dtypes & NXE_MASK(t->dtype)))
-            return nxe_reader_error(r, "op '%s' ('%s'): %s %d ('%s', tensor '%s') has dtype %s "
+            return nxe_reader_error(r,
+                                    "op '%s' ('%s'): %s %d ('%s', tensor '%s') has dtype %s "
                                     "or an unsettled shape the schema does not accept",
                                     type, op_name, what, j, param->name, t->name,
                                     nxe_dtype_name(t->dtype));
@@ -255,13 +254,17 @@ static nxe_status read_step_tensors(nxe_reader *r, nxe_executable *exe, plan_sta
                                         t->kind == NXE_TENSOR_INPUT ? "input" : "constant",
                                         t->name);
             if (state->produced[id])
-                return nxe_reader_error(r, "op '%s' ('%s') writes tensor '%s', which an earlier "
-                                        "step already wrote", type, op_name, t->name);
+                return nxe_reader_error(r,
+                                        "op '%s' ('%s') writes tensor '%s', which an earlier "
+                                        "step already wrote",
+                                        type, op_name, t->name);
             state->produced[id] = true;
         } else if ((t->kind == NXE_TENSOR_TRANSIENT || t->kind == NXE_TENSOR_OUTPUT) &&
                    !state->produced[id]) {
-            return nxe_reader_error(r, "op '%s' ('%s') reads tensor '%s' before any step writes "
-                                    "it", type, op_name, t->name);
+            return nxe_reader_error(r,
+                                    "op '%s' ('%s') reads tensor '%s' before any step writes "
+                                    "it",
+                                    type, op_name, t->name);
         }
         *value = (nxe_value){.dtype = t->dtype, .ndim = t->ndim, .quant = &t->quant};
         memcpy(value->shape, t->shape, sizeof value->shape);
@@ -326,9 +329,10 @@ static nxe_status read_io(nxe_reader *r, nxe_executable *exe, plan_state *state,
             nxe_shape_numel(t->ndim, t->shape, &numel);
         if (t->kind != kind || !state->settled[id] || state->is_io[id] ||
             t->bytes != (size_t)numel * nxe_dtype_size(t->dtype))
-            return nxe_reader_error(r, "%s %u is tensor '%s', which is not a distinct %s tensor "
-                                    "with a settled shape and its byte size", what, i, t->name,
-                                    what);
+            return nxe_reader_error(r,
+                                    "%s %u is tensor '%s', which is not a distinct %s tensor "
+                                    "with a settled shape and its byte size",
+                                    what, i, t->name, what);
         if (outputs && !state->produced[id])
             return nxe_reader_error(r, "output %u ('%s') is written by no step", i, t->name);
         state->is_io[id] = true;
@@ -346,8 +350,8 @@ static nxe_status check_step_tensors(nxe_executable *exe, const plan_state *stat
     for (int32_t s = 0; s < exe->num_steps; s++) {
         const nxe_exe_step *step = &exe->steps[s];
         for (int32_t k = 0; k < step->num_inputs + step->num_outputs; k++) {
-            int32_t id = k < step->num_inputs ? step->input_ids[k]
-                                              : step->output_ids[k - step->num_inputs];
+            int32_t id =
+                k < step->num_inputs ? step->input_ids[k] : step->output_ids[k - step->num_inputs];
             if (id < 0)
                 continue;
             const nxe_exe_tensor *t = &exe->tensors[id];
@@ -357,15 +361,9 @@ static nxe_status check_step_tensors(nxe_executable *exe, const plan_state *stat
             bool placed;
             switch (t->kind) {
             case NXE_TENSOR_INPUT:
-            case NXE_TENSOR_OUTPUT:
-                placed = state->is_io[id];
-                break;
-            case NXE_TENSOR_TRANSIENT:
-                placed = t->in_arena;
-                break;
-            default:
-                placed = state->buffer_of[id] >= 0;
-                break;
+            case NXE_TENSOR_OUTPUT: placed = state->is_io[id]; break;
+            case NXE_TENSOR_TRANSIENT: placed = t->in_arena; break;
+            default: placed = state->buffer_of[id] >= 0; break;
             }
             if (!has_bytes || !placed)
                 return nxe_error(NXE_ERROR_FORMAT,
@@ -434,9 +432,8 @@ static nxe_status derive_params(nxe_executable *exe)
         step->params = nxe_alloc_zeroed(def->params_size ? def->params_size : 1);
         if (!step->params)
             return out_of_memory();
-        nxe_status status = def->infer(&step->node, step->input_values,
-                                             step->num_inputs, step->output_values,
-                                             step->num_outputs, step->params);
+        nxe_status status = def->infer(&step->node, step->input_values, step->num_inputs,
+                                       step->output_values, step->num_outputs, step->params);
         for (int32_t j = 0; j < step->num_inputs; j++)
             step->input_values[j].data = NULL;
         if (status != NXE_OK) {
@@ -562,10 +559,9 @@ static nxe_status load_request_from(const nxe_load_options *options, const char 
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: num_threads %d is outside [0, 1024]",
                          where, opts.num_threads);
     if (opts.staging_bytes > NXE_LIMIT_TENSOR_BYTES)
-        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
-                         "%s: staging_bytes %llu exceeds the %llu-byte limit", where,
-                         (unsigned long long)opts.staging_bytes,
-                         (unsigned long long)NXE_LIMIT_TENSOR_BYTES);
+        return nxe_error(
+            NXE_ERROR_INVALID_ARGUMENT, "%s: staging_bytes %llu exceeds the %llu-byte limit", where,
+            (unsigned long long)opts.staging_bytes, (unsigned long long)NXE_LIMIT_TENSOR_BYTES);
     *request = (load_request){.num_threads = opts.num_threads,
                               .verify = opts.verify != 0,
                               .allow_recompile = opts.allow_recompile != 0,
@@ -645,17 +641,17 @@ static nxe_status load_plan(const nxe_container *container, const load_request *
     nxe_status status = read_prefix(&r, &prefix);
     if (status != NXE_OK)
         nxe_error_prefix("%s: ", what);
-    if (status == NXE_OK && (prefix.kernel_abi != NXE_KERNEL_ABI_VERSION ||
-                             !nxe_isa_runs_here(prefix.isa))) {
+    if (status == NXE_OK &&
+        (prefix.kernel_abi != NXE_KERNEL_ABI_VERSION || !nxe_isa_runs_here(prefix.isa))) {
         if (request->allow_recompile)
             status = recompile(container, &prefix, request, what, out);
         else
-            status = nxe_error(NXE_ERROR_UNSUPPORTED,
-                               "%s: the binary was compiled for ISA '%s' with kernel ABI %u; "
-                               "this library runs ISA '%s' with kernel ABI %d (load with "
-                               "allow_recompile to rebuild it from its embedded model)",
-                               what, prefix.isa, prefix.kernel_abi, NXE_ISA_REF,
-                               NXE_KERNEL_ABI_VERSION);
+            status =
+                nxe_error(NXE_ERROR_UNSUPPORTED,
+                          "%s: the binary was compiled for ISA '%s' with kernel ABI %u; "
+                          "this library runs ISA '%s' with kernel ABI %d (load with "
+                          "allow_recompile to rebuild it from its embedded model)",
+                          what, prefix.isa, prefix.kernel_abi, NXE_ISA_REF, NXE_KERNEL_ABI_VERSION);
         nxe_free(prefix.isa);
         return status;
     }
@@ -684,9 +680,8 @@ static nxe_status load_plan(const nxe_container *container, const load_request *
     if (status == NXE_OK)
         status = nxe_executable_init_staging(exe, request->staging_bytes, what);
     if (status == NXE_OK) {
-        status = nxe_thread_pool_create(request->num_threads ? request->num_threads
-                                                             : nxe_default_thread_count(),
-                                        &exe->pool);
+        status = nxe_thread_pool_create(
+            request->num_threads ? request->num_threads : nxe_default_thread_count(), &exe->pool);
         if (status != NXE_OK)
             nxe_error_prefix("%s: ", what);
     }
@@ -699,22 +694,23 @@ static nxe_status load_plan(const nxe_container *container, const load_request *
 }
 
 /* Takes the file: it ends up in the executable or is released. */
-static nxe_status load_file_map(nxe_file_map *file, const load_request *request,
-                                const char *where, const char *name, nxe_executable **out)
+static nxe_status load_file_map(nxe_file_map *file, const load_request *request, const char *where,
+                                const char *name, nxe_executable **out)
 {
     char what[300];
     snprintf(what, sizeof what, "%s: %s", where, name);
     nxe_container container;
-    nxe_status status = nxe_container_parse(file->data, file->size, nxe_binary_magic, what,
-                                            &container);
+    nxe_status status =
+        nxe_container_parse(file->data, file->size, nxe_binary_magic, what, &container);
     if (status == NXE_OK)
         status = load_plan(&container, request, what, file, out);
     nxe_file_map_release(file);
     if (status == NXE_OK)
-        nxe_log(NXE_LOG_INFO, "%s: %d steps, %d distinct constants, arena %llu bytes, staging "
-                "%llu bytes", what, (*out)->num_steps, (*out)->num_constants,
-                (unsigned long long)(*out)->arena_bytes,
-                (unsigned long long)(*out)->staging_bytes);
+        nxe_log(NXE_LOG_INFO,
+                "%s: %d steps, %d distinct constants, arena %llu bytes, staging "
+                "%llu bytes",
+                what, (*out)->num_steps, (*out)->num_constants,
+                (unsigned long long)(*out)->arena_bytes, (unsigned long long)(*out)->staging_bytes);
     return status;
 }
 
@@ -743,8 +739,7 @@ NXE_API nxe_status nxe_executable_load_file(const char *path, const nxe_load_opt
 }
 
 NXE_API nxe_status nxe_executable_load_memory(const void *data, size_t size,
-                                              const nxe_load_options *options,
-                                              nxe_executable **out)
+                                              const nxe_load_options *options, nxe_executable **out)
 {
     const char *where = "nxe_executable_load_memory";
     if (!out)
@@ -758,9 +753,8 @@ NXE_API nxe_status nxe_executable_load_memory(const void *data, size_t size,
         return status;
     /* Too short to hold a header: no point in copying it. */
     if (size < NXE_CONTAINER_HEADER_SIZE)
-        return nxe_error(NXE_ERROR_FORMAT,
-                         "%s: %zu bytes is too short for an nxe file header (%d)", where, size,
-                         NXE_CONTAINER_HEADER_SIZE);
+        return nxe_error(NXE_ERROR_FORMAT, "%s: %zu bytes is too short for an nxe file header (%d)",
+                         where, size, NXE_CONTAINER_HEADER_SIZE);
     uint8_t *copy = nxe_alloc(size);
     if (!copy)
         return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "%s: out of memory copying %zu bytes", where,

@@ -88,7 +88,8 @@ static nxe_status check_plan(const nxe_executable *exe, const char *where)
             return status;
         int64_t numel;
         size_t bytes;
-        if (nxe_dtype_valid(t->dtype) && t->ndim >= 0 && nxe_shape_numel(t->ndim, t->shape, &numel) &&
+        if (nxe_dtype_valid(t->dtype) && t->ndim >= 0 &&
+            nxe_shape_numel(t->ndim, t->shape, &numel) &&
             (nxe_mul_overflow_size((size_t)numel, nxe_dtype_size(t->dtype), &bytes) ||
              bytes > NXE_LIMIT_TENSOR_BYTES))
             return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
@@ -159,8 +160,8 @@ enum { PLAN_INDEX, DATA_INDEX, MODEL_INDEX, NUM_SECTIONS };
 static nxe_status plan_file(nxe_graph *graph, const nxe_executable *exe, const data_layout *data,
                             nxe_container_layout *layout)
 {
-    *layout = (nxe_container_layout){.alignment = NXE_LIMIT_MIN_ALIGNMENT,
-                                     .num_sections = NUM_SECTIONS};
+    *layout =
+        (nxe_container_layout){.alignment = NXE_LIMIT_MIN_ALIGNMENT, .num_sections = NUM_SECTIONS};
     nxe_writer counter = nxe_writer_make(NULL, 0);
     write_plan(&counter, exe, data);
     size_t model_size = 0;
@@ -178,9 +179,8 @@ static nxe_status plan_file(nxe_graph *graph, const nxe_executable *exe, const d
     return nxe_container_plan(layout);
 }
 
-static nxe_status write_file(nxe_graph *graph, const nxe_executable *exe,
-                             const data_layout *data, const nxe_container_layout *layout,
-                             uint8_t *file)
+static nxe_status write_file(nxe_graph *graph, const nxe_executable *exe, const data_layout *data,
+                             const nxe_container_layout *layout, uint8_t *file)
 {
     uint8_t *plan = file + layout->offsets[PLAN_INDEX];
     nxe_writer w = nxe_writer_make(plan, (size_t)layout->sizes[PLAN_INDEX]);
@@ -189,8 +189,8 @@ static nxe_status write_file(nxe_graph *graph, const nxe_executable *exe,
         return nxe_error(NXE_ERROR_INTERNAL, "the PLAN section changed size while written");
     write_data(file + layout->offsets[DATA_INDEX], data);
     size_t model_size = (size_t)layout->sizes[MODEL_INDEX];
-    nxe_status status = nxe_graph_save_model(graph, NULL, file + layout->offsets[MODEL_INDEX],
-                                             &model_size);
+    nxe_status status =
+        nxe_graph_save_model(graph, NULL, file + layout->offsets[MODEL_INDEX], &model_size);
     if (status != NXE_OK) {
         nxe_error_prefix("embedding the portable model: ");
         return status;
@@ -201,8 +201,7 @@ static nxe_status write_file(nxe_graph *graph, const nxe_executable *exe,
     return NXE_OK;
 }
 
-NXE_API nxe_status nxe_graph_compile_to_binary(nxe_graph *graph,
-                                               const nxe_compile_options *options,
+NXE_API nxe_status nxe_graph_compile_to_binary(nxe_graph *graph, const nxe_compile_options *options,
                                                void *buffer, size_t *size)
 {
     const char *where = "nxe_graph_compile_to_binary";

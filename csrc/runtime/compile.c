@@ -35,8 +35,8 @@ static nxe_status make_steps(const nxe_graph *graph, nxe_graph_inference *infere
         for (int32_t j = 0; j < op->num_inputs + op->num_outputs; j++) {
             bool input = j < op->num_inputs;
             const nxe_tensor *t = input ? op->inputs[j] : op->outputs[j - op->num_inputs];
-            nxe_value *value = input ? &step->input_values[j]
-                                     : &step->output_values[j - op->num_inputs];
+            nxe_value *value =
+                input ? &step->input_values[j] : &step->output_values[j - op->num_inputs];
             if (input)
                 step->input_ids[j] = t ? t->index : -1;
             else
@@ -139,8 +139,7 @@ static nxe_status place_variable(const nxe_graph *graph, nxe_executable *exe, in
 
 /* ---- tensors and the arena ---- */
 
-static nxe_status describe_tensor(const nxe_tensor *t, const nxe_value *settled,
-                                  nxe_exe_tensor *et)
+static nxe_status describe_tensor(const nxe_tensor *t, const nxe_value *settled, nxe_exe_tensor *et)
 {
     et->name = nxe_strdup(t->name);
     et->kind = t->kind;
@@ -278,9 +277,8 @@ nxe_status nxe_compile_graph(nxe_graph *graph, const nxe_compile_request *reques
     if (status == NXE_OK && !request->serialize_only)
         status = nxe_executable_init_staging(exe, request->staging_bytes, "compile");
     if (status == NXE_OK && !request->serialize_only)
-        status = nxe_thread_pool_create(request->num_threads ? request->num_threads
-                                                             : nxe_default_thread_count(),
-                                        &exe->pool);
+        status = nxe_thread_pool_create(
+            request->num_threads ? request->num_threads : nxe_default_thread_count(), &exe->pool);
     if (status != NXE_OK) {
         nxe_executable_release(exe);
         return status;

@@ -32,21 +32,21 @@
 typedef struct nxe_run_context nxe_run_context;
 struct nxe_run_context {
     nxe_run_context *next;
-    void **data;        /* per tensor: where it lives during this context's runs */
+    void **data; /* per tensor: where it lives during this context's runs */
     void *arena;
     void *workspace;
-    uint8_t *staging;   /* [result area][input slots] */
-    nxe_value *values;  /* one step's input and output descriptors, filled in for each call */
+    uint8_t *staging;  /* [result area][input slots] */
+    nxe_value *values; /* one step's input and output descriptors, filled in for each call */
     /* Guarded by the pool's lock. */
-    bool busy;          /* a run is using it */
-    bool held;          /* `holder` has run_nocopy results in it */
+    bool busy; /* a run is using it */
+    bool held; /* `holder` has run_nocopy results in it */
     pthread_t holder;
 };
 
 struct nxe_run_pool {
-    pthread_mutex_t lock;        /* guards the fields after it */
-    nxe_run_context *contexts;   /* busy or not */
-    uint64_t created_used;       /* bytes of the created-input region handed out */
+    pthread_mutex_t lock;      /* guards the fields after it */
+    nxe_run_context *contexts; /* busy or not */
+    uint64_t created_used;     /* bytes of the created-input region handed out */
     nxe_run_stats stats;
     /* Runs share it, or hold it alone when a step writes a variable; reading and writing a
      * variable by name take it too. */
@@ -80,8 +80,8 @@ static nxe_status run_context_create(const nxe_executable *exe, nxe_run_context 
         context->staging = nxe_alloc((size_t)exe->io_bytes);
         context->values = nxe_alloc(sizeof(nxe_value) * (size_t)(values + 1));
     }
-    if (!context || !context->data || !context->arena || !context->workspace ||
-        !context->staging || !context->values) {
+    if (!context || !context->data || !context->arena || !context->workspace || !context->staging ||
+        !context->values) {
         run_context_release(context);
         return nxe_error(NXE_ERROR_OUT_OF_MEMORY,
                          "out of memory for a run's %llu-byte arena, %zu-byte workspace and "
@@ -103,8 +103,8 @@ static nxe_status run_context_create(const nxe_executable *exe, nxe_run_context 
 
 /* A context for a run on this thread: the one holding this thread's run_nocopy results, else
  * an idle one, else a new one. `*was_held` says whether it held results. */
-static nxe_status acquire_run_context(nxe_executable *exe, const char *where,
-                                      nxe_run_context **out, bool *was_held)
+static nxe_status acquire_run_context(nxe_executable *exe, const char *where, nxe_run_context **out,
+                                      bool *was_held)
 {
     const pthread_t self = pthread_self();
     nxe_run_context *context = NULL;
@@ -307,16 +307,20 @@ nxe_status nxe_executable_init_staging(nxe_executable *exe, uint64_t capacity, c
                          where, (unsigned long long)capacity, (unsigned long long)minimum);
     capacity = staging_round(capacity);
     if (capacity > SIZE_MAX - STAGING_ALIGNMENT)
-        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "%s: a %llu-byte staging buffer does not fit "
-                         "in memory", where, (unsigned long long)capacity);
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY,
+                         "%s: a %llu-byte staging buffer does not fit "
+                         "in memory",
+                         where, (unsigned long long)capacity);
     exe->output_offsets = nxe_alloc(sizeof(uint64_t) * (size_t)(exe->num_outputs + 1));
     exe->input_offsets = nxe_alloc(sizeof(uint64_t) * (size_t)(exe->num_inputs + 1));
     /* Never zeroed as a whole: only what create_input hands out is cleared, so a large
      * capacity costs address space, not pages. */
     exe->created = nxe_alloc((size_t)(capacity - minimum));
     if (!exe->output_offsets || !exe->input_offsets || !exe->created)
-        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "%s: out of memory for a %llu-byte staging "
-                         "buffer", where, (unsigned long long)capacity);
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY,
+                         "%s: out of memory for a %llu-byte staging "
+                         "buffer",
+                         where, (unsigned long long)capacity);
     uint64_t offset = 0;
     for (int32_t i = 0; i < exe->num_outputs; i++) {
         exe->output_offsets[i] = offset;
@@ -437,7 +441,9 @@ NXE_API nxe_status nxe_executable_io_count(const nxe_executable *exe, int32_t *n
         *num_outputs = 0;
     if (!exe || !num_inputs || !num_outputs)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_executable_io_count: %s is NULL",
-                         !exe ? "exe" : !num_inputs ? "num_inputs" : "num_outputs");
+                         !exe          ? "exe"
+                         : !num_inputs ? "num_inputs"
+                                       : "num_outputs");
     *num_inputs = exe->num_inputs;
     *num_outputs = exe->num_outputs;
     return NXE_OK;
@@ -482,8 +488,9 @@ static nxe_status check_desc(const nxe_exe_tensor *t, const nxe_tensor_desc *des
 {
     int32_t dtype = NXE_DTYPE_NONE;
     if (desc->reserved != 0)
-        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: %s %d ('%s'): reserved field is %d, must be 0",
-                         where, role, index, t->name, desc->reserved);
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                         "%s: %s %d ('%s'): reserved field is %d, must be 0", where, role, index,
+                         t->name, desc->reserved);
     if (nxe_dtype_from_dlpack(desc->dtype_code, desc->dtype_bits, &dtype) != NXE_OK ||
         dtype != t->dtype)
         return nxe_error(NXE_ERROR_DTYPE_MISMATCH,
@@ -496,19 +503,19 @@ static nxe_status check_desc(const nxe_exe_tensor *t, const nxe_tensor_desc *des
     if (!same) {
         char expected[128], given[128];
         int32_t given_ndim = desc->ndim < 0 || desc->ndim > NXE_MAX_RANK ? -1 : desc->ndim;
-        return nxe_error(NXE_ERROR_SHAPE_MISMATCH, "%s: %s %d ('%s') has shape %s, descriptor has %s%s",
-                         where, role, index, t->name,
-                         nxe_shape_str(t->ndim, t->shape, expected, sizeof expected),
+        return nxe_error(NXE_ERROR_SHAPE_MISMATCH,
+                         "%s: %s %d ('%s') has shape %s, descriptor has %s%s", where, role, index,
+                         t->name, nxe_shape_str(t->ndim, t->shape, expected, sizeof expected),
                          nxe_shape_str(given_ndim, desc->shape, given, sizeof given),
                          given_ndim < 0 ? " (invalid rank)" : "");
     }
     if (desc->data_size < t->bytes)
         return nxe_error(NXE_ERROR_BUFFER_TOO_SMALL,
-                         "%s: %s %d ('%s') needs %zu bytes, the descriptor holds %zu", where,
-                         role, index, t->name, t->bytes, desc->data_size);
+                         "%s: %s %d ('%s') needs %zu bytes, the descriptor holds %zu", where, role,
+                         index, t->name, t->bytes, desc->data_size);
     if (!desc->data && t->bytes > 0)
-        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: %s %d ('%s') has NULL data", where,
-                         role, index, t->name);
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: %s %d ('%s') has NULL data", where, role,
+                         index, t->name);
     return NXE_OK;
 }
 
@@ -538,8 +545,8 @@ static nxe_status check_run_args(const nxe_executable *exe, const nxe_tensor_des
                          where);
     if (num_inputs != exe->num_inputs || num_outputs != exe->num_outputs)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
-                         "%s: the executable takes %d inputs and %d outputs, got %d and %d",
-                         where, exe->num_inputs, exe->num_outputs, num_inputs, num_outputs);
+                         "%s: the executable takes %d inputs and %d outputs, got %d and %d", where,
+                         exe->num_inputs, exe->num_outputs, num_inputs, num_outputs);
     if ((num_inputs > 0 && !inputs) || (num_outputs > 0 && !outputs))
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", where,
                          num_inputs > 0 && !inputs ? "inputs" : "outputs");
@@ -607,8 +614,7 @@ static void stage_inputs(const nxe_executable *exe, nxe_run_context *context,
     }
 }
 
-static nxe_status run_steps(const nxe_executable *exe, nxe_run_context *context,
-                            const char *where)
+static nxe_status run_steps(const nxe_executable *exe, nxe_run_context *context, const char *where)
 {
     for (int32_t s = 0; s < exe->num_steps; s++) {
         const nxe_exe_step *step = &exe->steps[s];
@@ -624,10 +630,10 @@ static nxe_status run_steps(const nxe_executable *exe, nxe_run_context *context,
         nxe_status status =
             step->prepared
                 ? step->node.def->run_prepared(step->params, step->prepared, &step->fused,
-                                          context->workspace, inputs, step->num_inputs,
-                                          outputs, step->num_outputs, exe->pool)
+                                               context->workspace, inputs, step->num_inputs,
+                                               outputs, step->num_outputs, exe->pool)
                 : step->node.def->run(step->params, inputs, step->num_inputs, outputs,
-                                 step->num_outputs, exe->pool);
+                                      step->num_outputs, exe->pool);
         if (status != NXE_OK) {
             nxe_error_prefix("%s: op '%s' ('%s'): ", where, nxe_node_type(&step->node),
                              step->node.name);
@@ -640,8 +646,7 @@ static nxe_status run_steps(const nxe_executable *exe, nxe_run_context *context,
 /* One run in a context of its own. `outputs` are caller buffers to copy into, or, with
  * `nocopy`, descriptors to point at the results, which stay in the context. */
 static nxe_status run(nxe_executable *exe, const nxe_tensor_desc *inputs, int32_t num_inputs,
-                      nxe_tensor_desc *outputs, int32_t num_outputs, bool nocopy,
-                      const char *where)
+                      nxe_tensor_desc *outputs, int32_t num_outputs, bool nocopy, const char *where)
 {
     nxe_status status =
         check_run_args(exe, inputs, num_inputs, outputs, num_outputs, !nocopy, where);
@@ -678,8 +683,7 @@ static nxe_status run(nxe_executable *exe, const nxe_tensor_desc *inputs, int32_
             memmove(outputs[i].data, result, t->bytes);
         delta.bytes_copied_out += t->bytes;
     }
-    release_run_context(exe, context, nocopy && status == NXE_OK,
-                        status == NXE_OK ? &delta : NULL);
+    release_run_context(exe, context, nocopy && status == NXE_OK, status == NXE_OK ? &delta : NULL);
     return status;
 }
 
@@ -696,8 +700,7 @@ NXE_API nxe_status nxe_executable_run_nocopy(nxe_executable *exe, const nxe_tens
 {
     if (outputs && exe && num_outputs == exe->num_outputs)
         memset(outputs, 0, sizeof *outputs * (size_t)num_outputs);
-    return run(exe, inputs, num_inputs, outputs, num_outputs, true,
-               "nxe_executable_run_nocopy");
+    return run(exe, inputs, num_inputs, outputs, num_outputs, true, "nxe_executable_run_nocopy");
 }
 
 /* ---- variables and memory ---- */
@@ -709,7 +712,8 @@ static nxe_status find_variable(nxe_executable *exe, const char *name, const cha
     if (!exe || !name)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", where, exe ? "name" : "exe");
     for (int32_t i = 0; i < exe->num_tensors; i++) {
-        if (exe->tensors[i].kind == NXE_TENSOR_VARIABLE && strcmp(exe->tensors[i].name, name) == 0) {
+        if (exe->tensors[i].kind == NXE_TENSOR_VARIABLE &&
+            strcmp(exe->tensors[i].name, name) == 0) {
             if (!exe->tensors[i].storage)
                 return nxe_error(NXE_ERROR_NOT_FOUND,
                                  "%s: variable '%s' is not used by any op and was not kept", where,
@@ -766,9 +770,10 @@ NXE_API nxe_status nxe_executable_memory_info(const nxe_executable *exe, nxe_mem
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_executable_memory_info: %s is NULL",
                          exe ? "info" : "exe");
     if (info->struct_size < sizeof(nxe_memory_info))
-        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
-                         "nxe_executable_memory_info: info.struct_size is %u, expected at least %zu",
-                         info->struct_size, sizeof(nxe_memory_info));
+        return nxe_error(
+            NXE_ERROR_INVALID_ARGUMENT,
+            "nxe_executable_memory_info: info.struct_size is %u, expected at least %zu",
+            info->struct_size, sizeof(nxe_memory_info));
     uint32_t struct_size = info->struct_size;
     *info = (nxe_memory_info){.struct_size = struct_size};
     info->arena_bytes = exe->arena_bytes;

@@ -30,7 +30,7 @@ bool nxe_isa_runs_here(const char *isa);
 typedef struct nxe_exe_constant {
     void *data;
     size_t bytes;
-    bool owned;        /* false: the bytes live in the executable's file mapping */
+    bool owned; /* false: the bytes live in the executable's file mapping */
 } nxe_exe_constant;
 
 /* What changes while runs are under way (executable.c): the run contexts, each holding what
@@ -42,18 +42,18 @@ typedef struct nxe_run_pool nxe_run_pool;
 struct nxe_executable {
     nxe_exe_tensor *tensors;
     int32_t num_tensors;
-    void **data;          /* per tensor: where constants and variables live; NULL for arena
+    void **data;         /* per tensor: where constants and variables live; NULL for arena
                              and I/O tensors, which each run context places in its own memory */
-    nxe_exe_step *steps;  /* read-only once prepared: runs never write them */
+    nxe_exe_step *steps; /* read-only once prepared: runs never write them */
     int32_t num_steps;
     int32_t *input_ids;
     int32_t num_inputs;
     int32_t *output_ids;
     int32_t num_outputs;
-    uint64_t arena_bytes;     /* per run context */
-    size_t workspace_bytes;   /* per run context: scratch for prepared steps (prepare.c) */
+    uint64_t arena_bytes;   /* per run context */
+    size_t workspace_bytes; /* per run context: scratch for prepared steps (prepare.c) */
     uint64_t transient_bytes;
-    uint64_t constant_bytes;  /* distinct constants plus variables */
+    uint64_t constant_bytes; /* distinct constants plus variables */
     nxe_exe_constant *constants;
     int32_t num_constants;
     nxe_thread_pool *pool;
@@ -65,7 +65,7 @@ struct nxe_executable {
     int32_t kernel_abi;
     bool loaded;
     bool recompiled;
-    nxe_file_map file;    /* a loaded binary: constants point into it */
+    nxe_file_map file; /* a loaded binary: constants point into it */
 
     /* Staging (layout in executable.c): each run context has [result area][input slots];
      * created inputs share one region owned by the executable. */
@@ -91,8 +91,7 @@ uint64_t nxe_executable_staging_default(const nxe_executable *exe);
 /* Lays out staging, allocates the created-input region and the first run context once the
  * steps, tensors and I/O ids are final; `capacity` 0 means the default. `where` names the
  * caller in messages. */
-nxe_status nxe_executable_init_staging(nxe_executable *exe, uint64_t capacity,
-                                       const char *where);
+nxe_status nxe_executable_init_staging(nxe_executable *exe, uint64_t capacity, const char *where);
 
 /* Prepares every step for this process's kernels (packing constant weights, sizing the
  * workspace), folds activations and residual additions into the steps that can apply them as
@@ -106,10 +105,10 @@ nxe_status nxe_executable_plan_arena(nxe_executable *exe);
 /* Options of the internal compile shared by nxe_graph_compile, the binary writer and the
  * loader's recompile path. */
 typedef struct nxe_compile_request {
-    int32_t num_threads;      /* 0 = one per online CPU */
+    int32_t num_threads; /* 0 = one per online CPU */
     int32_t relax_precision;
-    uint64_t staging_bytes;   /* 0 = default */
-    bool serialize_only;      /* the plan is written out, never run: constant and variable
+    uint64_t staging_bytes; /* 0 = default */
+    bool serialize_only;    /* the plan is written out, never run: constant and variable
                                  bytes are borrowed from the graph, and no arena, staging or
                                  threads are made */
 } nxe_compile_request;

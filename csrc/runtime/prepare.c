@@ -22,20 +22,21 @@ static nxe_status prepare_steps(nxe_executable *exe)
         /* Constants are the only inputs with data at this point. */
         for (int32_t j = 0; j < step->num_inputs; j++) {
             int32_t id = step->input_ids[j];
-            step->input_values[j].data =
-                id >= 0 && exe->tensors[id].kind == NXE_TENSOR_CONSTANT ? exe->tensors[id].storage
-                                                                        : NULL;
+            step->input_values[j].data = id >= 0 && exe->tensors[id].kind == NXE_TENSOR_CONSTANT
+                                             ? exe->tensors[id].storage
+                                             : NULL;
         }
         size_t workspace = 0;
-        nxe_status status = step->node.def->prepare(step->params, step->input_values,
-                                               step->num_inputs, &context, &step->prepared,
-                                               &workspace);
+        nxe_status status =
+            step->node.def->prepare(step->params, step->input_values, step->num_inputs, &context,
+                                    &step->prepared, &workspace);
         if (step->prepared && workspace > exe->workspace_bytes)
             exe->workspace_bytes = workspace;
         for (int32_t j = 0; j < step->num_inputs; j++)
             step->input_values[j].data = NULL;
         if (status != NXE_OK) {
-            nxe_error_prefix("prepare: op '%s' ('%s'): ", nxe_node_type(&step->node), step->node.name);
+            nxe_error_prefix("prepare: op '%s' ('%s'): ", nxe_node_type(&step->node),
+                             step->node.name);
             return status;
         }
     }

@@ -11,28 +11,55 @@
 #define MAX_SIDE 32768
 
 #define NOT_PACKED .red = -1, .green = -1, .blue = -1, .alpha = -1
-#define YUV(format_name, sample_bits, cx, cy)                                                \
-    {.name = format_name, .layout = NXE_SR_LAYOUT_PLANAR, .planes = 3, .bits = sample_bits,  \
-     .sample_bytes = ((sample_bits) + 7) / 8, .chroma_x = cx, .chroma_y = cy,                \
-     .plane_samples = {1, 1, 1}, NOT_PACKED}
-#define PACKED(format_name, r, g, b, a)                                                      \
-    {.name = format_name, .layout = NXE_SR_LAYOUT_PACKED, .planes = 1, .bits = 8,            \
-     .sample_bytes = 1, .chroma_x = 1, .chroma_y = 1, .plane_samples = {(a) < 0 ? 3 : 4},    \
-     .red = r, .green = g, .blue = b, .alpha = a}
+#define YUV(format_name, sample_bits, cx, cy)                                                      \
+    {.name = format_name,                                                                          \
+     .layout = NXE_SR_LAYOUT_PLANAR,                                                               \
+     .planes = 3,                                                                                  \
+     .bits = sample_bits,                                                                          \
+     .sample_bytes = ((sample_bits) + 7) / 8,                                                      \
+     .chroma_x = cx,                                                                               \
+     .chroma_y = cy,                                                                               \
+     .plane_samples = {1, 1, 1},                                                                   \
+     NOT_PACKED}
+#define PACKED(format_name, r, g, b, a)                                                            \
+    {.name = format_name,                                                                          \
+     .layout = NXE_SR_LAYOUT_PACKED,                                                               \
+     .planes = 1,                                                                                  \
+     .bits = 8,                                                                                    \
+     .sample_bytes = 1,                                                                            \
+     .chroma_x = 1,                                                                                \
+     .chroma_y = 1,                                                                                \
+     .plane_samples = {(a) < 0 ? 3 : 4},                                                           \
+     .red = r,                                                                                     \
+     .green = g,                                                                                   \
+     .blue = b,                                                                                    \
+     .alpha = a}
 
 static const nxe_sr_format_desc formats[] = {
-    [NXE_SR_FORMAT_GRAY8] = {.name = "gray8", .layout = NXE_SR_LAYOUT_GRAY, .planes = 1,
-                             .bits = 8, .sample_bytes = 1, .chroma_x = 1, .chroma_y = 1,
-                             .plane_samples = {1}, NOT_PACKED},
+    [NXE_SR_FORMAT_GRAY8] = {.name = "gray8",
+                             .layout = NXE_SR_LAYOUT_GRAY,
+                             .planes = 1,
+                             .bits = 8,
+                             .sample_bytes = 1,
+                             .chroma_x = 1,
+                             .chroma_y = 1,
+                             .plane_samples = {1},
+                             NOT_PACKED},
     [NXE_SR_FORMAT_YUV420P] = YUV("yuv420p", 8, 2, 2),
     [NXE_SR_FORMAT_YUV422P] = YUV("yuv422p", 8, 2, 1),
     [NXE_SR_FORMAT_YUV444P] = YUV("yuv444p", 8, 1, 1),
     [NXE_SR_FORMAT_YUV420P10] = YUV("yuv420p10", 10, 2, 2),
     [NXE_SR_FORMAT_YUV422P10] = YUV("yuv422p10", 10, 2, 1),
     [NXE_SR_FORMAT_YUV444P10] = YUV("yuv444p10", 10, 1, 1),
-    [NXE_SR_FORMAT_NV12] = {.name = "nv12", .layout = NXE_SR_LAYOUT_SEMIPLANAR, .planes = 2,
-                            .bits = 8, .sample_bytes = 1, .chroma_x = 2, .chroma_y = 2,
-                            .plane_samples = {1, 2}, NOT_PACKED},
+    [NXE_SR_FORMAT_NV12] = {.name = "nv12",
+                            .layout = NXE_SR_LAYOUT_SEMIPLANAR,
+                            .planes = 2,
+                            .bits = 8,
+                            .sample_bytes = 1,
+                            .chroma_x = 2,
+                            .chroma_y = 2,
+                            .plane_samples = {1, 2},
+                            NOT_PACKED},
     [NXE_SR_FORMAT_RGB24] = PACKED("rgb24", 0, 1, 2, -1),
     [NXE_SR_FORMAT_BGR24] = PACKED("bgr24", 2, 1, 0, -1),
     [NXE_SR_FORMAT_RGBA] = PACKED("rgba", 0, 1, 2, 3),
@@ -54,15 +81,15 @@ NXE_SR_API nxe_status nxe_sr_format_info(int32_t format, nxe_sr_format_desc *des
     uint32_t size = desc->struct_size;
     if (size < sizeof(nxe_sr_format_desc))
         return sr_error(NXE_ERROR_INVALID_ARGUMENT,
-                        "nxe_sr_format_info: desc.struct_size is %u, expected at least %zu",
-                        size, sizeof(nxe_sr_format_desc));
+                        "nxe_sr_format_info: desc.struct_size is %u, expected at least %zu", size,
+                        sizeof(nxe_sr_format_desc));
     const nxe_sr_format_desc *entry = sr_format_of(format);
     if (!entry) {
         memset(desc, 0, sizeof *desc);
         desc->struct_size = size;
         return sr_error(NXE_ERROR_NOT_FOUND,
-                        "nxe_sr_format_info: %d is not a pixel format (codes are 1 .. %d)",
-                        format, FORMAT_COUNT);
+                        "nxe_sr_format_info: %d is not a pixel format (codes are 1 .. %d)", format,
+                        FORMAT_COUNT);
     }
     *desc = *entry;
     desc->struct_size = size;
@@ -95,8 +122,7 @@ nxe_status sr_check_frame(const nxe_sr_frame *frame, const char *which,
 {
     *format = NULL;
     if (!frame)
-        return sr_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_sr_process: the %s frame is NULL",
-                        which);
+        return sr_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_sr_process: the %s frame is NULL", which);
     if (frame->struct_size < sizeof(nxe_sr_frame))
         return sr_error(NXE_ERROR_INVALID_ARGUMENT,
                         "nxe_sr_process: %s frame struct_size is %u, expected at least %zu "
@@ -127,8 +153,7 @@ nxe_status sr_check_frame(const nxe_sr_frame *frame, const char *which,
         sr_plane_geometry(f, p, frame->width, frame->height, &w, &h, &row_bytes);
         if (!frame->data[p])
             return sr_error(NXE_ERROR_INVALID_ARGUMENT,
-                            "nxe_sr_process: %s plane %d of a %s frame is NULL", which, p,
-                            f->name);
+                            "nxe_sr_process: %s plane %d of a %s frame is NULL", which, p, f->name);
         int64_t stride = frame->strides[p];
         if (stride == INT64_MIN || (stride < 0 ? -stride : stride) < row_bytes)
             return sr_error(NXE_ERROR_INVALID_ARGUMENT,

@@ -70,8 +70,7 @@ static bool read_number(cursor *c, double *value)
     skip_space(c);
     char text[40];
     size_t n = 0;
-    while (c->p < c->end && n + 1 < sizeof text &&
-           strchr("+-0123456789.eE", *c->p) && *c->p)
+    while (c->p < c->end && n + 1 < sizeof text && strchr("+-0123456789.eE", *c->p) && *c->p)
         text[n++] = *c->p++;
     text[n] = '\0';
     if (n == 0)

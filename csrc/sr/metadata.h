@@ -12,7 +12,7 @@ typedef struct sr_metadata {
     char name[64];
     char input[64];
     char output[64];
-    int32_t scale;            /* -1 when absent */
+    int32_t scale; /* -1 when absent */
     int32_t channels;
     int32_t receptive_radius;
 } sr_metadata;

@@ -68,9 +68,8 @@ NXE_SR_API nxe_status nxe_sr_builtin_name(int32_t index, const char **name)
         return sr_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_sr_builtin_name: name is NULL");
     *name = NULL;
     if (index < 0 || index >= NUM_BUILTINS)
-        return sr_error(NXE_ERROR_NOT_FOUND,
-                        "nxe_sr_builtin_name: index %d is outside 0 .. %d", index,
-                        NUM_BUILTINS - 1);
+        return sr_error(NXE_ERROR_NOT_FOUND, "nxe_sr_builtin_name: index %d is outside 0 .. %d",
+                        index, NUM_BUILTINS - 1);
     *name = builtin_models[index];
     return NXE_OK;
 }
@@ -186,8 +185,7 @@ static nxe_status apply_options(nxe_sr *sr, const nxe_sr_options *options)
         return sr_error(NXE_ERROR_INVALID_ARGUMENT,
                         "nxe_sr_open: num_threads is %d; use 0 for one per CPU",
                         options->num_threads);
-    if (options->precision != NXE_SR_PRECISION_FP32 &&
-        options->precision != NXE_SR_PRECISION_RELAX)
+    if (options->precision != NXE_SR_PRECISION_FP32 && options->precision != NXE_SR_PRECISION_RELAX)
         return sr_error(NXE_ERROR_INVALID_ARGUMENT,
                         "nxe_sr_open: precision %d is neither NXE_SR_PRECISION_FP32 (0) nor "
                         "NXE_SR_PRECISION_RELAX (1)",
@@ -219,8 +217,7 @@ static nxe_status apply_options(nxe_sr *sr, const nxe_sr_options *options)
     return NXE_OK;
 }
 
-NXE_SR_API nxe_status nxe_sr_open(const char *model, const nxe_sr_options *options,
-                                  nxe_sr **out)
+NXE_SR_API nxe_status nxe_sr_open(const char *model, const nxe_sr_options *options, nxe_sr **out)
 {
     if (!out)
         return sr_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_sr_open: out is NULL");
@@ -340,7 +337,9 @@ NXE_SR_API nxe_status nxe_sr_output_size(const nxe_sr *sr, int32_t width, int32_
         *out_height = 0;
     if (!sr || !out_width || !out_height)
         return sr_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_sr_output_size: %s is NULL",
-                        !sr ? "sr" : !out_width ? "out_width" : "out_height");
+                        !sr          ? "sr"
+                        : !out_width ? "out_width"
+                                     : "out_height");
     if (width < 1 || height < 1 || width > 32768 || height > 32768)
         return sr_error(NXE_ERROR_INVALID_ARGUMENT,
                         "nxe_sr_output_size: %dx%d; sides must be 1 to 32768", width, height);
@@ -491,8 +490,7 @@ static nxe_status run_tiles(nxe_sr *sr, float *const *lr, float *const *hr)
             nxe_tensor_desc out = {0};
             nxe_status status = nxe_executable_run_nocopy(sr->exe, &sr->tile_input, 1, &out, 1);
             if (status != NXE_OK)
-                return sr_error_with_cause(status, "nxe_sr_process: running '%s'",
-                                           sr->meta.name);
+                return sr_error_with_cause(status, "nxe_sr_process: running '%s'", sr->meta.name);
             sr->tiles++;
             const float *result = out.data;
             int64_t cols = (int64_t)(valid_x1 - valid_x0) * s;
@@ -570,8 +568,8 @@ static void upscale_plane(nxe_sr *sr, const nxe_sr_format_desc *f, plane_view in
 {
     int32_t s = sr->meta.scale;
     load(f, in, lr);
-    nxe_image_upscale_cubic(lr, in.width, in.width, in.height, hr, out.width, out.width,
-                            out.height, s, s, sr->scratch);
+    nxe_image_upscale_cubic(lr, in.width, in.width, in.height, hr, out.width, out.width, out.height,
+                            s, s, sr->scratch);
     store(f, hr, out);
 }
 
@@ -590,7 +588,7 @@ static void store_packed(nxe_sr *sr, const nxe_sr_format_desc *f, const nxe_sr_f
 static nxe_yuv_coefficients coefficients(const nxe_sr_frame *frame, int32_t bits)
 {
     return nxe_yuv_coefficients_for(frame->color_matrix == NXE_SR_MATRIX_BT709,
-                                     frame->color_range == NXE_SR_RANGE_FULL, bits);
+                                    frame->color_range == NXE_SR_RANGE_FULL, bits);
 }
 
 static void clamp_unit(float *plane, int64_t count)
@@ -622,8 +620,8 @@ static nxe_status process_luma(nxe_sr *sr, const nxe_sr_format_desc *f, const nx
         for (int p = 4; p <= 5; p++)
             nxe_image_upscale_cubic(lr[p], w, w, h, hr[p], wo, (int32_t)wo, (int32_t)ho, s, s,
                                     sr->scratch);
-        nxe_image_yuv_to_rgb(&c, hr[0], hr[4], hr[5], hr[1], hr[2], hr[3], (int32_t)wo,
-                             (int32_t)ho, wo);
+        nxe_image_yuv_to_rgb(&c, hr[0], hr[4], hr[5], hr[1], hr[2], hr[3], (int32_t)wo, (int32_t)ho,
+                             wo);
         store_packed(sr, f, in, out, &hr[1], lr[1], hr[1]);
         return NXE_OK;
     }
@@ -662,7 +660,7 @@ static nxe_status process_rgb(nxe_sr *sr, const nxe_sr_format_desc *f, const nxe
         load(f, view_of(in, f, 0, 0), lr[3]);
         for (int32_t k = 0; k <= 1; k++) {
             plane_view v = f->layout == NXE_SR_LAYOUT_SEMIPLANAR ? view_of(in, f, 1, k)
-                                                       : view_of(in, f, 1 + k, 0);
+                                                                 : view_of(in, f, 1 + k, 0);
             load(f, v, lr[0]);
             nxe_image_upscale_cubic(lr[0], v.width, v.width, v.height, lr[4 + k], w, w, h,
                                     f->chroma_x, f->chroma_y, sr->scratch);
@@ -677,9 +675,7 @@ static nxe_status process_rgb(nxe_sr *sr, const nxe_sr_format_desc *f, const nxe
     if (status != NXE_OK)
         return status;
     switch (f->layout) {
-    case NXE_SR_LAYOUT_PACKED:
-        store_packed(sr, f, in, out, &hr[0], lr[0], hr[3]);
-        break;
+    case NXE_SR_LAYOUT_PACKED: store_packed(sr, f, in, out, &hr[0], lr[0], hr[3]); break;
     case NXE_SR_LAYOUT_GRAY:
         for (int p = 0; p < 3; p++)
             clamp_unit(hr[p], wo * ho);
@@ -690,12 +686,12 @@ static nxe_status process_rgb(nxe_sr *sr, const nxe_sr_format_desc *f, const nxe
     default:
         for (int p = 0; p < 3; p++)
             clamp_unit(hr[p], wo * ho);
-        nxe_image_rgb_to_yuv(&c, hr[0], hr[1], hr[2], hr[3], hr[4], hr[5], (int32_t)wo,
-                             (int32_t)ho, wo);
+        nxe_image_rgb_to_yuv(&c, hr[0], hr[1], hr[2], hr[3], hr[4], hr[5], (int32_t)wo, (int32_t)ho,
+                             wo);
         store(f, hr[3], view_of(out, f, 0, 0));
         for (int32_t k = 0; k <= 1; k++) {
             plane_view v = f->layout == NXE_SR_LAYOUT_SEMIPLANAR ? view_of(out, f, 1, k)
-                                                       : view_of(out, f, 1 + k, 0);
+                                                                 : view_of(out, f, 1 + k, 0);
             nxe_image_downsample_box(hr[4 + k], wo, (int32_t)wo, (int32_t)ho, hr[0], v.width,
                                      v.width, v.height, f->chroma_x, f->chroma_y);
             store(f, hr[0], v);

@@ -74,8 +74,7 @@ static nxe_status append_input(nxe_exe_step *step, int32_t residual, const nxe_e
 }
 
 /* Tries to fold step u, the only reader of step s's output, into s. */
-static nxe_status try_fold(fold_plan *exe, tensor_uses *uses, int32_t s, int32_t u,
-                           bool *folded)
+static nxe_status try_fold(fold_plan *exe, tensor_uses *uses, int32_t s, int32_t u, bool *folded)
 {
     nxe_exe_step *step = &exe->steps[s], *next = &exe->steps[u];
     nxe_fused_epilogue *fused = &step->fused;
@@ -87,7 +86,7 @@ static nxe_status try_fold(fold_plan *exe, tensor_uses *uses, int32_t s, int32_t
     nxe_epilogue activation = fused->epilogue;
     if (next->node.def->as_activation && fused->epilogue.activation == NXE_ACTIVATION_NONE &&
         next->node.def->as_activation(next->params, next->input_values, next->num_inputs,
-                                 &activation)) {
+                                      &activation)) {
         fused->epilogue = activation;
     } else if (strcmp(nxe_node_type(&next->node), "Mul") == 0 && next->num_inputs == 2 &&
                fused->epilogue.activation == NXE_ACTIVATION_NONE && fused->residual_input < 0) {

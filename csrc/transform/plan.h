@@ -13,9 +13,9 @@ typedef struct nxe_exe_tensor {
     int32_t ndim;
     int64_t shape[NXE_MAX_RANK];
     nxe_quant quant;
-    float *scales;     /* storage behind quant.scales */
+    float *scales; /* storage behind quant.scales */
     size_t bytes;
-    bool in_arena;     /* TRANSIENT */
+    bool in_arena; /* TRANSIENT */
     uint64_t arena_offset;
     int32_t constant;  /* CONSTANT: which distinct constant buffer it uses; -1 otherwise */
     void *storage;     /* CONSTANT: the constant's bytes (shared, not owned by the tensor);
@@ -24,15 +24,15 @@ typedef struct nxe_exe_tensor {
 } nxe_exe_tensor;
 
 typedef struct nxe_exe_step {
-    nxe_node node;       /* the op: its definition, name and attributes */
-    void *params;        /* made by the op's shape rule, at compile and again at load */
+    nxe_node node; /* the op: its definition, name and attributes */
+    void *params;  /* made by the op's shape rule, at compile and again at load */
     int32_t num_inputs;
     int32_t num_outputs;
-    int32_t *input_ids;  /* tensor index, -1 for an absent optional input */
+    int32_t *input_ids; /* tensor index, -1 for an absent optional input */
     int32_t *output_ids;
     nxe_value *input_values;
     nxe_value *output_values;
-    void *prepared;          /* from the op's prepare (packed weights), or NULL */
+    void *prepared;           /* from the op's prepare (packed weights), or NULL */
     nxe_fused_epilogue fused; /* what transform/fold_epilogues.c folded into this step */
 } nxe_exe_step;
 

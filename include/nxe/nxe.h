@@ -101,7 +101,7 @@ enum nxe_status_code {
     NXE_OK = 0,
     NXE_ERROR_INVALID_ARGUMENT = 1, /* NULL where a value is needed, out-of-range value */
     NXE_ERROR_OUT_OF_MEMORY = 2,
-    NXE_ERROR_INVALID_GRAPH = 3,    /* cycles, unbound or doubly-bound tensors, unknown ops */
+    NXE_ERROR_INVALID_GRAPH = 3, /* cycles, unbound or doubly-bound tensors, unknown ops */
     NXE_ERROR_SHAPE_MISMATCH = 4,
     NXE_ERROR_DTYPE_MISMATCH = 5,
     NXE_ERROR_UNSUPPORTED = 6,      /* valid request this build or op cannot do */
@@ -109,8 +109,8 @@ enum nxe_status_code {
     NXE_ERROR_INVALID_STATE = 8,    /* call out of order, e.g. editing a compiled graph */
     NXE_ERROR_BUFFER_TOO_SMALL = 9, /* two-call pattern: the size needed is reported back */
     NXE_ERROR_IO = 10,
-    NXE_ERROR_FORMAT = 11,          /* malformed or corrupted file */
-    NXE_ERROR_RUNTIME = 12,         /* data-dependent failure during a run (index out of range) */
+    NXE_ERROR_FORMAT = 11,  /* malformed or corrupted file */
+    NXE_ERROR_RUNTIME = 12, /* data-dependent failure during a run (index out of range) */
     NXE_ERROR_INTERNAL = 13
 };
 
@@ -124,12 +124,7 @@ NXE_API const char *nxe_status_name(nxe_status status);
 /* ---- Logging --------------------------------------------------------------------------- */
 
 /* Since 0.1. */
-enum nxe_log_level {
-    NXE_LOG_ERROR = 0,
-    NXE_LOG_WARNING = 1,
-    NXE_LOG_INFO = 2,
-    NXE_LOG_DEBUG = 3
-};
+enum nxe_log_level { NXE_LOG_ERROR = 0, NXE_LOG_WARNING = 1, NXE_LOG_INFO = 2, NXE_LOG_DEBUG = 3 };
 /* Called from any thread of the library; `message` lives for the call only. Since 0.1. */
 typedef void (*nxe_log_fn)(void *user_data, int32_t level, const char *message);
 /* Sets the process-wide log callback (NULL: silence) and the most verbose level delivered;
@@ -151,10 +146,10 @@ enum nxe_dtype {
     NXE_DTYPE_I32 = 7,
     NXE_DTYPE_I64 = 8,
     NXE_DTYPE_BOOL = 9,
-    NXE_DTYPE_F64 = 10, /* since 0.2 */
-    NXE_DTYPE_U16 = 11, /* since 0.2 */
-    NXE_DTYPE_U32 = 12, /* since 0.2 */
-    NXE_DTYPE_U64 = 13, /* since 0.2 */
+    NXE_DTYPE_F64 = 10,  /* since 0.2 */
+    NXE_DTYPE_U16 = 11,  /* since 0.2 */
+    NXE_DTYPE_U32 = 12,  /* since 0.2 */
+    NXE_DTYPE_U64 = 13,  /* since 0.2 */
     NXE_DTYPE_COUNT = 14 /* grows as dtypes are added: do not size stored data by it */
 };
 /* Name ("f32", ...; static storage, never released) and element size in bytes of a dtype;
@@ -182,11 +177,11 @@ NXE_API nxe_status nxe_dtype_from_dlpack(int32_t code, int32_t bits, int32_t *dt
  * Shapes are row-major, outermost first; data is dense. Since 0.1. */
 typedef struct nxe_tensor_desc {
     void *data;
-    size_t data_size;   /* bytes available at data */
+    size_t data_size; /* bytes available at data */
     int32_t ndim;
     int32_t dtype_code; /* enum nxe_dlpack_code */
     int32_t dtype_bits;
-    int32_t reserved;   /* must be 0 */
+    int32_t reserved; /* must be 0 */
     int64_t shape[NXE_MAX_RANK];
 } nxe_tensor_desc;
 
@@ -232,15 +227,16 @@ enum nxe_tensor_kind {
 
 /* Since 0.1. */
 typedef struct nxe_tensor_spec {
-    uint32_t struct_size;  /* sizeof(nxe_tensor_spec) */
-    const char *name;      /* unique within the graph; NULL or "" gets a generated name */
-    int32_t dtype;         /* enum nxe_dtype; NONE = inferred (OUTPUT/TRANSIENT only) */
-    int32_t kind;          /* enum nxe_tensor_kind */
-    int32_t ndim;          /* 0..NXE_MAX_RANK; -1 = rank unknown (OUTPUT/TRANSIENT only) */
-    const int64_t *shape;  /* ndim entries; -1 = dimension unknown (OUTPUT/TRANSIENT only) */
+    uint32_t struct_size; /* sizeof(nxe_tensor_spec) */
+    const char *name;     /* unique within the graph; NULL or "" gets a generated name */
+    int32_t dtype;        /* enum nxe_dtype; NONE = inferred (OUTPUT/TRANSIENT only) */
+    int32_t kind;         /* enum nxe_tensor_kind */
+    int32_t ndim;         /* 0..NXE_MAX_RANK; -1 = rank unknown (OUTPUT/TRANSIENT only) */
+    const int64_t *shape; /* ndim entries; -1 = dimension unknown (OUTPUT/TRANSIENT only) */
 } nxe_tensor_spec;
 /* Since 0.1. */
-#define NXE_TENSOR_SPEC_INIT {sizeof(nxe_tensor_spec), NULL, NXE_DTYPE_F32, NXE_TENSOR_TRANSIENT, -1, NULL}
+#define NXE_TENSOR_SPEC_INIT                                                                       \
+    {sizeof(nxe_tensor_spec), NULL, NXE_DTYPE_F32, NXE_TENSOR_TRANSIENT, -1, NULL}
 
 /* Adds a tensor to the graph; it belongs to the graph (no release of its own) and `spec` is
  * copied. NXE_ERROR_INVALID_ARGUMENT for a NULL argument, a short struct_size, an unknown
@@ -275,9 +271,9 @@ NXE_API nxe_status nxe_tensor_set_data(nxe_tensor *tensor, const void *data, siz
 /* Since 0.1. */
 enum nxe_quant_type {
     NXE_QUANT_NONE = 0,
-    NXE_QUANT_ASYMMETRIC = 1,           /* real = scale * (q - zero_point), per tensor */
+    NXE_QUANT_ASYMMETRIC = 1,            /* real = scale * (q - zero_point), per tensor */
     NXE_QUANT_SYMMETRIC_PER_CHANNEL = 2, /* real = scales[c] * q along `axis` */
-    NXE_QUANT_DYNAMIC_FIXED_POINT = 3   /* real = q * 2^-fractional_length */
+    NXE_QUANT_DYNAMIC_FIXED_POINT = 3    /* real = q * 2^-fractional_length */
 };
 /* Set a tensor's quantization, replacing any earlier one; `scales` is copied.
  * NXE_ERROR_INVALID_ARGUMENT for a NULL tensor or scales, a scale that is not finite and
@@ -294,18 +290,18 @@ NXE_API nxe_status nxe_tensor_set_quant_dynamic_fixed_point(nxe_tensor *tensor,
 
 /* Since 0.1. */
 typedef struct nxe_tensor_info {
-    uint32_t struct_size;  /* set by the caller: sizeof(nxe_tensor_info) */
-    const char *name;      /* owned by the graph */
+    uint32_t struct_size; /* set by the caller: sizeof(nxe_tensor_info) */
+    const char *name;     /* owned by the graph */
     int32_t dtype;
     int32_t kind;
-    int32_t ndim;          /* after compile: the inferred rank */
+    int32_t ndim; /* after compile: the inferred rank */
     int64_t shape[NXE_MAX_RANK];
-    int32_t quant_type;    /* enum nxe_quant_type */
-    float scale;           /* ASYMMETRIC */
-    int32_t zero_point;    /* ASYMMETRIC */
-    int32_t axis;          /* PER_CHANNEL */
-    int32_t num_scales;    /* PER_CHANNEL */
-    const float *scales;   /* PER_CHANNEL; owned by the graph */
+    int32_t quant_type;        /* enum nxe_quant_type */
+    float scale;               /* ASYMMETRIC */
+    int32_t zero_point;        /* ASYMMETRIC */
+    int32_t axis;              /* PER_CHANNEL */
+    int32_t num_scales;        /* PER_CHANNEL */
+    const float *scales;       /* PER_CHANNEL; owned by the graph */
     int32_t fractional_length; /* DYNAMIC_FIXED_POINT */
 } nxe_tensor_info;
 /* Describes a tensor; shapes left to inference are filled in by nxe_graph_compile. The
@@ -363,17 +359,17 @@ enum nxe_attr_type {
 typedef struct nxe_op_param_info {
     const char *name;
     const char *doc;
-    uint32_t dtypes;     /* bit (1u << dtype) for each accepted enum nxe_dtype */
-    int32_t optional;    /* may be left unbound (NULL) */
-    int32_t variadic;    /* last parameter only: repeats (Concat inputs, Split outputs) */
+    uint32_t dtypes;  /* bit (1u << dtype) for each accepted enum nxe_dtype */
+    int32_t optional; /* may be left unbound (NULL) */
+    int32_t variadic; /* last parameter only: repeats (Concat inputs, Split outputs) */
 } nxe_op_param_info;
 
 /* Since 0.1. */
 typedef struct nxe_op_attr_info {
     const char *name;
     const char *doc;
-    int32_t type;               /* enum nxe_attr_type */
-    const char *default_value;  /* JSON text of the default; NULL when required */
+    int32_t type;              /* enum nxe_attr_type */
+    const char *default_value; /* JSON text of the default; NULL when required */
 } nxe_op_attr_info;
 
 /* Since 0.1. */
@@ -401,9 +397,9 @@ NXE_API nxe_status nxe_op_registry_find(const char *op_type, const nxe_op_info *
 
 /* Since 0.1. */
 typedef struct nxe_compile_options {
-    uint32_t struct_size;     /* sizeof(nxe_compile_options) */
-    int32_t num_threads;      /* worker threads for the executable; 0 = one per online CPU */
-    int32_t relax_precision;  /* nonzero: fp32 work may run in bf16 with fp32 accumulation */
+    uint32_t struct_size;    /* sizeof(nxe_compile_options) */
+    int32_t num_threads;     /* worker threads for the executable; 0 = one per online CPU */
+    int32_t relax_precision; /* nonzero: fp32 work may run in bf16 with fp32 accumulation */
 } nxe_compile_options;
 /* Since 0.1. */
 #define NXE_COMPILE_OPTIONS_INIT {sizeof(nxe_compile_options), 0, 0}
@@ -464,12 +460,12 @@ NXE_API nxe_status nxe_executable_write_variable(nxe_executable *exe, const char
 
 /* Since 0.1. */
 typedef struct nxe_memory_info {
-    uint32_t struct_size;      /* sizeof(nxe_memory_info) */
-    uint64_t arena_bytes;      /* one arena shared by TRANSIENT tensors with disjoint lifetimes */
-    uint64_t transient_bytes;  /* what those tensors would take without sharing */
-    uint64_t constant_bytes;   /* constants and variables held by the executable */
+    uint32_t struct_size;     /* sizeof(nxe_memory_info) */
+    uint64_t arena_bytes;     /* one arena shared by TRANSIENT tensors with disjoint lifetimes */
+    uint64_t transient_bytes; /* what those tensors would take without sharing */
+    uint64_t constant_bytes;  /* constants and variables held by the executable */
     int32_t num_threads;
-    int32_t num_steps;         /* kernel calls per run */
+    int32_t num_steps; /* kernel calls per run */
 } nxe_memory_info;
 /* NXE_ERROR_INVALID_ARGUMENT (a NULL argument or a short struct_size); *info is then
  * unchanged. Since 0.1. */
@@ -503,14 +499,14 @@ NXE_API nxe_status nxe_executable_run_nocopy(nxe_executable *exe, const nxe_tens
 
 /* Since 0.1. */
 typedef struct nxe_run_stats {
-    uint32_t struct_size;        /* sizeof(nxe_run_stats) */
-    uint64_t runs;               /* completed runs since creation or load */
-    uint64_t inputs_copied;      /* over all runs: inputs copied into staging */
-    uint64_t inputs_in_place;    /* over all runs: inputs already in staging (zero-copy) */
+    uint32_t struct_size;     /* sizeof(nxe_run_stats) */
+    uint64_t runs;            /* completed runs since creation or load */
+    uint64_t inputs_copied;   /* over all runs: inputs copied into staging */
+    uint64_t inputs_in_place; /* over all runs: inputs already in staging (zero-copy) */
     uint64_t bytes_copied_in;
-    uint64_t bytes_copied_out;   /* outputs copied to caller buffers by nxe_executable_run */
-    uint64_t staging_bytes;      /* capacity of the staging buffer */
-    uint64_t staging_used;       /* the result area, the input slots and created inputs */
+    uint64_t bytes_copied_out; /* outputs copied to caller buffers by nxe_executable_run */
+    uint64_t staging_bytes;    /* capacity of the staging buffer */
+    uint64_t staging_used;     /* the result area, the input slots and created inputs */
 } nxe_run_stats;
 /* NXE_ERROR_INVALID_ARGUMENT (a NULL argument or a short struct_size); *stats is then
  * unchanged. Since 0.1. */
@@ -526,18 +522,17 @@ NXE_API nxe_status nxe_executable_stats(const nxe_executable *exe, nxe_run_stats
  * again with a buffer of *size bytes. The codes of nxe_graph_compile, NXE_ERROR_INVALID_ARGUMENT
  * when size is NULL, and NXE_ERROR_BUFFER_TOO_SMALL, after which *size is the size needed; on
  * any other failure *size is 0. The buffer stays the caller's. Since 0.1. */
-NXE_API nxe_status nxe_graph_compile_to_binary(nxe_graph *graph,
-                                               const nxe_compile_options *options,
+NXE_API nxe_status nxe_graph_compile_to_binary(nxe_graph *graph, const nxe_compile_options *options,
                                                void *buffer, size_t *size);
 
 /* Since 0.1. */
 typedef struct nxe_load_options {
-    uint32_t struct_size;     /* sizeof(nxe_load_options) */
-    int32_t num_threads;      /* 0 = one per online CPU */
-    int32_t verify;           /* nonzero: check every section's checksum before use */
-    int32_t allow_recompile;  /* nonzero: a binary for an ISA or kernel ABI this machine lacks
+    uint32_t struct_size;    /* sizeof(nxe_load_options) */
+    int32_t num_threads;     /* 0 = one per online CPU */
+    int32_t verify;          /* nonzero: check every section's checksum before use */
+    int32_t allow_recompile; /* nonzero: a binary for an ISA or kernel ABI this machine lacks
                                  is recompiled from its embedded model; zero: that is an error */
-    uint64_t staging_bytes;   /* staging capacity; 0 = the result area plus room for every
+    uint64_t staging_bytes;  /* staging capacity; 0 = the result area plus room for every
                                  input twice */
 } nxe_load_options;
 /* Since 0.1. */
@@ -560,17 +555,17 @@ NXE_API nxe_status nxe_executable_load_memory(const void *data, size_t size,
 
 /* Since 0.1. */
 typedef struct nxe_executable_info {
-    uint32_t struct_size;       /* sizeof(nxe_executable_info) */
-    uint8_t fingerprint[32];    /* SHA-256 fingerprint of the source model; all zero for an
+    uint32_t struct_size;    /* sizeof(nxe_executable_info) */
+    uint8_t fingerprint[32]; /* SHA-256 fingerprint of the source model; all zero for an
                                    executable compiled in memory from a graph not built from
                                    a model file */
-    char isa[16];               /* ISA the plan's kernels need, e.g. "ref"; like kernel_abi, a
+    char isa[16];            /* ISA the plan's kernels need, e.g. "ref"; like kernel_abi, a
                                    tag to compare, whose values are experimental (they follow
                                    the kernel set, nxe_experimental.h) */
-    int32_t kernel_abi;         /* kernel ABI version of the plan */
-    int32_t loaded;             /* nonzero: loaded from a binary */
-    int32_t recompiled;         /* nonzero: the binary was recompiled from its embedded model */
-    int32_t num_constants;      /* distinct constant buffers after de-duplication */
+    int32_t kernel_abi;      /* kernel ABI version of the plan */
+    int32_t loaded;          /* nonzero: loaded from a binary */
+    int32_t recompiled;      /* nonzero: the binary was recompiled from its embedded model */
+    int32_t num_constants;   /* distinct constant buffers after de-duplication */
 } nxe_executable_info;
 /* NXE_ERROR_INVALID_ARGUMENT (a NULL argument or a short struct_size); *info is then
  * unchanged. Since 0.1. */
@@ -586,8 +581,8 @@ typedef struct nxe_model nxe_model;
 
 /* Since 0.1. */
 typedef struct nxe_model_options {
-    uint32_t struct_size;  /* sizeof(nxe_model_options) */
-    int32_t lazy;          /* nonzero: skip the tensor-data checksum and fingerprint check at
+    uint32_t struct_size; /* sizeof(nxe_model_options) */
+    int32_t lazy;         /* nonzero: skip the tensor-data checksum and fingerprint check at
                               open; nxe_model_verify does them later */
 } nxe_model_options;
 /* Since 0.1. */
@@ -618,8 +613,7 @@ NXE_API nxe_status nxe_model_fingerprint(const nxe_model *model, uint8_t fingerp
  * reports) are not. NXE_ERROR_INVALID_ARGUMENT (a NULL argument); *json is then NULL and
  * *size 0. Since 0.1. */
 NXE_API nxe_status nxe_model_metadata(const nxe_model *model, const char **json, size_t *size);
-NXE_API nxe_status nxe_model_annotations(const nxe_model *model, const char **json,
-                                         size_t *size);
+NXE_API nxe_status nxe_model_annotations(const nxe_model *model, const char **json, size_t *size);
 /* NXE_ERROR_INVALID_ARGUMENT (a NULL argument); *count is then 0. Since 0.1. */
 NXE_API nxe_status nxe_model_tensor_count(const nxe_model *model, int32_t *count);
 /* Describes stored tensor `index`; desc->data and the pointers in *info point into the model
@@ -634,8 +628,7 @@ NXE_API nxe_status nxe_model_tensor(const nxe_model *model, int32_t index, nxe_t
  * not decode), NXE_ERROR_NOT_FOUND (an op type this library lacks), the codes of
  * nxe_graph_add_tensor and the binding calls, NXE_ERROR_OUT_OF_MEMORY; *out is then NULL.
  * Since 0.1. */
-NXE_API nxe_status nxe_model_build_graph(const nxe_model *model, nxe_context *ctx,
-                                         nxe_graph **out);
+NXE_API nxe_status nxe_model_build_graph(const nxe_model *model, nxe_context *ctx, nxe_graph **out);
 
 /* Since 0.1. */
 typedef struct nxe_model_write_options {

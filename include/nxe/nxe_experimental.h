@@ -46,10 +46,10 @@ enum nxe_cpu_feature {
 
 /* Since 0.2. */
 typedef struct nxe_cpu_info {
-    uint32_t struct_size;  /* set by the caller: sizeof(nxe_cpu_info) */
-    uint64_t features;     /* enum nxe_cpu_feature bits; 0 on CPUs other than x86-64 */
-    char isa[16];          /* the level chosen: "amx", "avx512", "avx2" or "scalar" */
-    char reason[256];      /* why that level, e.g. "NXE_ISA=avx2 caps avx512" */
+    uint32_t struct_size; /* set by the caller: sizeof(nxe_cpu_info) */
+    uint64_t features;    /* enum nxe_cpu_feature bits; 0 on CPUs other than x86-64 */
+    char isa[16];         /* the level chosen: "amx", "avx512", "avx2" or "scalar" */
+    char reason[256];     /* why that level, e.g. "NXE_ISA=avx2 caps avx512" */
 } nxe_cpu_info;
 /* Describes this process's CPU features and the ISA level its kernels are chosen for.
  * NXE_ERROR_INVALID_ARGUMENT (info is NULL or its struct_size short); *info is then

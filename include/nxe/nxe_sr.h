@@ -83,7 +83,7 @@ NXE_SR_API const char *nxe_sr_last_error(void);
  * interleaved UV at 4:2:0. Packed RGB formats use data[0] only; RGBA/BGRA keep alpha.
  * nxe_sr_format_info describes each code; codes run from 1 without gaps. */
 enum nxe_sr_format {
-    NXE_SR_FORMAT_GRAY8 = 1,     /* since SR API 0.1, as all codes up to BGRA */
+    NXE_SR_FORMAT_GRAY8 = 1, /* since SR API 0.1, as all codes up to BGRA */
     NXE_SR_FORMAT_YUV420P = 2,
     NXE_SR_FORMAT_YUV422P = 3,
     NXE_SR_FORMAT_YUV444P = 4,
@@ -136,10 +136,7 @@ NXE_SR_API const char *nxe_sr_format_name(int32_t format);
 /* since SR API 0.1. The colour of a frame, as the caller states it. YUV<->RGB conversion (RGB
  * frames through a luma model, YUV frames through an RGB model) uses them; they are ignored
  * where none happens. */
-enum nxe_sr_matrix {
-    NXE_SR_MATRIX_BT601 = 0,
-    NXE_SR_MATRIX_BT709 = 1
-};
+enum nxe_sr_matrix { NXE_SR_MATRIX_BT601 = 0, NXE_SR_MATRIX_BT709 = 1 };
 enum nxe_sr_range {
     NXE_SR_RANGE_LIMITED = 0, /* Y 16..235, chroma 16..240 (x4 at 10 bits) */
     NXE_SR_RANGE_FULL = 1
@@ -159,9 +156,11 @@ typedef struct nxe_sr_frame {
     int64_t strides[4];   /* bytes from one row to the next; negative for bottom-up; the
                              magnitude at least the row's bytes */
 } nxe_sr_frame;
+/* clang-format off */
 #define NXE_SR_FRAME_INIT                                                                     \
     {sizeof(nxe_sr_frame), 0, 0, 0, NXE_SR_MATRIX_BT601, NXE_SR_RANGE_LIMITED, {0, 0, 0, 0}, \
      {0, 0, 0, 0}}
+/* clang-format on */
 
 /* ---- Built-in models ---------------------------------------------------------------------- */
 
@@ -198,19 +197,18 @@ enum nxe_sr_tiling {
 
 /* since SR API 0.1. */
 typedef struct nxe_sr_options {
-    uint32_t struct_size;  /* sizeof(nxe_sr_options) */
-    int32_t num_threads;   /* worker threads; 0 = one per online CPU */
-    int32_t tile_size;     /* the largest side of an input tile in input pixels (8 to
+    uint32_t struct_size; /* sizeof(nxe_sr_options) */
+    int32_t num_threads;  /* worker threads; 0 = one per online CPU */
+    int32_t tile_size;    /* the largest side of an input tile in input pixels (8 to
                               16384), or NXE_SR_TILE_DEFAULT / NXE_SR_TILE_NONE; a frame is
                               cut into equal tiles no larger than this */
-    int32_t tile_overlap;  /* input pixels of context a tile borrows from each neighbour, or
+    int32_t tile_overlap; /* input pixels of context a tile borrows from each neighbour, or
                               NXE_SR_OVERLAP_DEFAULT; below the receptive radius tiles may
                               show seams; tile_size - 2 * overlap must stay >= 1 */
-    int32_t precision;     /* enum nxe_sr_precision */
+    int32_t precision;    /* enum nxe_sr_precision */
 } nxe_sr_options;
-#define NXE_SR_OPTIONS_INIT                                                                   \
-    {sizeof(nxe_sr_options), 0, NXE_SR_TILE_DEFAULT, NXE_SR_OVERLAP_DEFAULT,                  \
-     NXE_SR_PRECISION_FP32}
+#define NXE_SR_OPTIONS_INIT                                                                        \
+    {sizeof(nxe_sr_options), 0, NXE_SR_TILE_DEFAULT, NXE_SR_OVERLAP_DEFAULT, NXE_SR_PRECISION_FP32}
 
 /* since SR API 0.1. Opens `model`: a built-in name (see nxe_sr_builtin_name, e.g. "espcn-x2")
  * looked up in the model folder installed beside the library, or the environment variable
@@ -222,8 +220,7 @@ typedef struct nxe_sr_options {
  * (NULL out or model, an empty name, a bad option), NXE_ERROR_NOT_FOUND (an unknown built-in
  * name), NXE_ERROR_IO (a file that cannot be read), NXE_ERROR_FORMAT (a corrupt file or one
  * that is not an SR model), NXE_ERROR_OUT_OF_MEMORY. */
-NXE_SR_API nxe_status nxe_sr_open(const char *model, const nxe_sr_options *options,
-                                  nxe_sr **out);
+NXE_SR_API nxe_status nxe_sr_open(const char *model, const nxe_sr_options *options, nxe_sr **out);
 /* since SR API 0.1. Frees the session and everything it holds; NULL does nothing. No other
  * call on the session may be in progress or follow. */
 NXE_SR_API void nxe_sr_release(nxe_sr *sr);
@@ -237,11 +234,11 @@ typedef struct nxe_sr_info {
     int32_t tile_size;        /* in effect: input pixels per tile side, or NXE_SR_TILE_NONE */
     int32_t tile_overlap;     /* in effect */
     int32_t precision;
-    int32_t num_threads;      /* in effect */
-    uint64_t frames;          /* frames processed since open */
-    uint64_t tiles;           /* model runs since open */
+    int32_t num_threads;       /* in effect */
+    uint64_t frames;           /* frames processed since open */
+    uint64_t tiles;            /* model runs since open */
     uint64_t reconfigurations; /* compilations for a new tile shape since open */
-    char name[64];            /* the model's name from its metadata, NUL-terminated */
+    char name[64];             /* the model's name from its metadata, NUL-terminated */
 } nxe_sr_info;
 /* since SR API 0.1. Fills *info, whose struct_size the caller sets, with the session's model,
  * settings and counts; waits for a frame in progress on another thread. Returns NXE_OK, or

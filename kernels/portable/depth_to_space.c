@@ -18,9 +18,10 @@ void NXE_ISA_NAME(nxe_x32_depth_to_space)(const nxe_depth_to_space_geometry *g,
         for (int64_t c = 0; c < out_channels; c++) {
             uint32_t *dst = output + ((n * out_channels + c) * out_height + oy) * out_width;
             for (int64_t j = 0; j < block; j++) {
-                const int64_t ic = g->crd_mode ? (c * block + i) * block + j
-                                               : (i * block + j) * out_channels + c;
-                const uint32_t *src = input + ((n * g->in_channels + ic) * g->in_height + iy) * width;
+                const int64_t ic =
+                    g->crd_mode ? (c * block + i) * block + j : (i * block + j) * out_channels + c;
+                const uint32_t *src =
+                    input + ((n * g->in_channels + ic) * g->in_height + iy) * width;
                 for (int64_t x = 0; x < width; x++)
                     dst[x * block + j] = src[x];
             }

@@ -35,9 +35,11 @@ static void row_channels_first(const nxe_depthwise_args *args, int64_t row)
     const int64_t n = row / (g->out_size[0] * g->out_size[1]) / g->out_channels;
     const int64_t multiplier = g->out_channels / g->groups;
     const int64_t in_plane = g->in_size[1] * g->in_size[2];
-    const float *input = args->input + (n * g->in_channels + o / multiplier) * g->in_size[0] * in_plane;
+    const float *input =
+        args->input + (n * g->in_channels + o / multiplier) * g->in_size[0] * in_plane;
     const float *w = args->weight + o * taps;
-    const int64_t out_offset = ((n * g->out_channels + o) * g->out_size[0] + oz) * g->out_size[1] * ow + oy * ow;
+    const int64_t out_offset =
+        ((n * g->out_channels + o) * g->out_size[0] + oz) * g->out_size[1] * ow + oy * ow;
     float *out = args->output + out_offset;
     for (int64_t x = 0; x < ow; x++)
         out[x] = 0.0f;
@@ -83,7 +85,8 @@ static void row_channels_last(const nxe_depthwise_args *args, int64_t row)
     const int64_t oy = row % g->out_size[1], oz = row / g->out_size[1] % g->out_size[0];
     const int64_t n = row / (g->out_size[0] * g->out_size[1]);
     const int64_t multiplier = channels / g->groups;
-    const float *input = args->input + n * g->in_size[0] * g->in_size[1] * g->in_size[2] * g->in_channels;
+    const float *input =
+        args->input + n * g->in_size[0] * g->in_size[1] * g->in_size[2] * g->in_channels;
     const int64_t out_offset = ((n * g->out_size[0] + oz) * g->out_size[1] + oy) * ow * channels;
     float *out = args->output + out_offset;
     for (int64_t i = 0; i < ow * channels; i++)
@@ -100,7 +103,8 @@ static void row_channels_last(const nxe_depthwise_args *args, int64_t row)
                     if (iz < 0 || iz >= g->in_size[0] || iy < 0 || iy >= g->in_size[1] || ix < 0 ||
                         ix >= g->in_size[2])
                         continue;
-                    const float *src = input + ((iz * g->in_size[1] + iy) * g->in_size[2] + ix) * g->in_channels;
+                    const float *src =
+                        input + ((iz * g->in_size[1] + iy) * g->in_size[2] + ix) * g->in_channels;
                     const float *w = args->weight + tap * channels;
                     if (multiplier == 1) {
                         for (int64_t c = 0; c < channels; c++)
@@ -120,7 +124,8 @@ static void row_channels_last(const nxe_depthwise_args *args, int64_t row)
         .residual = args->residual ? args->residual + out_offset : NULL,
         .ldr = channels,
     };
-    NXE_ISA_NAME(nxe_epilogue)((int32_t)ow, (int32_t)channels, out, channels, &args->epilogue, &ops);
+    NXE_ISA_NAME(nxe_epilogue)((int32_t)ow, (int32_t)channels, out, channels, &args->epilogue,
+                               &ops);
 }
 
 void NXE_ISA_NAME(nxe_depthwise_run)(const nxe_depthwise_args *args, int64_t row_begin,

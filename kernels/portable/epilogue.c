@@ -5,8 +5,8 @@
 #include "portable/portable.h"
 #include "portable/vmath.h"
 
-void NXE_ISA_NAME(nxe_f32_activation)(int32_t activation, float alpha, float beta,
-                                      const float *x, float *y, int64_t n)
+void NXE_ISA_NAME(nxe_f32_activation)(int32_t activation, float alpha, float beta, const float *x,
+                                      float *y, int64_t n)
 {
     switch (activation) {
     case NXE_ACTIVATION_RELU:
@@ -57,16 +57,14 @@ void NXE_ISA_NAME(nxe_f32_activation)(int32_t activation, float alpha, float bet
 }
 
 void NXE_ISA_NAME(nxe_epilogue)(int32_t mr, int32_t nr, float *c, int64_t ldc,
-                                const nxe_epilogue *epilogue,
-                                const nxe_epilogue_operands *operands)
+                                const nxe_epilogue *epilogue, const nxe_epilogue_operands *operands)
 {
     const float scale = epilogue->scale, bias_scale = epilogue->bias_scale;
     const int before = epilogue->residual_before_activation;
     for (int32_t i = 0; i < mr; i++) {
         float *row = c + i * ldc;
         const float *bias = operands->bias ? operands->bias + i * operands->bias_stride_m : NULL;
-        const float *residual = operands->residual ? operands->residual + i * operands->ldr
-                                                   : NULL;
+        const float *residual = operands->residual ? operands->residual + i * operands->ldr : NULL;
         if (bias && operands->bias_stride_n) {
             for (int32_t j = 0; j < nr; j++)
                 row[j] = scale * row[j] + bias_scale * bias[j];
@@ -79,8 +77,8 @@ void NXE_ISA_NAME(nxe_epilogue)(int32_t mr, int32_t nr, float *c, int64_t ldc,
             for (int32_t j = 0; j < nr; j++)
                 row[j] += residual[j];
         if (epilogue->activation != NXE_ACTIVATION_NONE)
-            NXE_ISA_NAME(nxe_f32_activation)(epilogue->activation, epilogue->alpha,
-                                             epilogue->beta, row, row, nr);
+            NXE_ISA_NAME(nxe_f32_activation)(epilogue->activation, epilogue->alpha, epilogue->beta,
+                                             row, row, nr);
         if (residual && !before)
             for (int32_t j = 0; j < nr; j++)
                 row[j] += residual[j];

@@ -38,8 +38,8 @@ static inline uint32_t bf16_bits(float value)
 
 /* Packs rows[k] (k < count; `valid` floats read from each, the rest of the `width` zero)
  * into a bf16 panel: pairs of k interleaved, an odd count completed by a zero row. */
-static void pack_rows_bf16(uint16_t *panel, int32_t width, int32_t valid,
-                           const float *const *rows, int64_t count)
+static void pack_rows_bf16(uint16_t *panel, int32_t width, int32_t valid, const float *const *rows,
+                           int64_t count)
 {
     for (int64_t k = 0; k < count; k += 2) {
         const float *even = rows[k], *odd = k + 1 < count ? rows[k + 1] : zero_row;
@@ -52,8 +52,8 @@ static void pack_rows_bf16(uint16_t *panel, int32_t width, int32_t valid,
 }
 
 /* Row pointers of a packed panel block: group q of k_unit rows at q * width * k_unit. */
-static void panel_rows(const nxe_gemm_kernel *kernel, const void *block, int32_t width,
-                       int64_t kc, const void **rows)
+static void panel_rows(const nxe_gemm_kernel *kernel, const void *block, int32_t width, int64_t kc,
+                       const void **rows)
 {
     const size_t group_bytes =
         (size_t)width * (size_t)kernel->k_unit * nxe_gemm_element_size(kernel->type);
@@ -77,7 +77,8 @@ static inline __m256i bf16_pairs16(const float *row)
 {
     const __m512i bits = _mm512_castps_si512(_mm512_loadu_ps(row));
     const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
-    const __m512i rounded = _mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF)));
+    const __m512i rounded =
+        _mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF)));
     return _mm512_cvtepi32_epi16(_mm512_srli_epi32(rounded, 16));
 }
 
@@ -133,9 +134,9 @@ static void pack_a_tile(const nxe_gemm_packed_args *args, int64_t i0, int32_t mr
 #endif
         for (; q < pairs; q++)
             for (int32_t i = 0; i < width; i++)
-                out[q * width + i] = rows[i] ? bf16_bits(rows[i][2 * q]) |
-                                                   (bf16_bits(rows[i][2 * q + 1]) << 16)
-                                             : 0u;
+                out[q * width + i] =
+                    rows[i] ? bf16_bits(rows[i][2 * q]) | (bf16_bits(rows[i][2 * q + 1]) << 16)
+                            : 0u;
         if (kc % 2)
             for (int32_t i = 0; i < width; i++)
                 out[pairs * width + i] = rows[i] ? bf16_bits(rows[i][kc - 1]) : 0u;
@@ -226,12 +227,12 @@ void NXE_ISA_NAME(nxe_gemm_packed_run)(const nxe_gemm_packed_args *args, int64_t
 
 typedef struct conv_shape {
     int64_t group_in, group_out;
-    int64_t taps;          /* KD * KH * KW */
-    int64_t k;             /* group_in * taps: the reduction */
-    int64_t out_pixels;    /* OD * OH * OW */
+    int64_t taps;       /* KD * KH * KW */
+    int64_t k;          /* group_in * taps: the reduction */
+    int64_t out_pixels; /* OD * OH * OW */
     int64_t in_pixels;
-    int64_t row_tiles;     /* pixel tiles per output row */
-    int32_t tile_width;    /* pixels per tile: nr channels first, mr channels last */
+    int64_t row_tiles;  /* pixel tiles per output row */
+    int32_t tile_width; /* pixels per tile: nr channels first, mr channels last */
 } conv_shape;
 
 static conv_shape shape_of(const nxe_conv_gemm_args *args)
@@ -264,8 +265,8 @@ double NXE_ISA_NAME(nxe_conv_gemm_tile_work)(const nxe_conv_gemm_args *args)
 
 /* Input column of output column ox at tap kx, and the output columns [*lo, *hi) of the tile
  * whose input column lies inside [0, width). */
-static void valid_columns(int64_t ox0, int32_t count, int64_t stride, int64_t offset,
-                          int64_t width, int32_t *lo, int32_t *hi)
+static void valid_columns(int64_t ox0, int32_t count, int64_t stride, int64_t offset, int64_t width,
+                          int32_t *lo, int32_t *hi)
 {
     /* Input column of tile column j: start + j * stride. */
     const int64_t start = ox0 * stride + offset;
@@ -310,7 +311,7 @@ static tap_rows tap_rows_at(const nxe_conv_geometry *g, int64_t kz, int64_t ky, 
                   (iz * g->in_size[1] + iy) * g->in_size[2] + ox0 * g->stride[2] + column};
     if (iz >= 0 && iz < g->in_size[0] && iy >= 0 && iy < g->in_size[1])
         valid_columns(ox0, count, g->stride[2], column, g->in_size[2], &t.lo, &t.hi);
-    t.kind = t.hi <= t.lo ? TAP_ZERO
+    t.kind = t.hi <= t.lo                                      ? TAP_ZERO
              : t.lo == 0 && t.hi == count && g->stride[2] == 1 ? TAP_DIRECT
                                                                : TAP_GATHER;
     return t;
@@ -407,9 +408,10 @@ static void gather_channels_last(const nxe_conv_gemm_args *args, const conv_shap
         for (int32_t j = 0; j < width; j++) {
             const int64_t ix = (ox0 + j) * g->stride[2] - g->pad_begin[2] + kx * g->dilation[2];
             const bool inside = row_inside && j < count && ix >= 0 && ix < g->in_size[2];
-            const float *src = inside ? input_image + ((iz * g->in_size[1] + iy) * g->in_size[2] + ix) *
-                                                          channels + group * s->group_in + c0
-                                      : NULL;
+            const float *src =
+                inside ? input_image + ((iz * g->in_size[1] + iy) * g->in_size[2] + ix) * channels +
+                             group * s->group_in + c0
+                       : NULL;
             for (int64_t c = 0; c < run; c++)
                 rows[(k - k0 + c) * width + j] = src ? src[c] : 0.0f;
         }
@@ -438,8 +440,8 @@ void NXE_ISA_NAME(nxe_conv_gemm_run)(const nxe_conv_gemm_args *args, int64_t til
         const int64_t n = t / s.row_tiles / out_rows / g->groups;
         const int64_t oz = out_row / g->out_size[1], oy = out_row % g->out_size[1];
         const int64_t ox0 = row_tile * s.tile_width;
-        const int32_t count = (int32_t)(g->out_size[2] - ox0 < s.tile_width ? g->out_size[2] - ox0
-                                                                           : s.tile_width);
+        const int32_t count =
+            (int32_t)(g->out_size[2] - ox0 < s.tile_width ? g->out_size[2] - ox0 : s.tile_width);
         const int64_t pixel0 = out_row * g->out_size[2] + ox0;
         const int64_t o_first = group * s.group_out;
         /* A tile's taps, worked out once for all its reduction blocks. */
@@ -453,27 +455,32 @@ void NXE_ISA_NAME(nxe_conv_gemm_run)(const nxe_conv_gemm_args *args, int64_t til
                  * read in place from the input where possible — for bf16 from its
                  * pair-interleaved copy, one row per pair of channels at a tap. */
                 if (f32) {
-                    const float *input_group = (const float *)args->input +
-                                               (n * g->in_channels + group * s.group_in) * s.in_pixels;
+                    const float *input_group =
+                        (const float *)args->input +
+                        (n * g->in_channels + group * s.group_in) * s.in_pixels;
                     rows_channels_first(args, &s, input_group, oz, oy, ox0, count, k0, kc, taps,
                                         scratch, rows);
                 } else {
                     conv_shape pairs = s;
                     pairs.group_in = (s.group_in + 1) / 2;
-                    const float *pairs_group = (const float *)args->input +
-                                               (n * g->groups + group) * pairs.group_in * s.in_pixels;
+                    const float *pairs_group =
+                        (const float *)args->input +
+                        (n * g->groups + group) * pairs.group_in * s.in_pixels;
                     rows_channels_first(args, &pairs, pairs_group, oz, oy, ox0, count, k0 / 2,
                                         (kc + 1) / 2, taps, scratch, rows);
                 }
                 for (int64_t q = 0; q < (kc + kernel->k_unit - 1) / kernel->k_unit; q++)
                     b_rows[q] = rows[q];
                 const int64_t panels = (s.group_out + mr_max - 1) / mr_max;
-                const size_t group_weights = nxe_gemm_packed_bytes(kernel, s.k, s.group_out, mr_max);
+                const size_t group_weights =
+                    nxe_gemm_packed_bytes(kernel, s.k, s.group_out, mr_max);
                 const char *weights = (const char *)args->weight_packed + group * group_weights;
                 for (int64_t p = 0; p < panels; p++) {
                     const int64_t o0 = p * mr_max;
-                    const int32_t mr = (int32_t)(s.group_out - o0 < mr_max ? s.group_out - o0 : mr_max);
-                    const int64_t offset = (n * g->out_channels + o_first + o0) * s.out_pixels + pixel0;
+                    const int32_t mr =
+                        (int32_t)(s.group_out - o0 < mr_max ? s.group_out - o0 : mr_max);
+                    const int64_t offset =
+                        (n * g->out_channels + o_first + o0) * s.out_pixels + pixel0;
                     float *c = args->output + offset;
                     kernel->run(mr, count, kc,
                                 nxe_gemm_panel_block(kernel, weights, mr_max, s.k, p, k0), b_rows,
@@ -491,7 +498,8 @@ void NXE_ISA_NAME(nxe_conv_gemm_run)(const nxe_conv_gemm_args *args, int64_t til
                 }
             } else {
                 /* Rows: the tile's pixels (A, gathered); columns: output channels (weights, B). */
-                const float *input_image = (const float *)args->input + n * s.in_pixels * g->in_channels;
+                const float *input_image =
+                    (const float *)args->input + n * s.in_pixels * g->in_channels;
                 float *gathered = f32 ? (float *)(void *)panel : scratch;
                 gather_channels_last(args, &s, input_image, group, oz, oy, ox0, count, k0, kc,
                                      gathered);
@@ -501,12 +509,15 @@ void NXE_ISA_NAME(nxe_conv_gemm_run)(const nxe_conv_gemm_args *args, int64_t til
                     pack_rows_bf16((uint16_t *)(void *)panel, mr_max, mr_max, rows, kc);
                 }
                 const int64_t panels = (s.group_out + nr_max - 1) / nr_max;
-                const size_t group_weights = nxe_gemm_packed_bytes(kernel, s.k, s.group_out, nr_max);
+                const size_t group_weights =
+                    nxe_gemm_packed_bytes(kernel, s.k, s.group_out, nr_max);
                 const char *weights = (const char *)args->weight_packed + group * group_weights;
                 for (int64_t p = 0; p < panels; p++) {
                     const int64_t j0 = p * nr_max;
-                    const int32_t nr = (int32_t)(s.group_out - j0 < nr_max ? s.group_out - j0 : nr_max);
-                    const int64_t offset = (n * s.out_pixels + pixel0) * g->out_channels + o_first + j0;
+                    const int32_t nr =
+                        (int32_t)(s.group_out - j0 < nr_max ? s.group_out - j0 : nr_max);
+                    const int64_t offset =
+                        (n * s.out_pixels + pixel0) * g->out_channels + o_first + j0;
                     float *c = args->output + offset;
                     panel_rows(kernel, nxe_gemm_panel_block(kernel, weights, nr_max, s.k, p, k0),
                                nr_max, kc, b_rows);
@@ -636,9 +647,10 @@ void NXE_ISA_NAME(nxe_q8_gemm_run)(const nxe_q8_packed_args *args, int64_t tile_
                  * wrapping arithmetic like the accumulators; alpha per row, beta per column. */
                 uint32_t beta[NXE_GEMM_MAX_NR];
                 for (int32_t j = 0; j < nr; j++)
-                    beta[j] = b_shift - (uint32_t)(args->b_zero.data
-                                                       ? q8_at(args->b_zero, (j0 + j) * args->b_zero_stride)
-                                                       : 0);
+                    beta[j] = b_shift -
+                              (uint32_t)(args->b_zero.data
+                                             ? q8_at(args->b_zero, (j0 + j) * args->b_zero_stride)
+                                             : 0);
                 const uint32_t *col_sums = (const uint32_t *)(const void *)(args->b_col_sums + j0);
                 for (int32_t i = 0; i < mr; i++) {
                     const int64_t row = i0 + i;
@@ -652,7 +664,8 @@ void NXE_ISA_NAME(nxe_q8_gemm_run)(const nxe_q8_packed_args *args, int64_t tile_
                     for (int32_t j = 0; j < nr; j++)
                         v[j] = p_row[j] + beta[j] * sum_a - alpha * col_sums[j] - ka * beta[j];
                     if (!requant) {
-                        memcpy(args->out.y_i32 + row * args->n + j0, v, sizeof(int32_t) * (size_t)nr);
+                        memcpy(args->out.y_i32 + row * args->n + j0, v,
+                               sizeof(int32_t) * (size_t)nr);
                         continue;
                     }
                     for (int32_t j = 0; j < nr; j++) {
@@ -660,8 +673,8 @@ void NXE_ISA_NAME(nxe_q8_gemm_run)(const nxe_q8_packed_args *args, int64_t tile_
                         const float multiplier = args->a_scale[row * args->a_scale_stride] *
                                                  args->b_scale[column * args->b_scale_stride] /
                                                  args->out.y_scale;
-                        nxe_ref_q8_store(&args->out, row * args->n + column,
-                                         (int64_t)(int32_t)v[j], 0, multiplier);
+                        nxe_ref_q8_store(&args->out, row * args->n + column, (int64_t)(int32_t)v[j],
+                                         0, multiplier);
                     }
                 }
             }

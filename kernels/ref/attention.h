@@ -20,13 +20,13 @@ typedef struct nxe_f32_attention_row_args {
     int64_t head_size;
     int64_t value_size;
     float scale;
-    float softcap;        /* <= 0: off */
+    float softcap; /* <= 0: off */
     const float *q;
     const float *k;
     int64_t k_stride;
     const float *v;
     int64_t v_stride;
-    const float *mask_f32; /* NULL or additive bias */
+    const float *mask_f32;    /* NULL or additive bias */
     const uint8_t *mask_bool; /* NULL or 0/1 flags, 1 = attend */
     int64_t mask_stride;
     float *y;

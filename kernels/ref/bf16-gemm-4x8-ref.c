@@ -17,8 +17,8 @@ void nxe_bf16_gemm_4x8_ref(int32_t mr, int32_t nr, int64_t kc, const void *a,
                 /* One pair as a dot-product instruction does it: both products, then the sum. */
                 const uint16_t *bp = b_rows[q];
                 float even = nxe_bf16_to_f32(ap[(q * MR + i) * 2]) * nxe_bf16_to_f32(bp[j * 2]);
-                float odd = nxe_bf16_to_f32(ap[(q * MR + i) * 2 + 1]) *
-                            nxe_bf16_to_f32(bp[j * 2 + 1]);
+                float odd =
+                    nxe_bf16_to_f32(ap[(q * MR + i) * 2 + 1]) * nxe_bf16_to_f32(bp[j * 2 + 1]);
                 acc = acc + even + odd;
             }
             c[i * ldc + j] = acc;

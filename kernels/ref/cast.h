@@ -42,8 +42,7 @@ enum nxe_ref_type {
  *                  from integers (signed or unsigned, any width): keep the low bits (two's
  *                  complement wrap); bool gives 0/1.
  *   bool         — value != 0 (NaN is true, -0.0 is false). */
-int nxe_ref_cast(int32_t from, const void *src, int32_t to, void *dst, int64_t begin,
-                 int64_t end);
+int nxe_ref_cast(int32_t from, const void *src, int32_t to, void *dst, int64_t begin, int64_t end);
 
 /* Linear quantization of x viewed as [rows, inner], row r using scales[r % channels]:
  *   y = saturate(round_half_even(x / scale) + zero_point); NaN gives zero_point.

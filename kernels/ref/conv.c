@@ -23,8 +23,8 @@ static void valid_output_range(int64_t offset, int64_t stride, int64_t width, in
 
 /* Input columns [*begin, *end) whose output column in * stride + offset lies in
  * [0, out_width): the scatter view of a transposed convolution, walked as a gather. */
-static void feeding_input_range(int64_t offset, int64_t stride, int64_t in_width,
-                                int64_t out_width, int64_t *begin, int64_t *end)
+static void feeding_input_range(int64_t offset, int64_t stride, int64_t in_width, int64_t out_width,
+                                int64_t *begin, int64_t *end)
 {
     int64_t first = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
     int64_t last = out_width - 1 - offset < 0 ? 0 : (out_width - 1 - offset) / stride + 1;
@@ -71,8 +71,7 @@ void nxe_ref_f32_conv_ncdhw(const nxe_conv_geometry *geometry, const float *inpu
                         continue;
                     }
                     for (int64_t ky = 0; ky < g.kernel[1]; ky++) {
-                        const int64_t iy =
-                            oy * g.stride[1] - g.pad_begin[1] + ky * g.dilation[1];
+                        const int64_t iy = oy * g.stride[1] - g.pad_begin[1] + ky * g.dilation[1];
                         if (iy < 0 || iy >= g.in_size[1]) {
                             continue;
                         }
@@ -118,8 +117,7 @@ void nxe_ref_f32_conv_ndhwc(const nxe_conv_geometry *geometry, const float *inpu
                         continue;
                     }
                     for (int64_t ky = 0; ky < g.kernel[1]; ky++) {
-                        const int64_t iy =
-                            oy * g.stride[1] - g.pad_begin[1] + ky * g.dilation[1];
+                        const int64_t iy = oy * g.stride[1] - g.pad_begin[1] + ky * g.dilation[1];
                         if (iy < 0 || iy >= g.in_size[1]) {
                             continue;
                         }
@@ -132,12 +130,13 @@ void nxe_ref_f32_conv_ndhwc(const nxe_conv_geometry *geometry, const float *inpu
                             const float *in_pixel =
                                 input +
                                 (((n * g.in_size[0] + iz) * g.in_size[1] + iy) * g.in_size[2] +
-                                 ix) * g.in_channels +
+                                 ix) *
+                                    g.in_channels +
                                 first_in_channel;
                             const float *taps =
                                 weight +
-                                (((oc * g.kernel[0] + kz) * g.kernel[1] + ky) * g.kernel[2] +
-                                 kx) * group_in;
+                                (((oc * g.kernel[0] + kz) * g.kernel[1] + ky) * g.kernel[2] + kx) *
+                                    group_in;
                             for (int64_t icg = 0; icg < group_in; icg++) {
                                 acc += in_pixel[icg] * taps[icg];
                             }
@@ -221,8 +220,7 @@ void nxe_ref_f32_conv_transpose_ncdhw(const nxe_conv_geometry *geometry, const f
 }
 
 void nxe_ref_xN_depth_to_space(const nxe_depth_to_space_geometry *geometry, size_t element_size,
-                               const void *input, void *output, int64_t row_begin,
-                               int64_t row_end)
+                               const void *input, void *output, int64_t row_begin, int64_t row_end)
 {
     const nxe_depth_to_space_geometry g = *geometry;
     const int64_t block = g.block_size;
@@ -240,8 +238,8 @@ void nxe_ref_xN_depth_to_space(const nxe_depth_to_space_geometry *geometry, size
             const int64_t ix = ox / block;
             const int64_t j = ox % block;
             for (int64_t c = 0; c < out_channels; c++) {
-                const int64_t ic = g.crd_mode ? (c * block + i) * block + j
-                                              : (i * block + j) * out_channels + c;
+                const int64_t ic =
+                    g.crd_mode ? (c * block + i) * block + j : (i * block + j) * out_channels + c;
                 int64_t from, to;
                 if (g.channels_last) {
                     from = ((n * g.in_height + iy) * g.in_width + ix) * g.in_channels + ic;

@@ -14,8 +14,8 @@ typedef struct nxe_conv_geometry {
     int64_t batch;
     int64_t in_channels;
     int64_t out_channels;
-    int64_t groups;       /* divides in_channels and out_channels */
-    int64_t in_size[3];   /* depth, height, width */
+    int64_t groups;     /* divides in_channels and out_channels */
+    int64_t in_size[3]; /* depth, height, width */
     int64_t out_size[3];
     int64_t kernel[3];
     int64_t stride[3];
@@ -63,7 +63,6 @@ typedef struct nxe_depth_to_space_geometry {
 /* Moves output rows [row_begin, row_end) of the flattened (batch, out_height) range, for
  * elements of any dtype of element_size bytes. */
 void nxe_ref_xN_depth_to_space(const nxe_depth_to_space_geometry *geometry, size_t element_size,
-                               const void *input, void *output, int64_t row_begin,
-                               int64_t row_end);
+                               const void *input, void *output, int64_t row_begin, int64_t row_end);
 
 #endif

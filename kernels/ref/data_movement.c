@@ -26,42 +26,42 @@ void nxe_ref_x8_copy_rows(int64_t rows, size_t row_bytes, const void *src, size_
 
 /* Same walk as the broadcast kernels: the innermost dimension runs as a plain loop, outer
  * dimensions carry between runs. */
-#define NXE_DEFINE_COPY_STRIDED(bits)                                                         \
-    void nxe_ref_x##bits##_copy_strided(int32_t ndim, const int64_t *shape,                   \
-                                        const int64_t *src_strides, const void *src,          \
-                                        void *dst, int64_t begin, int64_t end)                \
-    {                                                                                         \
-        if (begin >= end)                                                                     \
-            return;                                                                           \
-        const uint##bits##_t *s = src;                                                        \
-        uint##bits##_t *out = dst;                                                            \
-        int64_t idx[NXE_REF_MAX_RANK];                                                        \
-        int64_t offset = 0, rest = begin;                                                     \
-        for (int32_t d = ndim - 1; d >= 0; d--) {                                             \
-            idx[d] = rest % shape[d];                                                         \
-            rest /= shape[d];                                                                 \
-            offset += idx[d] * src_strides[d];                                                \
-        }                                                                                     \
-        const int32_t last = ndim - 1;                                                        \
-        const int64_t step = src_strides[last];                                               \
-        int64_t i = begin;                                                                    \
-        while (i < end) {                                                                     \
-            int64_t run = shape[last] - idx[last];                                            \
-            if (run > end - i)                                                                \
-                run = end - i;                                                                \
-            const uint##bits##_t *ps = s + offset;                                            \
-            uint##bits##_t *po = out + i;                                                     \
-            for (int64_t k = 0; k < run; k++)                                                 \
-                po[k] = ps[k * step];                                                         \
-            i += run;                                                                         \
-            idx[last] += run;                                                                 \
-            offset += run * step;                                                             \
-            for (int32_t d = last; d > 0 && idx[d] == shape[d]; d--) {                        \
-                offset += src_strides[d - 1] - shape[d] * src_strides[d];                     \
-                idx[d] = 0;                                                                   \
-                idx[d - 1]++;                                                                 \
-            }                                                                                 \
-        }                                                                                     \
+#define NXE_DEFINE_COPY_STRIDED(bits)                                                              \
+    void nxe_ref_x##bits##_copy_strided(int32_t ndim, const int64_t *shape,                        \
+                                        const int64_t *src_strides, const void *src, void *dst,    \
+                                        int64_t begin, int64_t end)                                \
+    {                                                                                              \
+        if (begin >= end)                                                                          \
+            return;                                                                                \
+        const uint##bits##_t *s = src;                                                             \
+        uint##bits##_t *out = dst;                                                                 \
+        int64_t idx[NXE_REF_MAX_RANK];                                                             \
+        int64_t offset = 0, rest = begin;                                                          \
+        for (int32_t d = ndim - 1; d >= 0; d--) {                                                  \
+            idx[d] = rest % shape[d];                                                              \
+            rest /= shape[d];                                                                      \
+            offset += idx[d] * src_strides[d];                                                     \
+        }                                                                                          \
+        const int32_t last = ndim - 1;                                                             \
+        const int64_t step = src_strides[last];                                                    \
+        int64_t i = begin;                                                                         \
+        while (i < end) {                                                                          \
+            int64_t run = shape[last] - idx[last];                                                 \
+            if (run > end - i)                                                                     \
+                run = end - i;                                                                     \
+            const uint##bits##_t *ps = s + offset;                                                 \
+            uint##bits##_t *po = out + i;                                                          \
+            for (int64_t k = 0; k < run; k++)                                                      \
+                po[k] = ps[k * step];                                                              \
+            i += run;                                                                              \
+            idx[last] += run;                                                                      \
+            offset += run * step;                                                                  \
+            for (int32_t d = last; d > 0 && idx[d] == shape[d]; d--) {                             \
+                offset += src_strides[d - 1] - shape[d] * src_strides[d];                          \
+                idx[d] = 0;                                                                        \
+                idx[d - 1]++;                                                                      \
+            }                                                                                      \
+        }                                                                                          \
     }
 NXE_DEFINE_COPY_STRIDED(8)
 NXE_DEFINE_COPY_STRIDED(16)
@@ -69,32 +69,32 @@ NXE_DEFINE_COPY_STRIDED(32)
 NXE_DEFINE_COPY_STRIDED(64)
 #undef NXE_DEFINE_COPY_STRIDED
 
-#define NXE_DEFINE_GATHER(T, prefix)                                                          \
-    int64_t nxe_ref_##prefix##_find_bad_index(int64_t n, const T *indices, int64_t dim)       \
-    {                                                                                         \
-        for (int64_t j = 0; j < n; j++) {                                                     \
-            const int64_t v = indices[j];                                                     \
-            if (v < -dim || v >= dim)                                                         \
-                return j;                                                                     \
-        }                                                                                     \
-        return -1;                                                                            \
-    }                                                                                         \
-    void nxe_ref_##prefix##_gather(const void *data, int64_t axis_dim, size_t row_bytes,      \
-                                   const T *indices, int64_t num_indices, void *out,          \
-                                   int64_t begin, int64_t end)                                \
-    {                                                                                         \
-        if (row_bytes == 0)                                                                   \
-            return;                                                                           \
-        const unsigned char *src = data;                                                      \
-        unsigned char *dst = out;                                                             \
-        for (int64_t r = begin; r < end; r++) {                                               \
-            const int64_t o = r / num_indices;                                                \
-            int64_t k = indices[r % num_indices];                                             \
-            if (k < 0)                                                                        \
-                k += axis_dim;                                                                \
-            memcpy(dst + (size_t)r * row_bytes,                                               \
-                   src + ((size_t)o * (size_t)axis_dim + (size_t)k) * row_bytes, row_bytes);  \
-        }                                                                                     \
+#define NXE_DEFINE_GATHER(T, prefix)                                                               \
+    int64_t nxe_ref_##prefix##_find_bad_index(int64_t n, const T *indices, int64_t dim)            \
+    {                                                                                              \
+        for (int64_t j = 0; j < n; j++) {                                                          \
+            const int64_t v = indices[j];                                                          \
+            if (v < -dim || v >= dim)                                                              \
+                return j;                                                                          \
+        }                                                                                          \
+        return -1;                                                                                 \
+    }                                                                                              \
+    void nxe_ref_##prefix##_gather(const void *data, int64_t axis_dim, size_t row_bytes,           \
+                                   const T *indices, int64_t num_indices, void *out,               \
+                                   int64_t begin, int64_t end)                                     \
+    {                                                                                              \
+        if (row_bytes == 0)                                                                        \
+            return;                                                                                \
+        const unsigned char *src = data;                                                           \
+        unsigned char *dst = out;                                                                  \
+        for (int64_t r = begin; r < end; r++) {                                                    \
+            const int64_t o = r / num_indices;                                                     \
+            int64_t k = indices[r % num_indices];                                                  \
+            if (k < 0)                                                                             \
+                k += axis_dim;                                                                     \
+            memcpy(dst + (size_t)r * row_bytes,                                                    \
+                   src + ((size_t)o * (size_t)axis_dim + (size_t)k) * row_bytes, row_bytes);       \
+        }                                                                                          \
     }
 NXE_DEFINE_GATHER(int32_t, i32)
 NXE_DEFINE_GATHER(int64_t, i64)
@@ -117,8 +117,7 @@ int64_t nxe_ref_pad_source(int64_t i, int64_t n, int32_t mode)
     if (i >= 0 && i < n)
         return i;
     switch (mode) {
-    case NXE_REF_PAD_EDGE:
-        return i < 0 ? 0 : n - 1;
+    case NXE_REF_PAD_EDGE: return i < 0 ? 0 : n - 1;
     case NXE_REF_PAD_WRAP: {
         const int64_t m = i % n;
         return m < 0 ? m + n : m;
@@ -132,8 +131,7 @@ int64_t nxe_ref_pad_source(int64_t i, int64_t n, int32_t mode)
             m += period;
         return m < n ? m : period - m;
     }
-    default:
-        return -1;
+    default: return -1;
     }
 }
 
@@ -209,15 +207,9 @@ static float load_float(int32_t type, const void *p)
     uint16_t bits;
     float f;
     switch (type) {
-    case NXE_REF_F16:
-        memcpy(&bits, p, 2);
-        return nxe_ref_f16_to_f32(bits);
-    case NXE_REF_BF16:
-        memcpy(&bits, p, 2);
-        return nxe_ref_bf16_to_f32(bits);
-    default:
-        memcpy(&f, p, 4);
-        return f;
+    case NXE_REF_F16: memcpy(&bits, p, 2); return nxe_ref_f16_to_f32(bits);
+    case NXE_REF_BF16: memcpy(&bits, p, 2); return nxe_ref_bf16_to_f32(bits);
+    default: memcpy(&f, p, 4); return f;
     }
 }
 
@@ -233,9 +225,7 @@ static void store_float(int32_t type, void *p, float f)
         bits = nxe_ref_f32_to_bf16(f);
         memcpy(p, &bits, 2);
         break;
-    default:
-        memcpy(p, &f, 4);
-        break;
+    default: memcpy(p, &f, 4); break;
     }
 }
 
@@ -245,9 +235,21 @@ static int64_t load_int(int32_t type, const void *p)
     case NXE_REF_I8: return *(const int8_t *)p;
     case NXE_REF_U8: return *(const uint8_t *)p;
     case NXE_REF_BOOL: return *(const uint8_t *)p != 0;
-    case NXE_REF_I16: { int16_t v; memcpy(&v, p, 2); return v; }
-    case NXE_REF_I32: { int32_t v; memcpy(&v, p, 4); return v; }
-    default: { int64_t v; memcpy(&v, p, 8); return v; }
+    case NXE_REF_I16: {
+        int16_t v;
+        memcpy(&v, p, 2);
+        return v;
+    }
+    case NXE_REF_I32: {
+        int32_t v;
+        memcpy(&v, p, 4);
+        return v;
+    }
+    default: {
+        int64_t v;
+        memcpy(&v, p, 8);
+        return v;
+    }
     }
 }
 
@@ -256,10 +258,26 @@ static void store_int(int32_t type, void *p, uint64_t v)
 {
     switch (type) {
     case NXE_REF_I8:
-    case NXE_REF_U8: { const uint8_t b = (uint8_t)v; memcpy(p, &b, 1); break; }
-    case NXE_REF_BOOL: { const uint8_t b = v != 0; memcpy(p, &b, 1); break; }
-    case NXE_REF_I16: { const uint16_t b = (uint16_t)v; memcpy(p, &b, 2); break; }
-    case NXE_REF_I32: { const uint32_t b = (uint32_t)v; memcpy(p, &b, 4); break; }
+    case NXE_REF_U8: {
+        const uint8_t b = (uint8_t)v;
+        memcpy(p, &b, 1);
+        break;
+    }
+    case NXE_REF_BOOL: {
+        const uint8_t b = v != 0;
+        memcpy(p, &b, 1);
+        break;
+    }
+    case NXE_REF_I16: {
+        const uint16_t b = (uint16_t)v;
+        memcpy(p, &b, 2);
+        break;
+    }
+    case NXE_REF_I32: {
+        const uint32_t b = (uint32_t)v;
+        memcpy(p, &b, 4);
+        break;
+    }
     default: memcpy(p, &v, 8); break;
     }
 }
@@ -299,10 +317,9 @@ void nxe_ref_combine(int32_t type, int32_t reduction, void *dst, const void *src
     store_int(type, dst, r);
 }
 
-void nxe_ref_scatter_elements(int32_t ndim, const int64_t *index_shape,
-                              const int64_t *data_strides, int32_t axis, int64_t axis_dim,
-                              const void *indices, int32_t is64, int32_t type,
-                              int32_t reduction, const void *updates, void *out)
+void nxe_ref_scatter_elements(int32_t ndim, const int64_t *index_shape, const int64_t *data_strides,
+                              int32_t axis, int64_t axis_dim, const void *indices, int32_t is64,
+                              int32_t type, int32_t reduction, const void *updates, void *out)
 {
     const size_t elem_size = type_size(type);
     int64_t n = 1;
@@ -316,8 +333,7 @@ void nxe_ref_scatter_elements(int32_t ndim, const int64_t *index_shape,
             k += axis_dim;
         const int64_t offset =
             offset_without_axis(ndim, index_shape, data_strides, axis, j) + k * data_strides[axis];
-        nxe_ref_combine(type, reduction, o + (size_t)offset * elem_size,
-                        u + (size_t)j * elem_size);
+        nxe_ref_combine(type, reduction, o + (size_t)offset * elem_size, u + (size_t)j * elem_size);
     }
 }
 
@@ -334,10 +350,10 @@ static int64_t tuple_offset(int32_t k, const int64_t *dims, const int64_t *strid
     return offset;
 }
 
-void nxe_ref_gather_nd(int32_t k, const int64_t *dims, const int64_t *strides,
-                       int64_t batch_stride, int64_t tuples_per_batch, const void *indices,
-                       int32_t is64, size_t elem_size, size_t slice_bytes, const void *data,
-                       void *out, int64_t begin, int64_t end)
+void nxe_ref_gather_nd(int32_t k, const int64_t *dims, const int64_t *strides, int64_t batch_stride,
+                       int64_t tuples_per_batch, const void *indices, int32_t is64,
+                       size_t elem_size, size_t slice_bytes, const void *data, void *out,
+                       int64_t begin, int64_t end)
 {
     if (slice_bytes == 0)
         return;
@@ -350,15 +366,16 @@ void nxe_ref_gather_nd(int32_t k, const int64_t *dims, const int64_t *strides,
     }
 }
 
-void nxe_ref_scatter_nd(int32_t k, const int64_t *dims, const int64_t *strides,
-                        int64_t num_tuples, const void *indices, int32_t is64, int32_t type,
-                        int32_t reduction, int64_t slice_elems, const void *updates, void *out)
+void nxe_ref_scatter_nd(int32_t k, const int64_t *dims, const int64_t *strides, int64_t num_tuples,
+                        const void *indices, int32_t is64, int32_t type, int32_t reduction,
+                        int64_t slice_elems, const void *updates, void *out)
 {
     const size_t elem_size = type_size(type);
     const unsigned char *u = updates;
     unsigned char *o = out;
     for (int64_t t = 0; t < num_tuples; t++) {
-        unsigned char *dst = o + (size_t)tuple_offset(k, dims, strides, indices, is64, t) * elem_size;
+        unsigned char *dst =
+            o + (size_t)tuple_offset(k, dims, strides, indices, is64, t) * elem_size;
         const unsigned char *src = u + (size_t)(t * slice_elems) * elem_size;
         for (int64_t e = 0; e < slice_elems; e++)
             nxe_ref_combine(type, reduction, dst + (size_t)e * elem_size,
@@ -367,8 +384,8 @@ void nxe_ref_scatter_nd(int32_t k, const int64_t *dims, const int64_t *strides,
 }
 
 void nxe_ref_one_hot(int64_t depth, int64_t inner, const void *indices, int32_t is64,
-                     size_t elem_size, const void *on, const void *off, void *out,
-                     int64_t begin, int64_t end)
+                     size_t elem_size, const void *on, const void *off, void *out, int64_t begin,
+                     int64_t end)
 {
     unsigned char *o = out;
     for (int64_t j = begin; j < end; j++) {
@@ -402,9 +419,9 @@ void nxe_ref_trilu(int64_t rows, int64_t cols, int32_t upper, int64_t k, size_t 
     }
 }
 
-void nxe_ref_x8_reverse_sequence(size_t elem_size, int64_t dim1, int64_t inner,
-                                 int32_t batch_axis, const int64_t *lens, const void *src,
-                                 void *dst, int64_t begin, int64_t end)
+void nxe_ref_x8_reverse_sequence(size_t elem_size, int64_t dim1, int64_t inner, int32_t batch_axis,
+                                 const int64_t *lens, const void *src, void *dst, int64_t begin,
+                                 int64_t end)
 {
     const size_t row_bytes = (size_t)inner * elem_size;
     for (int64_t row = begin; row < end; row++) {
@@ -413,8 +430,8 @@ void nxe_ref_x8_reverse_sequence(size_t elem_size, int64_t dim1, int64_t inner,
         const int64_t t = batch_axis == 0 ? i1 : i0;
         const int64_t from_t = t < lens[b] ? lens[b] - 1 - t : t;
         const int64_t from = batch_axis == 0 ? b * dim1 + from_t : from_t * dim1 + b;
-        memcpy((char *)dst + (size_t)row * row_bytes,
-               (const char *)src + (size_t)from * row_bytes, row_bytes);
+        memcpy((char *)dst + (size_t)row * row_bytes, (const char *)src + (size_t)from * row_bytes,
+               row_bytes);
     }
 }
 

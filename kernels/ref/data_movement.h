@@ -25,10 +25,10 @@ void nxe_ref_x8_copy_rows(int64_t rows, size_t row_bytes, const void *src, size_
  * dims `shape`) from a strided view: the element at multi-index idx is
  * src[sum(idx[d] * src_strides[d])], strides in elements and possibly negative or zero.
  * Transpose and Slice are made of these. */
-#define NXE_REF_DECLARE_COPY_STRIDED(bits)                                                    \
-    void nxe_ref_x##bits##_copy_strided(int32_t ndim, const int64_t *shape,                   \
-                                        const int64_t *src_strides, const void *src,          \
-                                        void *dst, int64_t begin, int64_t end);
+#define NXE_REF_DECLARE_COPY_STRIDED(bits)                                                         \
+    void nxe_ref_x##bits##_copy_strided(int32_t ndim, const int64_t *shape,                        \
+                                        const int64_t *src_strides, const void *src, void *dst,    \
+                                        int64_t begin, int64_t end);
 NXE_REF_DECLARE_COPY_STRIDED(8)
 NXE_REF_DECLARE_COPY_STRIDED(16)
 NXE_REF_DECLARE_COPY_STRIDED(32)
@@ -112,10 +112,9 @@ void nxe_ref_combine(int32_t type, int32_t reduction, void *dst, const void *src
  * index_shape, out at idx with the `axis` coordinate replaced by indices[idx] is combined
  * with updates[idx]. In index order, so duplicates resolve the same way every run; indices
  * already checked. */
-void nxe_ref_scatter_elements(int32_t ndim, const int64_t *index_shape,
-                              const int64_t *data_strides, int32_t axis, int64_t axis_dim,
-                              const void *indices, int32_t is64, int32_t type,
-                              int32_t reduction, const void *updates, void *out);
+void nxe_ref_scatter_elements(int32_t ndim, const int64_t *index_shape, const int64_t *data_strides,
+                              int32_t axis, int64_t axis_dim, const void *indices, int32_t is64,
+                              int32_t type, int32_t reduction, const void *updates, void *out);
 
 /* ---- Slice gathers and scatters by index tuples ----------------------------------------- */
 
@@ -123,17 +122,17 @@ void nxe_ref_scatter_elements(int32_t ndim, const int64_t *index_shape,
  * slice_bytes at data + (batch * batch_stride + sum(idx[c] * strides[c])) * elem_size, with
  * batch = t / tuples_per_batch and negative idx[c] counting from dims[c]; it lands at
  * out + t * slice_bytes. Writes tuples [begin, end); indices already checked. */
-void nxe_ref_gather_nd(int32_t k, const int64_t *dims, const int64_t *strides,
-                       int64_t batch_stride, int64_t tuples_per_batch, const void *indices,
-                       int32_t is64, size_t elem_size, size_t slice_bytes, const void *data,
-                       void *out, int64_t begin, int64_t end);
+void nxe_ref_gather_nd(int32_t k, const int64_t *dims, const int64_t *strides, int64_t batch_stride,
+                       int64_t tuples_per_batch, const void *indices, int32_t is64,
+                       size_t elem_size, size_t slice_bytes, const void *data, void *out,
+                       int64_t begin, int64_t end);
 
 /* ScatterND into out (already a copy of data): for each of num_tuples tuples (length k), the
  * slice_elems elements at sum(idx[c] * strides[c]) are combined with the tuple's slice of
  * updates. In tuple order; indices already checked. */
-void nxe_ref_scatter_nd(int32_t k, const int64_t *dims, const int64_t *strides,
-                        int64_t num_tuples, const void *indices, int32_t is64, int32_t type,
-                        int32_t reduction, int64_t slice_elems, const void *updates, void *out);
+void nxe_ref_scatter_nd(int32_t k, const int64_t *dims, const int64_t *strides, int64_t num_tuples,
+                        const void *indices, int32_t is64, int32_t type, int32_t reduction,
+                        int64_t slice_elems, const void *updates, void *out);
 
 /* ---- OneHot and Trilu ------------------------------------------------------------------- */
 
@@ -142,8 +141,8 @@ void nxe_ref_scatter_nd(int32_t k, const int64_t *dims, const int64_t *strides,
  * each); an index outside [-depth, depth) gives a row of `off`. Writes index positions
  * [begin, end) of outer * inner. */
 void nxe_ref_one_hot(int64_t depth, int64_t inner, const void *indices, int32_t is64,
-                     size_t elem_size, const void *on, const void *off, void *out,
-                     int64_t begin, int64_t end);
+                     size_t elem_size, const void *on, const void *off, void *out, int64_t begin,
+                     int64_t end);
 
 /* Trilu over matrices [rows, cols]: keeps element (i, j) when j - i >= k (upper) or
  * j - i <= k (lower), else writes zero bytes. Writes matrix rows [begin, end) of
@@ -156,9 +155,9 @@ void nxe_ref_trilu(int64_t rows, int64_t cols, int32_t upper, int64_t k, size_t 
  * lens[b] time steps are reversed and the rest copied. Writes rows [begin, end) of the
  * dim0 * dim1 rows of `inner` elements of `elem_size` bytes. Every lens[b] must lie in
  * [0, time size] (see nxe_ref_i64_find_bad_length). */
-void nxe_ref_x8_reverse_sequence(size_t elem_size, int64_t dim1, int64_t inner,
-                                 int32_t batch_axis, const int64_t *lens, const void *src,
-                                 void *dst, int64_t begin, int64_t end);
+void nxe_ref_x8_reverse_sequence(size_t elem_size, int64_t dim1, int64_t inner, int32_t batch_axis,
+                                 const int64_t *lens, const void *src, void *dst, int64_t begin,
+                                 int64_t end);
 
 /* The position of the first of `n` lengths outside [0, max], or -1 when all are valid. */
 int64_t nxe_ref_i64_find_bad_length(int64_t n, const int64_t *lens, int64_t max);

@@ -47,14 +47,38 @@ void nxe_ref_broadcast_walk(const nxe_ref_broadcast *walk, int64_t begin, int64_
 
 /* ---- Scalar semantics per element type ---------------------------------------------------- */
 
-static inline float f32_add(float a, float b) { return a + b; }
-static inline float f32_sub(float a, float b) { return a - b; }
-static inline float f32_mul(float a, float b) { return a * b; }
-static inline float f32_div(float a, float b) { return a / b; }
-static inline float f32_pow(float a, float b) { return powf(a, b); }
-static inline float f32_min(float a, float b) { return isnan(a) || isnan(b) ? a + b : (b < a ? b : a); }
-static inline float f32_max(float a, float b) { return isnan(a) || isnan(b) ? a + b : (b > a ? b : a); }
-static inline float f32_fmod(float a, float b) { return fmodf(a, b); }
+static inline float f32_add(float a, float b)
+{
+    return a + b;
+}
+static inline float f32_sub(float a, float b)
+{
+    return a - b;
+}
+static inline float f32_mul(float a, float b)
+{
+    return a * b;
+}
+static inline float f32_div(float a, float b)
+{
+    return a / b;
+}
+static inline float f32_pow(float a, float b)
+{
+    return powf(a, b);
+}
+static inline float f32_min(float a, float b)
+{
+    return isnan(a) || isnan(b) ? a + b : (b < a ? b : a);
+}
+static inline float f32_max(float a, float b)
+{
+    return isnan(a) || isnan(b) ? a + b : (b > a ? b : a);
+}
+static inline float f32_fmod(float a, float b)
+{
+    return fmodf(a, b);
+}
 static inline float f32_mod(float a, float b)
 {
     const float r = fmodf(a, b);
@@ -64,16 +88,43 @@ static inline float f32_mod(float a, float b)
         return r + b;
     return r;
 }
-static inline float f32_prelu(float a, float b) { return a < 0.0f ? a * b : a; }
+static inline float f32_prelu(float a, float b)
+{
+    return a < 0.0f ? a * b : a;
+}
 
-static inline double f64_add(double a, double b) { return a + b; }
-static inline double f64_sub(double a, double b) { return a - b; }
-static inline double f64_mul(double a, double b) { return a * b; }
-static inline double f64_div(double a, double b) { return a / b; }
-static inline double f64_pow(double a, double b) { return pow(a, b); }
-static inline double f64_min(double a, double b) { return isnan(a) || isnan(b) ? a + b : (b < a ? b : a); }
-static inline double f64_max(double a, double b) { return isnan(a) || isnan(b) ? a + b : (b > a ? b : a); }
-static inline double f64_fmod(double a, double b) { return fmod(a, b); }
+static inline double f64_add(double a, double b)
+{
+    return a + b;
+}
+static inline double f64_sub(double a, double b)
+{
+    return a - b;
+}
+static inline double f64_mul(double a, double b)
+{
+    return a * b;
+}
+static inline double f64_div(double a, double b)
+{
+    return a / b;
+}
+static inline double f64_pow(double a, double b)
+{
+    return pow(a, b);
+}
+static inline double f64_min(double a, double b)
+{
+    return isnan(a) || isnan(b) ? a + b : (b < a ? b : a);
+}
+static inline double f64_max(double a, double b)
+{
+    return isnan(a) || isnan(b) ? a + b : (b > a ? b : a);
+}
+static inline double f64_fmod(double a, double b)
+{
+    return fmod(a, b);
+}
 static inline double f64_mod(double a, double b)
 {
     const double r = fmod(a, b);
@@ -83,66 +134,87 @@ static inline double f64_mod(double a, double b)
         return r + b;
     return r;
 }
-static inline double f64_prelu(double a, double b) { return a < 0.0 ? a * b : a; }
+static inline double f64_prelu(double a, double b)
+{
+    return a < 0.0 ? a * b : a;
+}
 
 /* Integer arithmetic runs in the unsigned type of the same width so it wraps instead of being
  * undefined; the unsigned-to-signed conversions are implementation-defined, and every supported
  * compiler reduces modulo 2^bits (two's complement). */
-#define NXE_INT_OPS(T, U, prefix, min_value, is_signed, NEG)                                     \
-    static inline T prefix##_add(T a, T b) { return (T)((U)a + (U)b); }                       \
-    static inline T prefix##_sub(T a, T b) { return (T)((U)a - (U)b); }                       \
-    static inline T prefix##_mul(T a, T b) { return (T)((U)a * (U)b); }                       \
-    static inline T prefix##_min(T a, T b) { return b < a ? b : a; }                          \
-    static inline T prefix##_max(T a, T b) { return b > a ? b : a; }                          \
-    static inline T prefix##_prelu(T a, T b) { return NEG(a) ? prefix##_mul(a, b) : a; }       \
-    static inline T prefix##_div(T a, T b)                                                    \
-    {                                                                                         \
-        if (b == 0)                                                                           \
-            return 0;                                                                         \
-        if (is_signed && b == (T)-1)                                                          \
-            return a == (min_value) ? a : (T)(0 - (U)a);                                      \
-        return (T)(a / b);                                                                    \
-    }                                                                                         \
-    static inline T prefix##_fmod(T a, T b)                                                   \
-    {                                                                                         \
-        if (b == 0 || (is_signed && b == (T)-1))                                              \
-            return 0;                                                                         \
-        return (T)(a % b);                                                                    \
-    }                                                                                         \
-    static inline T prefix##_mod(T a, T b)                                                    \
-    {                                                                                         \
-        const T r = prefix##_fmod(a, b);                                                      \
-        return r != 0 && (NEG(r) != NEG(b)) ? (T)(r + b) : r;                               \
-    }                                                                                         \
-    static inline T prefix##_pow(T a, T b)                                                    \
-    {                                                                                         \
-        if (NEG(b)) {                                                                           \
-            if (a == 1)                                                                       \
-                return 1;                                                                     \
-            if (is_signed && a == (T)-1)                                                      \
-                return (b & 1) ? (T)-1 : 1;                                                   \
-            return 0;                                                                         \
-        }                                                                                     \
-        U result = 1, base = (U)a;                                                            \
-        for (U e = (U)b; e != 0; e >>= 1) {                                                   \
-            if (e & 1)                                                                        \
-                result *= base;                                                               \
-            base *= base;                                                                     \
-        }                                                                                     \
-        return (T)result;                                                                     \
-    }                                                                                         \
-    static inline T prefix##_shift_left(T a, T b)                                             \
-    {                                                                                         \
-        if (NEG(b) || (uint64_t)b >= sizeof(T) * 8)                                           \
-            return 0;                                                                         \
-        return (T)((U)a << b);                                                                \
-    }                                                                                         \
-    static inline T prefix##_shift_right(T a, T b)                                            \
-    {                                                                                         \
-        if (NEG(b) || (uint64_t)b >= sizeof(T) * 8)                                            \
-            return NEG(a) ? (T)-1 : 0;                                                         \
-        /* ~(~a >> b) is an arithmetic shift written without implementation-defined >>. */   \
-        return NEG(a) ? (T) ~(T)((U) ~(U)a >> b) : (T)((U)a >> b);                             \
+#define NXE_INT_OPS(T, U, prefix, min_value, is_signed, NEG)                                       \
+    static inline T prefix##_add(T a, T b)                                                         \
+    {                                                                                              \
+        return (T)((U)a + (U)b);                                                                   \
+    }                                                                                              \
+    static inline T prefix##_sub(T a, T b)                                                         \
+    {                                                                                              \
+        return (T)((U)a - (U)b);                                                                   \
+    }                                                                                              \
+    static inline T prefix##_mul(T a, T b)                                                         \
+    {                                                                                              \
+        return (T)((U)a * (U)b);                                                                   \
+    }                                                                                              \
+    static inline T prefix##_min(T a, T b)                                                         \
+    {                                                                                              \
+        return b < a ? b : a;                                                                      \
+    }                                                                                              \
+    static inline T prefix##_max(T a, T b)                                                         \
+    {                                                                                              \
+        return b > a ? b : a;                                                                      \
+    }                                                                                              \
+    static inline T prefix##_prelu(T a, T b)                                                       \
+    {                                                                                              \
+        return NEG(a) ? prefix##_mul(a, b) : a;                                                    \
+    }                                                                                              \
+    static inline T prefix##_div(T a, T b)                                                         \
+    {                                                                                              \
+        if (b == 0)                                                                                \
+            return 0;                                                                              \
+        if (is_signed && b == (T) - 1)                                                             \
+            return a == (min_value) ? a : (T)(0 - (U)a);                                           \
+        return (T)(a / b);                                                                         \
+    }                                                                                              \
+    static inline T prefix##_fmod(T a, T b)                                                        \
+    {                                                                                              \
+        if (b == 0 || (is_signed && b == (T) - 1))                                                 \
+            return 0;                                                                              \
+        return (T)(a % b);                                                                         \
+    }                                                                                              \
+    static inline T prefix##_mod(T a, T b)                                                         \
+    {                                                                                              \
+        const T r = prefix##_fmod(a, b);                                                           \
+        return r != 0 && (NEG(r) != NEG(b)) ? (T)(r + b) : r;                                      \
+    }                                                                                              \
+    static inline T prefix##_pow(T a, T b)                                                         \
+    {                                                                                              \
+        if (NEG(b)) {                                                                              \
+            if (a == 1)                                                                            \
+                return 1;                                                                          \
+            if (is_signed && a == (T) - 1)                                                         \
+                return (b & 1) ? (T) - 1 : 1;                                                      \
+            return 0;                                                                              \
+        }                                                                                          \
+        U result = 1, base = (U)a;                                                                 \
+        for (U e = (U)b; e != 0; e >>= 1) {                                                        \
+            if (e & 1)                                                                             \
+                result *= base;                                                                    \
+            base *= base;                                                                          \
+        }                                                                                          \
+        return (T)result;                                                                          \
+    }                                                                                              \
+    static inline T prefix##_shift_left(T a, T b)                                                  \
+    {                                                                                              \
+        if (NEG(b) || (uint64_t)b >= sizeof(T) * 8)                                                \
+            return 0;                                                                              \
+        return (T)((U)a << b);                                                                     \
+    }                                                                                              \
+    static inline T prefix##_shift_right(T a, T b)                                                 \
+    {                                                                                              \
+        if (NEG(b) || (uint64_t)b >= sizeof(T) * 8)                                                \
+            return NEG(a) ? (T) - 1 : 0;                                                           \
+        /* ~(~a >> b) is an arithmetic shift written without implementation-defined >>. */         \
+        return NEG(a) ? (T) ~(T)((U) ~(U)a >> b) : (T)((U)a >> b);                                 \
     }
 
 /* Narrow types compute in uint32_t: promotion makes the wrap-around explicit. */
@@ -166,18 +238,18 @@ NXE_INT_OPS(uint64_t, uint64_t, u64, 0, 0, NXE_NEVER_NEGATIVE)
 #define NXE_STORE_BOOL(v) ((uint8_t)((v) ? 1 : 0))
 
 /* A run kernel: loads each operand through LOAD, applies FN, stores through STORE. */
-#define NXE_RUN_KERNEL(name, T, TC, TO, LOAD, STORE, FN)                                      \
-    static void name(int64_t n, const void *pa, int64_t step_a, const void *pb,               \
-                     int64_t step_b, void *po)                                                \
-    {                                                                                         \
-        const T *a = pa;                                                                      \
-        const T *b = pb;                                                                      \
-        TO *out = po;                                                                         \
-        for (int64_t i = 0; i < n; i++) {                                                     \
-            const TC x = LOAD(a[i * step_a]);                                                 \
-            const TC y = LOAD(b[i * step_b]);                                                 \
-            out[i] = STORE(FN(x, y));                                                         \
-        }                                                                                     \
+#define NXE_RUN_KERNEL(name, T, TC, TO, LOAD, STORE, FN)                                           \
+    static void name(int64_t n, const void *pa, int64_t step_a, const void *pb, int64_t step_b,    \
+                     void *po)                                                                     \
+    {                                                                                              \
+        const T *a = pa;                                                                           \
+        const T *b = pb;                                                                           \
+        TO *out = po;                                                                              \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            const TC x = LOAD(a[i * step_a]);                                                      \
+            const TC y = LOAD(b[i * step_b]);                                                      \
+            out[i] = STORE(FN(x, y));                                                              \
+        }                                                                                          \
     }
 
 #define NXE_EQ(x, y) ((x) == (y))
@@ -191,27 +263,39 @@ NXE_INT_OPS(uint64_t, uint64_t, u64, 0, 0, NXE_NEVER_NEGATIVE)
 #define NXE_XOR_NOT(x, y) (((x) != 0) == ((y) != 0))
 
 /* Every binary op of one element type; LOAD/STORE convert half types through f32. */
-#define NXE_COMMON_KERNELS(T, TC, prefix, ops, LOAD, STORE)                                   \
-    NXE_RUN_KERNEL(prefix##_add_run, T, TC, T, LOAD, STORE, ops##_add)                     \
-    NXE_RUN_KERNEL(prefix##_sub_run, T, TC, T, LOAD, STORE, ops##_sub)                     \
-    NXE_RUN_KERNEL(prefix##_mul_run, T, TC, T, LOAD, STORE, ops##_mul)                     \
-    NXE_RUN_KERNEL(prefix##_div_run, T, TC, T, LOAD, STORE, ops##_div)                     \
-    NXE_RUN_KERNEL(prefix##_pow_run, T, TC, T, LOAD, STORE, ops##_pow)                     \
-    NXE_RUN_KERNEL(prefix##_min_run, T, TC, T, LOAD, STORE, ops##_min)                     \
-    NXE_RUN_KERNEL(prefix##_max_run, T, TC, T, LOAD, STORE, ops##_max)                     \
-    NXE_RUN_KERNEL(prefix##_mod_run, T, TC, T, LOAD, STORE, ops##_mod)                     \
-    NXE_RUN_KERNEL(prefix##_fmod_run, T, TC, T, LOAD, STORE, ops##_fmod)                   \
-    NXE_RUN_KERNEL(prefix##_prelu_run, T, TC, T, LOAD, STORE, ops##_prelu)                 \
-    NXE_RUN_KERNEL(prefix##_eq_run, T, TC, uint8_t, LOAD, NXE_STORE_BOOL, NXE_EQ)             \
-    NXE_RUN_KERNEL(prefix##_lt_run, T, TC, uint8_t, LOAD, NXE_STORE_BOOL, NXE_LT)             \
-    NXE_RUN_KERNEL(prefix##_le_run, T, TC, uint8_t, LOAD, NXE_STORE_BOOL, NXE_LE)             \
-    NXE_RUN_KERNEL(prefix##_gt_run, T, TC, uint8_t, LOAD, NXE_STORE_BOOL, NXE_GT)             \
+#define NXE_COMMON_KERNELS(T, TC, prefix, ops, LOAD, STORE)                                        \
+    NXE_RUN_KERNEL(prefix##_add_run, T, TC, T, LOAD, STORE, ops##_add)                             \
+    NXE_RUN_KERNEL(prefix##_sub_run, T, TC, T, LOAD, STORE, ops##_sub)                             \
+    NXE_RUN_KERNEL(prefix##_mul_run, T, TC, T, LOAD, STORE, ops##_mul)                             \
+    NXE_RUN_KERNEL(prefix##_div_run, T, TC, T, LOAD, STORE, ops##_div)                             \
+    NXE_RUN_KERNEL(prefix##_pow_run, T, TC, T, LOAD, STORE, ops##_pow)                             \
+    NXE_RUN_KERNEL(prefix##_min_run, T, TC, T, LOAD, STORE, ops##_min)                             \
+    NXE_RUN_KERNEL(prefix##_max_run, T, TC, T, LOAD, STORE, ops##_max)                             \
+    NXE_RUN_KERNEL(prefix##_mod_run, T, TC, T, LOAD, STORE, ops##_mod)                             \
+    NXE_RUN_KERNEL(prefix##_fmod_run, T, TC, T, LOAD, STORE, ops##_fmod)                           \
+    NXE_RUN_KERNEL(prefix##_prelu_run, T, TC, T, LOAD, STORE, ops##_prelu)                         \
+    NXE_RUN_KERNEL(prefix##_eq_run, T, TC, uint8_t, LOAD, NXE_STORE_BOOL, NXE_EQ)                  \
+    NXE_RUN_KERNEL(prefix##_lt_run, T, TC, uint8_t, LOAD, NXE_STORE_BOOL, NXE_LT)                  \
+    NXE_RUN_KERNEL(prefix##_le_run, T, TC, uint8_t, LOAD, NXE_STORE_BOOL, NXE_LE)                  \
+    NXE_RUN_KERNEL(prefix##_gt_run, T, TC, uint8_t, LOAD, NXE_STORE_BOOL, NXE_GT)                  \
     NXE_RUN_KERNEL(prefix##_ge_run, T, TC, uint8_t, LOAD, NXE_STORE_BOOL, NXE_GE)
 
-static inline float f16_load(uint16_t v) { return nxe_ref_f16_to_f32(v); }
-static inline uint16_t f16_store(float v) { return nxe_ref_f32_to_f16(v); }
-static inline float bf16_load(uint16_t v) { return nxe_ref_bf16_to_f32(v); }
-static inline uint16_t bf16_store(float v) { return nxe_ref_f32_to_bf16(v); }
+static inline float f16_load(uint16_t v)
+{
+    return nxe_ref_f16_to_f32(v);
+}
+static inline uint16_t f16_store(float v)
+{
+    return nxe_ref_f32_to_f16(v);
+}
+static inline float bf16_load(uint16_t v)
+{
+    return nxe_ref_bf16_to_f32(v);
+}
+static inline uint16_t bf16_store(float v)
+{
+    return nxe_ref_f32_to_bf16(v);
+}
 
 NXE_COMMON_KERNELS(float, float, f32, f32, NXE_LOAD_SAME, NXE_STORE_SAME)
 /* The f16/bf16 kernels reuse the f32 scalar functions: one rounding of the f32 result. */
@@ -227,11 +311,9 @@ NXE_COMMON_KERNELS(uint16_t, uint16_t, u16, u16, NXE_LOAD_SAME, NXE_STORE_SAME)
 NXE_COMMON_KERNELS(uint32_t, uint32_t, u32, u32, NXE_LOAD_SAME, NXE_STORE_SAME)
 NXE_COMMON_KERNELS(uint64_t, uint64_t, u64, u64, NXE_LOAD_SAME, NXE_STORE_SAME)
 
-#define NXE_SHIFT_KERNELS(T, prefix)                                                          \
-    NXE_RUN_KERNEL(prefix##_shl_run, T, T, T, NXE_LOAD_SAME, NXE_STORE_SAME,                  \
-                   prefix##_shift_left)                                                       \
-    NXE_RUN_KERNEL(prefix##_shr_run, T, T, T, NXE_LOAD_SAME, NXE_STORE_SAME,                  \
-                   prefix##_shift_right)
+#define NXE_SHIFT_KERNELS(T, prefix)                                                               \
+    NXE_RUN_KERNEL(prefix##_shl_run, T, T, T, NXE_LOAD_SAME, NXE_STORE_SAME, prefix##_shift_left)  \
+    NXE_RUN_KERNEL(prefix##_shr_run, T, T, T, NXE_LOAD_SAME, NXE_STORE_SAME, prefix##_shift_right)
 NXE_SHIFT_KERNELS(int8_t, i8)
 NXE_SHIFT_KERNELS(uint8_t, u8)
 NXE_SHIFT_KERNELS(int16_t, i16)
@@ -246,16 +328,16 @@ NXE_RUN_KERNEL(bool_and_run, uint8_t, int, uint8_t, NXE_LOAD_SAME, NXE_STORE_BOO
 NXE_RUN_KERNEL(bool_or_run, uint8_t, int, uint8_t, NXE_LOAD_SAME, NXE_STORE_BOOL, NXE_OR)
 NXE_RUN_KERNEL(bool_xor_run, uint8_t, int, uint8_t, NXE_LOAD_SAME, NXE_STORE_BOOL, NXE_XOR)
 
-#define NXE_KERNEL_ROW(prefix)                                                                \
-    [NXE_REF_ADD] = prefix##_add_run, [NXE_REF_SUB] = prefix##_sub_run,                       \
-    [NXE_REF_MUL] = prefix##_mul_run, [NXE_REF_DIV] = prefix##_div_run,                       \
-    [NXE_REF_POW] = prefix##_pow_run, [NXE_REF_MIN] = prefix##_min_run,                       \
-    [NXE_REF_MAX] = prefix##_max_run, [NXE_REF_MOD] = prefix##_mod_run,                       \
-    [NXE_REF_FMOD] = prefix##_fmod_run, [NXE_REF_PRELU] = prefix##_prelu_run,                 \
-    [NXE_REF_EQUAL] = prefix##_eq_run, [NXE_REF_LESS] = prefix##_lt_run,                      \
-    [NXE_REF_LESS_EQUAL] = prefix##_le_run, [NXE_REF_GREATER] = prefix##_gt_run,              \
+#define NXE_KERNEL_ROW(prefix)                                                                     \
+    [NXE_REF_ADD] = prefix##_add_run, [NXE_REF_SUB] = prefix##_sub_run,                            \
+    [NXE_REF_MUL] = prefix##_mul_run, [NXE_REF_DIV] = prefix##_div_run,                            \
+    [NXE_REF_POW] = prefix##_pow_run, [NXE_REF_MIN] = prefix##_min_run,                            \
+    [NXE_REF_MAX] = prefix##_max_run, [NXE_REF_MOD] = prefix##_mod_run,                            \
+    [NXE_REF_FMOD] = prefix##_fmod_run, [NXE_REF_PRELU] = prefix##_prelu_run,                      \
+    [NXE_REF_EQUAL] = prefix##_eq_run, [NXE_REF_LESS] = prefix##_lt_run,                           \
+    [NXE_REF_LESS_EQUAL] = prefix##_le_run, [NXE_REF_GREATER] = prefix##_gt_run,                   \
     [NXE_REF_GREATER_EQUAL] = prefix##_ge_run
-#define NXE_SHIFT_ROW(prefix)                                                                 \
+#define NXE_SHIFT_ROW(prefix)                                                                      \
     [NXE_REF_SHIFT_LEFT] = prefix##_shl_run, [NXE_REF_SHIFT_RIGHT] = prefix##_shr_run
 
 static const nxe_ref_binary_fn binary_kernels[NXE_REF_TYPE_COUNT][NXE_REF_BINARY_OP_COUNT] = {
@@ -267,8 +349,10 @@ static const nxe_ref_binary_fn binary_kernels[NXE_REF_TYPE_COUNT][NXE_REF_BINARY
     [NXE_REF_I16] = {NXE_KERNEL_ROW(i16), NXE_SHIFT_ROW(i16)},
     [NXE_REF_I32] = {NXE_KERNEL_ROW(i32), NXE_SHIFT_ROW(i32)},
     [NXE_REF_I64] = {NXE_KERNEL_ROW(i64), NXE_SHIFT_ROW(i64)},
-    [NXE_REF_BOOL] = {[NXE_REF_EQUAL] = bool_eq_run, [NXE_REF_AND] = bool_and_run,
-                      [NXE_REF_OR] = bool_or_run, [NXE_REF_XOR] = bool_xor_run},
+    [NXE_REF_BOOL] = {[NXE_REF_EQUAL] = bool_eq_run,
+                      [NXE_REF_AND] = bool_and_run,
+                      [NXE_REF_OR] = bool_or_run,
+                      [NXE_REF_XOR] = bool_xor_run},
 };
 
 static const nxe_ref_binary_fn
@@ -290,13 +374,13 @@ nxe_ref_binary_fn nxe_ref_binary_kernel(int32_t op, int32_t type)
     return binary_kernels[type][op];
 }
 
-#define NXE_SELECT(T)                                                                         \
-    do {                                                                                      \
-        const T *pa = a;                                                                      \
-        const T *pb = b;                                                                      \
-        T *po = out;                                                                          \
-        for (int64_t i = 0; i < n; i++)                                                       \
-            po[i] = cond[i * step_c] ? pa[i * step_a] : pb[i * step_b];                       \
+#define NXE_SELECT(T)                                                                              \
+    do {                                                                                           \
+        const T *pa = a;                                                                           \
+        const T *pb = b;                                                                           \
+        T *po = out;                                                                               \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            po[i] = cond[i * step_c] ? pa[i * step_a] : pb[i * step_b];                            \
     } while (0)
 
 int nxe_ref_select(size_t element_size, int64_t n, const uint8_t *cond, int64_t step_c,

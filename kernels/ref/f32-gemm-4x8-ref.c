@@ -30,8 +30,8 @@ void nxe_f32_gemm_4x8_ref(int32_t mr, int32_t nr, int64_t kc, const void *a,
 }
 
 void nxe_f32_gemm_4x8_rows_ref(int32_t mr, int32_t nr, int64_t kc, const float *a,
-                               int64_t a_stride_m, const void *const *b_rows, float *c,
-                               int64_t ldc, int32_t accumulate)
+                               int64_t a_stride_m, const void *const *b_rows, float *c, int64_t ldc,
+                               int32_t accumulate)
 {
     tile(mr, nr, kc, a, 1, a_stride_m, b_rows, c, ldc, accumulate);
 }

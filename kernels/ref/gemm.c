@@ -9,29 +9,22 @@
 float nxe_ref_activation(int32_t activation, float alpha, float beta, float v)
 {
     switch (activation) {
-    case NXE_ACTIVATION_RELU:
-        return v < 0.0f ? 0.0f : v; /* NaN stays NaN */
-    case NXE_ACTIVATION_CLIP:
-        return v < alpha ? alpha : v > beta ? beta : v;
-    case NXE_ACTIVATION_LEAKY_RELU:
-        return v < 0.0f ? alpha * v : v;
-    case NXE_ACTIVATION_TANH:
-        return tanhf(v);
-    case NXE_ACTIVATION_SIGMOID:
-        return 1.0f / (1.0f + expf(-v));
+    case NXE_ACTIVATION_RELU: return v < 0.0f ? 0.0f : v; /* NaN stays NaN */
+    case NXE_ACTIVATION_CLIP: return v < alpha ? alpha : v > beta ? beta : v;
+    case NXE_ACTIVATION_LEAKY_RELU: return v < 0.0f ? alpha * v : v;
+    case NXE_ACTIVATION_TANH: return tanhf(v);
+    case NXE_ACTIVATION_SIGMOID: return 1.0f / (1.0f + expf(-v));
     case NXE_ACTIVATION_GELU_ERF: /* 1 + erf(u) = erfc(-u), without cancellation */
         return 0.5f * v * erfcf(-v * 0.70710678118654752f);
     case NXE_ACTIVATION_GELU_TANH: /* 0.5 (1 + tanh(u)) = 1 / (1 + e^{-2u}) */
         return v / (1.0f + expf(-2.0f * 0.79788456080286536f * (v + 0.044715f * v * v * v)));
-    case NXE_ACTIVATION_SILU:
-        return v / (1.0f + expf(-v));
-    default:
-        return v;
+    case NXE_ACTIVATION_SILU: return v / (1.0f + expf(-v));
+    default: return v;
     }
 }
 
-void nxe_ref_epilogue(int32_t mr, int32_t nr, float *c, int64_t ldc,
-                      const nxe_epilogue *epilogue, const nxe_epilogue_operands *operands)
+void nxe_ref_epilogue(int32_t mr, int32_t nr, float *c, int64_t ldc, const nxe_epilogue *epilogue,
+                      const nxe_epilogue_operands *operands)
 {
     for (int32_t i = 0; i < mr; i++) {
         for (int32_t j = 0; j < nr; j++) {
@@ -53,9 +46,8 @@ void nxe_ref_epilogue(int32_t mr, int32_t nr, float *c, int64_t ldc,
 NXE_REF_GEMM_UKERNELS(NXE_DEFINE_GEMM_UKERNEL)
 NXE_REF_Q8_UKERNELS(NXE_DEFINE_Q8_UKERNEL)
 
-static const nxe_ukernel_entry entries[] = {
-    NXE_REF_GEMM_UKERNELS(NXE_GEMM_UKERNEL_ENTRY) NXE_REF_Q8_UKERNELS(NXE_Q8_UKERNEL_ENTRY)
-};
+static const nxe_ukernel_entry entries[] = {NXE_REF_GEMM_UKERNELS(NXE_GEMM_UKERNEL_ENTRY)
+                                                NXE_REF_Q8_UKERNELS(NXE_Q8_UKERNEL_ENTRY)};
 
 const nxe_ukernel_entry *nxe_ref_ukernel_entries(int32_t *count)
 {

@@ -165,9 +165,8 @@ int64_t nxe_image_upscale_scratch(int32_t src_height, int32_t dst_width)
 }
 
 void nxe_image_upscale_cubic(const float *src, int64_t src_stride, int32_t src_width,
-                             int32_t src_height, float *dst, int64_t dst_stride,
-                             int32_t dst_width, int32_t dst_height, int32_t fx, int32_t fy,
-                             float *scratch)
+                             int32_t src_height, float *dst, int64_t dst_stride, int32_t dst_width,
+                             int32_t dst_height, int32_t fx, int32_t fy, float *scratch)
 {
     float wx[MAX_FACTOR][4], wy[MAX_FACTOR][4];
     int32_t ox[MAX_FACTOR], oy[MAX_FACTOR];
@@ -202,14 +201,13 @@ void nxe_image_upscale_cubic(const float *src, int64_t src_stride, int32_t src_w
             rows[k] = scratch + (int64_t)clamp_index(first + k, src_height) * dst_width;
         float *out = dst + y * dst_stride;
         for (int32_t x = 0; x < dst_width; x++)
-            out[x] = w[0] * rows[0][x] + w[1] * rows[1][x] + w[2] * rows[2][x] +
-                     w[3] * rows[3][x];
+            out[x] = w[0] * rows[0][x] + w[1] * rows[1][x] + w[2] * rows[2][x] + w[3] * rows[3][x];
     }
 }
 
 void nxe_image_downsample_box(const float *src, int64_t src_stride, int32_t src_width,
-                              int32_t src_height, float *dst, int64_t dst_stride,
-                              int32_t dst_width, int32_t dst_height, int32_t fx, int32_t fy)
+                              int32_t src_height, float *dst, int64_t dst_stride, int32_t dst_width,
+                              int32_t dst_height, int32_t fx, int32_t fy)
 {
     for (int32_t y = 0; y < dst_height; y++) {
         int32_t y0 = y * fy, y1 = y0 + fy < src_height ? y0 + fy : src_height;

@@ -45,13 +45,13 @@ static inline float clip(float v, float lo, float hi)
     return t > hi ? hi : t;
 }
 
-#define MAP(expr)                                                                             \
-    do {                                                                                      \
-        for (int64_t i = 0; i < n; i++) {                                                     \
-            const float v = x[i];                                                             \
-            y[i] = (expr);                                                                    \
-        }                                                                                     \
-    } while (0);                                                                              \
+#define MAP(expr)                                                                                  \
+    do {                                                                                           \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            const float v = x[i];                                                                  \
+            y[i] = (expr);                                                                         \
+        }                                                                                          \
+    } while (0);                                                                                   \
     return 0
 
 int nxe_ref_f32_unary(int32_t op, float alpha, float beta, int64_t n, const float *x, float *y)
@@ -111,39 +111,37 @@ int nxe_ref_half_unary(int32_t op, int32_t type, float alpha, float beta, int64_
                                            : nxe_ref_bf16_to_f32(x[start + i]);
         nxe_ref_f32_unary(op, alpha, beta, count, block, block);
         for (int64_t i = 0; i < count; i++)
-            y[start + i] = type == NXE_REF_F16 ? nxe_ref_f32_to_f16(block[i])
-                                               : nxe_ref_f32_to_bf16(block[i]);
+            y[start + i] =
+                type == NXE_REF_F16 ? nxe_ref_f32_to_f16(block[i]) : nxe_ref_f32_to_bf16(block[i]);
     }
     return 0;
 }
 
 /* Integer unary ops; U is the unsigned type of the same width, so negation wraps. Bounds are
  * clamped into the type first, so the comparisons below never see an out-of-range value. */
-#define INT_UNARY(T, U, T_MIN, T_MAX)                                                         \
-    do {                                                                                      \
-        const T *xs = x;                                                                      \
-        T *ys = y;                                                                            \
-        const T low = lo < (int64_t)(T_MIN) ? (T)(T_MIN) : lo > (int64_t)(T_MAX) ? (T)(T_MAX) \
-                                                                                 : (T)lo;     \
-        const T high = hi < (int64_t)(T_MIN)   ? (T)(T_MIN)                                   \
-                       : hi > (int64_t)(T_MAX) ? (T)(T_MAX)                                   \
-                                               : (T)hi;                                       \
-        for (int64_t i = 0; i < n; i++) {                                                     \
-            const T v = xs[i];                                                                \
-            switch (op) {                                                                     \
-            case NXE_REF_ABS: ys[i] = v < (T)1 && v != 0 ? (T)(0 - (U)v) : v; break;          \
-            case NXE_REF_NEG: ys[i] = (T)(0 - (U)v); break;                                   \
-            case NXE_REF_SIGN: ys[i] = (T)(v > 0 ? 1 : v == 0 ? 0 : -1); break;               \
-            default: {                                                                        \
-                const T t = v < low ? low : v;                                                \
-                ys[i] = t > high ? high : t;                                                  \
-            }                                                                                 \
-            }                                                                                 \
-        }                                                                                     \
+#define INT_UNARY(T, U, T_MIN, T_MAX)                                                              \
+    do {                                                                                           \
+        const T *xs = x;                                                                           \
+        T *ys = y;                                                                                 \
+        const T low = lo<(int64_t)(T_MIN) ? (T)(T_MIN) : lo>(int64_t)(T_MAX) ? (T)(T_MAX) : (T)lo; \
+        const T high =                                                                             \
+            hi<(int64_t)(T_MIN) ? (T)(T_MIN) : hi>(int64_t)(T_MAX) ? (T)(T_MAX) : (T)hi;           \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            const T v = xs[i];                                                                     \
+            switch (op) {                                                                          \
+            case NXE_REF_ABS: ys[i] = v < (T)1 && v != 0 ? (T)(0 - (U)v) : v; break;               \
+            case NXE_REF_NEG: ys[i] = (T)(0 - (U)v); break;                                        \
+            case NXE_REF_SIGN: ys[i] = (T)(v > 0 ? 1 : v == 0 ? 0 : -1); break;                    \
+            default: {                                                                             \
+                const T t = v < low ? low : v;                                                     \
+                ys[i] = t > high ? high : t;                                                       \
+            }                                                                                      \
+            }                                                                                      \
+        }                                                                                          \
     } while (0)
 
-int nxe_ref_int_unary(int32_t op, int32_t type, int64_t lo, int64_t hi, int64_t n,
-                      const void *x, void *y)
+int nxe_ref_int_unary(int32_t op, int32_t type, int64_t lo, int64_t hi, int64_t n, const void *x,
+                      void *y)
 {
     if (op != NXE_REF_ABS && op != NXE_REF_NEG && op != NXE_REF_SIGN && op != NXE_REF_CLIP)
         return -1;
@@ -182,8 +180,8 @@ int nxe_ref_isnan(int32_t type, int64_t n, const void *x, uint8_t *y)
     return 0;
 }
 
-int nxe_ref_isinf(int32_t type, int detect_negative, int detect_positive, int64_t n,
-                  const void *x, uint8_t *y)
+int nxe_ref_isinf(int32_t type, int detect_negative, int detect_positive, int64_t n, const void *x,
+                  uint8_t *y)
 {
     if (!is_float_type(type))
         return -1;
@@ -200,22 +198,22 @@ void nxe_ref_not(int64_t n, const uint8_t *x, uint8_t *y)
         y[i] = (uint8_t)(x[i] == 0 ? 1 : 0);
 }
 
-#define BITWISE(T, OPERATOR)                                                                  \
-    do {                                                                                      \
-        const T *as = a;                                                                      \
-        const T *bs = b;                                                                      \
-        T *outs = out;                                                                        \
-        for (int64_t i = 0; i < n; i++)                                                       \
-            outs[i] = (T)(as[i * step_a] OPERATOR bs[i * step_b]);                            \
+#define BITWISE(T, OPERATOR)                                                                       \
+    do {                                                                                           \
+        const T *as = a;                                                                           \
+        const T *bs = b;                                                                           \
+        T *outs = out;                                                                             \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            outs[i] = (T)(as[i * step_a] OPERATOR bs[i * step_b]);                                 \
     } while (0)
 
-#define BITWISE_SIZES(OPERATOR)                                                               \
-    switch (element_size) {                                                                   \
-    case 1: BITWISE(uint8_t, OPERATOR); return 0;                                             \
-    case 2: BITWISE(uint16_t, OPERATOR); return 0;                                            \
-    case 4: BITWISE(uint32_t, OPERATOR); return 0;                                            \
-    case 8: BITWISE(uint64_t, OPERATOR); return 0;                                            \
-    default: return -1;                                                                       \
+#define BITWISE_SIZES(OPERATOR)                                                                    \
+    switch (element_size) {                                                                        \
+    case 1: BITWISE(uint8_t, OPERATOR); return 0;                                                  \
+    case 2: BITWISE(uint16_t, OPERATOR); return 0;                                                 \
+    case 4: BITWISE(uint32_t, OPERATOR); return 0;                                                 \
+    case 8: BITWISE(uint64_t, OPERATOR); return 0;                                                 \
+    default: return -1;                                                                            \
     }
 
 int nxe_ref_bitwise(int32_t op, size_t element_size, int64_t n, const void *a, int64_t step_a,
@@ -232,12 +230,12 @@ int nxe_ref_bitwise(int32_t op, size_t element_size, int64_t n, const void *a, i
 #undef BITWISE_SIZES
 #undef BITWISE
 
-#define BITWISE_NOT(T)                                                                        \
-    do {                                                                                      \
-        const T *xs = x;                                                                      \
-        T *ys = y;                                                                            \
-        for (int64_t i = 0; i < n; i++)                                                       \
-            ys[i] = (T)~xs[i];                                                                \
+#define BITWISE_NOT(T)                                                                             \
+    do {                                                                                           \
+        const T *xs = x;                                                                           \
+        T *ys = y;                                                                                 \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            ys[i] = (T)~xs[i];                                                                     \
     } while (0)
 
 int nxe_ref_bitwise_not(size_t element_size, int64_t n, const void *x, void *y)

@@ -67,14 +67,14 @@ int nxe_ref_half_unary(int32_t op, int32_t type, float alpha, float beta, int64_
 /* Integers (`type` NXE_REF_I8, U8, I16, I32 or I64): ABS and NEG wrap (ABS(MIN) = MIN),
  * SIGN gives -1/0/1, CLIP clamps to [lo, hi] (lo > hi gives hi; bounds outside the type's
  * range clamp nothing on that side). Returns -1 for another type or op. */
-int nxe_ref_int_unary(int32_t op, int32_t type, int64_t lo, int64_t hi, int64_t n,
-                      const void *x, void *y);
+int nxe_ref_int_unary(int32_t op, int32_t type, int64_t lo, int64_t hi, int64_t n, const void *x,
+                      void *y);
 
 /* Classification of f32/f16/bf16 values into bool bytes (0 or 1); -1 for another type.
  * isinf counts +inf when detect_positive and -inf when detect_negative. */
 int nxe_ref_isnan(int32_t type, int64_t n, const void *x, uint8_t *y);
-int nxe_ref_isinf(int32_t type, int detect_negative, int detect_positive, int64_t n,
-                  const void *x, uint8_t *y);
+int nxe_ref_isinf(int32_t type, int detect_negative, int detect_positive, int64_t n, const void *x,
+                  uint8_t *y);
 
 /* Logical not of bool bytes: 1 for zero, 0 otherwise. */
 void nxe_ref_not(int64_t n, const uint8_t *x, uint8_t *y);

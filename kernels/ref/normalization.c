@@ -124,8 +124,8 @@ void nxe_ref_f32_hardmax(const float *x, float *y, int64_t axis_size, int64_t in
     }
 }
 
-void nxe_ref_f32_lp_norm(const float *x, float *y, int64_t axis_size, int64_t inner_size,
-                         int32_t p, int64_t lane_begin, int64_t lane_end)
+void nxe_ref_f32_lp_norm(const float *x, float *y, int64_t axis_size, int64_t inner_size, int32_t p,
+                         int64_t lane_begin, int64_t lane_end)
 {
     if (axis_size == 0) {
         return;
@@ -150,9 +150,8 @@ void nxe_ref_f32_lp_norm(const float *x, float *y, int64_t axis_size, int64_t in
 }
 
 void nxe_ref_f32_batch_norm(const float *x, const float *scale, const float *bias,
-                            const float *mean, const float *variance, float *y,
-                            int64_t channels, int64_t spatial, float epsilon,
-                            int64_t plane_begin, int64_t plane_end)
+                            const float *mean, const float *variance, float *y, int64_t channels,
+                            int64_t spatial, float epsilon, int64_t plane_begin, int64_t plane_end)
 {
     for (int64_t plane = plane_begin; plane < plane_end; plane++) {
         const int64_t c = plane % channels;

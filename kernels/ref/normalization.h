@@ -31,16 +31,15 @@ void nxe_ref_f32_hardmax(const float *x, float *y, int64_t axis_size, int64_t in
 
 /* Lp normalization along the same lanes, p 1 or 2: y = x / ||x||_p; a lane whose norm is 0
  * gives 0. */
-void nxe_ref_f32_lp_norm(const float *x, float *y, int64_t axis_size, int64_t inner_size,
-                         int32_t p, int64_t lane_begin, int64_t lane_end);
+void nxe_ref_f32_lp_norm(const float *x, float *y, int64_t axis_size, int64_t inner_size, int32_t p,
+                         int64_t lane_begin, int64_t lane_end);
 
 /* Inference batch normalization of a dense [batch, channels, spatial] array, for planes
  * [plane_begin, plane_end) of the flattened (batch, channel) range: y = (x - mean[c]) /
  * sqrt(variance[c] + epsilon) * scale[c] + bias[c], in double. */
 void nxe_ref_f32_batch_norm(const float *x, const float *scale, const float *bias,
-                            const float *mean, const float *variance, float *y,
-                            int64_t channels, int64_t spatial, float epsilon,
-                            int64_t plane_begin, int64_t plane_end);
+                            const float *mean, const float *variance, float *y, int64_t channels,
+                            int64_t spatial, float epsilon, int64_t plane_begin, int64_t plane_end);
 
 /* Group normalization of a dense [batch, groups * channels_per_group, spatial] array, for
  * rows [row_begin, row_end) of the flattened (batch, group) range: each row's

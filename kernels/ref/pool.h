@@ -14,7 +14,7 @@
  * count_include_pad, and any beyond (from ceil_mode) count for nothing. */
 typedef struct nxe_pool_geometry {
     int64_t planes;
-    int64_t in_size[3];   /* depth, height, width */
+    int64_t in_size[3]; /* depth, height, width */
     int64_t out_size[3];
     int64_t kernel[3];
     int64_t stride[3];
@@ -32,8 +32,8 @@ void nxe_ref_f32_max_pool(const nxe_pool_geometry *geometry, const float *input,
                           int64_t row_begin, int64_t row_end);
 void nxe_ref_i8_max_pool(const nxe_pool_geometry *geometry, const int8_t *input, int8_t *output,
                          int64_t row_begin, int64_t row_end);
-void nxe_ref_u8_max_pool(const nxe_pool_geometry *geometry, const uint8_t *input,
-                         uint8_t *output, int64_t row_begin, int64_t row_end);
+void nxe_ref_u8_max_pool(const nxe_pool_geometry *geometry, const uint8_t *input, uint8_t *output,
+                         int64_t row_begin, int64_t row_end);
 
 /* Sum of the taps inside the input (in kz, ky, kx order) divided by their count, or with
  * count_include_pad by the count of taps inside the padded input. */
@@ -49,12 +49,12 @@ void nxe_ref_f32_lp_pool(const nxe_pool_geometry *geometry, float p, const float
  * (max with NaN propagation, mean, or Lp norm), summed in index order. */
 void nxe_ref_f32_global_max_pool(int64_t size, const float *input, float *output, int64_t begin,
                                  int64_t end);
-void nxe_ref_i8_global_max_pool(int64_t size, const int8_t *input, int8_t *output,
-                                int64_t begin, int64_t end);
-void nxe_ref_u8_global_max_pool(int64_t size, const uint8_t *input, uint8_t *output,
-                                int64_t begin, int64_t end);
-void nxe_ref_f32_global_average_pool(int64_t size, const float *input, float *output,
-                                     int64_t begin, int64_t end);
+void nxe_ref_i8_global_max_pool(int64_t size, const int8_t *input, int8_t *output, int64_t begin,
+                                int64_t end);
+void nxe_ref_u8_global_max_pool(int64_t size, const uint8_t *input, uint8_t *output, int64_t begin,
+                                int64_t end);
+void nxe_ref_f32_global_average_pool(int64_t size, const float *input, float *output, int64_t begin,
+                                     int64_t end);
 void nxe_ref_f32_global_lp_pool(int64_t size, float p, const float *input, float *output,
                                 int64_t begin, int64_t end);
 

@@ -60,10 +60,9 @@ void nxe_ref_q8_gemm(const nxe_q8_gemm_args *args, int64_t row_begin, int64_t ro
                 acc += ((int64_t)load_q8(p.a, a_row + kk) - a_zero) *
                        ((int64_t)load_q8(p.b, kk * p.n + j) - b_zero);
             }
-            const float multiplier =
-                requant ? p.a_scale[i * p.a_scale_stride] * p.b_scale[j * p.b_scale_stride] /
-                              p.out.y_scale
-                        : 0.0f;
+            const float multiplier = requant ? p.a_scale[i * p.a_scale_stride] *
+                                                   p.b_scale[j * p.b_scale_stride] / p.out.y_scale
+                                             : 0.0f;
             nxe_ref_q8_store(&p.out, i * p.n + j, acc, 0, multiplier);
         }
     }
@@ -92,8 +91,7 @@ void nxe_ref_q8_conv2d_nchw(const nxe_q8_conv2d_args *args, int64_t row_begin, i
                 for (int64_t icg = 0; icg < group_in; icg++) {
                     const int64_t plane =
                         (n * g.in_channels + first_in_channel + icg) * g.in_height;
-                    const int64_t taps =
-                        (oc * group_in + icg) * g.kernel_height * g.kernel_width;
+                    const int64_t taps = (oc * group_in + icg) * g.kernel_height * g.kernel_width;
                     for (int64_t ky = 0; ky < g.kernel_height; ky++) {
                         const int64_t iy =
                             oy * g.stride_height - g.pad_top + ky * g.dilation_height;
@@ -104,10 +102,9 @@ void nxe_ref_q8_conv2d_nchw(const nxe_q8_conv2d_args *args, int64_t row_begin, i
                                 ox * g.stride_width - g.pad_left + kx * g.dilation_width;
                             if (ix < 0 || ix >= g.in_width)
                                 continue;
-                            acc += ((int64_t)load_q8(p.x, (plane + iy) * g.in_width + ix) -
-                                    x_zero) *
-                                   ((int64_t)load_q8(p.w, taps + ky * g.kernel_width + kx) -
-                                    w_zero);
+                            acc +=
+                                ((int64_t)load_q8(p.x, (plane + iy) * g.in_width + ix) - x_zero) *
+                                ((int64_t)load_q8(p.w, taps + ky * g.kernel_width + kx) - w_zero);
                         }
                     }
                 }

@@ -59,8 +59,7 @@ static void gru_step(const nxe_f32_rnn_args *p, const float *x, const float *h_p
     for (int64_t j = 0; j < hs; j++)
         reset[j] = nxe_ref_rnn_activate(&p->f, clipped(p, gate_input(p, hs + j, x, h_prev)));
     for (int64_t j = 0; j < hs; j++) {
-        const float z =
-            nxe_ref_rnn_activate(&p->f, clipped(p, gate_input(p, j, x, h_prev)));
+        const float z = nxe_ref_rnn_activate(&p->f, clipped(p, gate_input(p, j, x, h_prev)));
         const int64_t row = 2 * hs + j;
         float candidate = dot(p->w + row * p->input_size, x, p->input_size);
         const float *r_row = p->r + row * hs;
@@ -81,8 +80,7 @@ static void gru_step(const nxe_f32_rnn_args *p, const float *x, const float *h_p
     }
 }
 
-static void lstm_step(const nxe_f32_rnn_args *p, const float *x, const float *h_prev,
-                      float *h_out)
+static void lstm_step(const nxe_f32_rnn_args *p, const float *x, const float *h_prev, float *h_out)
 {
     const int64_t hs = p->hidden_size;
     for (int64_t j = 0; j < hs; j++) {
@@ -96,8 +94,7 @@ static void lstm_step(const nxe_f32_rnn_args *p, const float *x, const float *h_
             f_in += p->p[2 * hs + j] * c_prev;
         }
         const float i = nxe_ref_rnn_activate(&p->f, clipped(p, i_in));
-        const float f =
-            p->input_forget ? 1.0f - i : nxe_ref_rnn_activate(&p->f, clipped(p, f_in));
+        const float f = p->input_forget ? 1.0f - i : nxe_ref_rnn_activate(&p->f, clipped(p, f_in));
         const float candidate = nxe_ref_rnn_activate(&p->g, clipped(p, c_in));
         const float c = f * c_prev + i * candidate;
         if (p->p != NULL)

@@ -25,30 +25,30 @@ typedef struct nxe_reduce_geometry {
 
 /* How the reduced elements combine; the value of an empty set follows in brackets. */
 typedef enum nxe_reduce_kind {
-    NXE_REDUCE_SUM,          /* sum [0] */
-    NXE_REDUCE_MEAN,         /* sum / count [NaN]; floating only */
-    NXE_REDUCE_MAX,          /* maximum, NaN if any is NaN [-inf / lowest integer / false] */
-    NXE_REDUCE_MIN,          /* minimum, NaN if any is NaN [+inf / highest integer / true] */
-    NXE_REDUCE_PROD,         /* product [1] */
-    NXE_REDUCE_L1,           /* sum of |x| [0] */
-    NXE_REDUCE_L2,           /* sqrt of the sum of squares [0]; floating only */
-    NXE_REDUCE_SUM_SQUARE,   /* sum of squares [0] */
-    NXE_REDUCE_LOG_SUM,      /* log of the sum [-inf]; floating only */
-    NXE_REDUCE_LOG_SUM_EXP,  /* log of the sum of exp, computed around the maximum [-inf];
+    NXE_REDUCE_SUM,         /* sum [0] */
+    NXE_REDUCE_MEAN,        /* sum / count [NaN]; floating only */
+    NXE_REDUCE_MAX,         /* maximum, NaN if any is NaN [-inf / lowest integer / false] */
+    NXE_REDUCE_MIN,         /* minimum, NaN if any is NaN [+inf / highest integer / true] */
+    NXE_REDUCE_PROD,        /* product [1] */
+    NXE_REDUCE_L1,          /* sum of |x| [0] */
+    NXE_REDUCE_L2,          /* sqrt of the sum of squares [0]; floating only */
+    NXE_REDUCE_SUM_SQUARE,  /* sum of squares [0] */
+    NXE_REDUCE_LOG_SUM,     /* log of the sum [-inf]; floating only */
+    NXE_REDUCE_LOG_SUM_EXP, /* log of the sum of exp, computed around the maximum [-inf];
                                 floating only */
 } nxe_reduce_kind;
 
 /* Output elements [out_begin, out_end). Floating reductions accumulate in double in
  * row-major order of the reduced index; integer ones wrap modulo 2^bits like numpy's
  * (|lowest| is lowest). Bool supports MAX (any) and MIN (all) only. */
-void nxe_ref_f32_reduce(nxe_reduce_kind kind, const nxe_reduce_geometry *geometry,
-                        const float *x, float *y, int64_t out_begin, int64_t out_end);
-void nxe_ref_f64_reduce(nxe_reduce_kind kind, const nxe_reduce_geometry *geometry,
-                        const double *x, double *y, int64_t out_begin, int64_t out_end);
-void nxe_ref_i32_reduce(nxe_reduce_kind kind, const nxe_reduce_geometry *geometry,
-                        const int32_t *x, int32_t *y, int64_t out_begin, int64_t out_end);
-void nxe_ref_i64_reduce(nxe_reduce_kind kind, const nxe_reduce_geometry *geometry,
-                        const int64_t *x, int64_t *y, int64_t out_begin, int64_t out_end);
+void nxe_ref_f32_reduce(nxe_reduce_kind kind, const nxe_reduce_geometry *geometry, const float *x,
+                        float *y, int64_t out_begin, int64_t out_end);
+void nxe_ref_f64_reduce(nxe_reduce_kind kind, const nxe_reduce_geometry *geometry, const double *x,
+                        double *y, int64_t out_begin, int64_t out_end);
+void nxe_ref_i32_reduce(nxe_reduce_kind kind, const nxe_reduce_geometry *geometry, const int32_t *x,
+                        int32_t *y, int64_t out_begin, int64_t out_end);
+void nxe_ref_i64_reduce(nxe_reduce_kind kind, const nxe_reduce_geometry *geometry, const int64_t *x,
+                        int64_t *y, int64_t out_begin, int64_t out_end);
 void nxe_ref_bool_reduce(nxe_reduce_kind kind, const nxe_reduce_geometry *geometry,
                          const uint8_t *x, uint8_t *y, int64_t out_begin, int64_t out_end);
 
@@ -85,8 +85,8 @@ void nxe_ref_i64_top_k(const int64_t *x, int64_t *values, int64_t *indices, int6
 
 /* Running sums along each lane, from the end with `reverse`; `exclusive` leaves the current
  * element out. Floating sums run in double; integer sums wrap. */
-void nxe_ref_f32_cumsum(const float *x, float *y, int64_t axis_size, int64_t inner,
-                        bool exclusive, bool reverse, int64_t lane_begin, int64_t lane_end);
+void nxe_ref_f32_cumsum(const float *x, float *y, int64_t axis_size, int64_t inner, bool exclusive,
+                        bool reverse, int64_t lane_begin, int64_t lane_end);
 void nxe_ref_f64_cumsum(const double *x, double *y, int64_t axis_size, int64_t inner,
                         bool exclusive, bool reverse, int64_t lane_begin, int64_t lane_end);
 void nxe_ref_i32_cumsum(const int32_t *x, int32_t *y, int64_t axis_size, int64_t inner,
@@ -96,8 +96,8 @@ void nxe_ref_i64_cumsum(const int64_t *x, int64_t *y, int64_t axis_size, int64_t
 
 /* Running products, laid out as the running sums above (an exclusive product starts at 1).
  * Floating products run in double; integer products wrap modulo 2^bits. */
-void nxe_ref_f32_cumprod(const float *x, float *y, int64_t axis_size, int64_t inner,
-                         bool exclusive, bool reverse, int64_t lane_begin, int64_t lane_end);
+void nxe_ref_f32_cumprod(const float *x, float *y, int64_t axis_size, int64_t inner, bool exclusive,
+                         bool reverse, int64_t lane_begin, int64_t lane_end);
 void nxe_ref_f64_cumprod(const double *x, double *y, int64_t axis_size, int64_t inner,
                          bool exclusive, bool reverse, int64_t lane_begin, int64_t lane_end);
 void nxe_ref_i32_cumprod(const int32_t *x, int32_t *y, int64_t axis_size, int64_t inner,

@@ -19,9 +19,7 @@ static int source_coordinate(const nxe_ref_resize_config *c, const nxe_ref_resiz
     case NXE_REF_COORD_ALIGN_CORNERS:
         xo = n_out == 1.0 ? 0.0 : xd * (n_in - 1.0) / (n_out - 1.0);
         break;
-    case NXE_REF_COORD_ASYMMETRIC:
-        xo = xd / a->scale;
-        break;
+    case NXE_REF_COORD_ASYMMETRIC: xo = xd / a->scale; break;
     case NXE_REF_COORD_TF_CROP_AND_RESIZE:
         xo = n_out == 1.0 ? (a->roi_end - a->roi_start) * (n_in - 1.0) / 2.0
                           : xd * (a->roi_end - a->roi_start) * (n_in - 1.0) / (n_out - 1.0);
@@ -38,9 +36,7 @@ static int source_coordinate(const nxe_ref_resize_config *c, const nxe_ref_resiz
         xo = offset + (xd + 0.5) / a->scale - 0.5;
         break;
     }
-    default:
-        xo = (xd + 0.5) / a->scale - 0.5;
-        break;
+    default: xo = (xd + 0.5) / a->scale - 0.5; break;
     }
     *out = xo;
     return 1;
@@ -125,9 +121,8 @@ static int axis_taps(const nxe_ref_resize_config *c, const nxe_ref_resize_axis *
 }
 
 /* Taps of every axis for output element j; returns 0 when the element extrapolates. */
-static int element_taps(const nxe_ref_resize_config *c, int64_t j,
-                        int64_t index[][MAX_TAPS], double weight[][MAX_TAPS], int *count,
-                        int64_t *in_strides)
+static int element_taps(const nxe_ref_resize_config *c, int64_t j, int64_t index[][MAX_TAPS],
+                        double weight[][MAX_TAPS], int *count, int64_t *in_strides)
 {
     int64_t stride = 1;
     int ok = 1;
@@ -143,8 +138,8 @@ static int element_taps(const nxe_ref_resize_config *c, int64_t j,
     return ok;
 }
 
-void nxe_ref_f32_resize(const nxe_ref_resize_config *c, const float *src, float *dst,
-                        int64_t begin, int64_t end)
+void nxe_ref_f32_resize(const nxe_ref_resize_config *c, const float *src, float *dst, int64_t begin,
+                        int64_t end)
 {
     int64_t index[NXE_REF_RESIZE_MAX_RANK][MAX_TAPS], in_strides[NXE_REF_RESIZE_MAX_RANK];
     double weight[NXE_REF_RESIZE_MAX_RANK][MAX_TAPS];
@@ -175,9 +170,8 @@ void nxe_ref_f32_resize(const nxe_ref_resize_config *c, const float *src, float 
     }
 }
 
-void nxe_ref_x8_resize_nearest(const nxe_ref_resize_config *c, size_t elem_size,
-                               const void *fill, const void *src, void *dst, int64_t begin,
-                               int64_t end)
+void nxe_ref_x8_resize_nearest(const nxe_ref_resize_config *c, size_t elem_size, const void *fill,
+                               const void *src, void *dst, int64_t begin, int64_t end)
 {
     int64_t index[NXE_REF_RESIZE_MAX_RANK][MAX_TAPS], in_strides[NXE_REF_RESIZE_MAX_RANK];
     double weight[NXE_REF_RESIZE_MAX_RANK][MAX_TAPS];

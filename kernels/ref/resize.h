@@ -15,13 +15,13 @@ enum nxe_ref_resize_mode { NXE_REF_RESIZE_NEAREST, NXE_REF_RESIZE_LINEAR, NXE_RE
 /* How an output coordinate x maps to an input coordinate (ONNX coordinate_transformation_mode;
  * s is the axis scale, n_in the input size, n_out = s * n_in as a real number). */
 enum nxe_ref_resize_coord {
-    NXE_REF_COORD_HALF_PIXEL,           /* (x + 0.5) / s - 0.5 */
-    NXE_REF_COORD_PYTORCH_HALF_PIXEL,   /* as half_pixel, but -0.5 when n_out == 1 */
-    NXE_REF_COORD_ALIGN_CORNERS,        /* x * (n_in - 1) / (n_out - 1); 0 when n_out == 1 */
-    NXE_REF_COORD_ASYMMETRIC,           /* x / s */
-    NXE_REF_COORD_TF_CROP_AND_RESIZE,   /* within the region of interest; outside the input
+    NXE_REF_COORD_HALF_PIXEL,          /* (x + 0.5) / s - 0.5 */
+    NXE_REF_COORD_PYTORCH_HALF_PIXEL,  /* as half_pixel, but -0.5 when n_out == 1 */
+    NXE_REF_COORD_ALIGN_CORNERS,       /* x * (n_in - 1) / (n_out - 1); 0 when n_out == 1 */
+    NXE_REF_COORD_ASYMMETRIC,          /* x / s */
+    NXE_REF_COORD_TF_CROP_AND_RESIZE,  /* within the region of interest; outside the input
                                            gives the extrapolation value */
-    NXE_REF_COORD_HALF_PIXEL_SYMMETRIC  /* half_pixel, centred for the rounded output size */
+    NXE_REF_COORD_HALF_PIXEL_SYMMETRIC /* half_pixel, centred for the rounded output size */
 };
 
 /* Which neighbour nearest mode takes (ONNX nearest_mode); an integral coordinate is itself. */
@@ -33,20 +33,21 @@ enum nxe_ref_resize_nearest {
 };
 
 typedef struct nxe_ref_resize_axis {
-    int64_t in;         /* input size, >= 1 */
-    int64_t out;        /* output size */
-    int32_t identity;   /* nonzero: the axis is copied (scale 1, same size, full roi) */
+    int64_t in;       /* input size, >= 1 */
+    int64_t out;      /* output size */
+    int32_t identity; /* nonzero: the axis is copied (scale 1, same size, full roi) */
     double scale;
-    double roi_start;   /* tf_crop_and_resize only, normalized to [0, 1] of the input */
+    double roi_start; /* tf_crop_and_resize only, normalized to [0, 1] of the input */
     double roi_end;
 } nxe_ref_resize_axis;
 
 typedef struct nxe_ref_resize_config {
-    int32_t ndim;       /* 1..NXE_REF_RESIZE_MAX_RANK */
-    int32_t mode;       /* enum nxe_ref_resize_mode */
-    int32_t coord;      /* enum nxe_ref_resize_coord */
-    int32_t nearest;    /* enum nxe_ref_resize_nearest */
-    int32_t exclude_outside; /* nonzero: taps outside the input get weight 0, the rest renormalized */
+    int32_t ndim;    /* 1..NXE_REF_RESIZE_MAX_RANK */
+    int32_t mode;    /* enum nxe_ref_resize_mode */
+    int32_t coord;   /* enum nxe_ref_resize_coord */
+    int32_t nearest; /* enum nxe_ref_resize_nearest */
+    int32_t
+        exclude_outside; /* nonzero: taps outside the input get weight 0, the rest renormalized */
     double cubic_a;
     double extrapolation;
     nxe_ref_resize_axis axes[NXE_REF_RESIZE_MAX_RANK];
@@ -87,7 +88,7 @@ typedef struct nxe_ref_grid_sample_config {
     int32_t align_corners; /* nonzero: -1 and 1 are the centres of the corner pixels */
     int64_t channels;
     int64_t in[NXE_REF_GRID_SAMPLE_MAX_RANK]; /* spatial sizes of X, each >= 1 */
-    int64_t points;        /* grid points per batch item */
+    int64_t points;                           /* grid points per batch item */
 } nxe_ref_grid_sample_config;
 
 /* Writes the samples of grid points [begin, end), counted over batch * points (every channel

@@ -22,8 +22,8 @@ static void fail(int line, const char *what, const char *detail)
 }
 
 /* Expects `got` == `expected`; on failure statuses also a message containing `needle`. */
-static void expect_status(nxe_status got, nxe_status expected, const char *needle,
-                          const char *what, int line)
+static void expect_status(nxe_status got, nxe_status expected, const char *needle, const char *what,
+                          int line)
 {
     char detail[1400];
     checks++;
@@ -46,11 +46,11 @@ static void expect_status(nxe_status got, nxe_status expected, const char *needl
 
 #define EXPECT_OK(call) expect_status((call), NXE_OK, NULL, #call, __LINE__)
 #define EXPECT_FAIL(call, status, needle) expect_status((call), (status), (needle), #call, __LINE__)
-#define EXPECT_TRUE(cond)                                                                    \
-    do {                                                                                     \
-        checks++;                                                                            \
-        if (!(cond))                                                                         \
-            fail(__LINE__, #cond, "is false");                                               \
+#define EXPECT_TRUE(cond)                                                                          \
+    do {                                                                                           \
+        checks++;                                                                                  \
+        if (!(cond))                                                                               \
+            fail(__LINE__, #cond, "is false");                                                     \
     } while (0)
 
 /* ---- helpers building small graphs ---- */
@@ -169,7 +169,8 @@ static void test_log_callback_rejects_bad_levels_and_delivers_warnings(void)
     nxe_graph *graph = new_graph();
     nxe_tensor *x = add_tensor(graph, "x", NXE_TENSOR_INPUT, NXE_DTYPE_F32, 2, shape_2x3);
     nxe_tensor *y = add_tensor(graph, "y", NXE_TENSOR_OUTPUT, NXE_DTYPE_NONE, -1, NULL);
-    nxe_tensor *unused = add_tensor(graph, "unused", NXE_TENSOR_TRANSIENT, NXE_DTYPE_NONE, -1, NULL);
+    nxe_tensor *unused =
+        add_tensor(graph, "unused", NXE_TENSOR_TRANSIENT, NXE_DTYPE_NONE, -1, NULL);
     add_op(graph, "Relu", "relu", &x, 1, &y, 1);
     add_op(graph, "Tanh", "tanh", &x, 1, &unused, 1);
     nxe_executable *exe = NULL;
@@ -250,8 +251,8 @@ static void expect_add_tensor_fails(nxe_graph *graph, const nxe_tensor_spec *spe
                                     nxe_status status, const char *needle, int line)
 {
     nxe_tensor *out = SENTINEL;
-    expect_status(nxe_graph_add_tensor(graph, spec, &out), status, needle,
-                  "nxe_graph_add_tensor", line);
+    expect_status(nxe_graph_add_tensor(graph, spec, &out), status, needle, "nxe_graph_add_tensor",
+                  line);
     checks++;
     if (out != NULL)
         fail(line, "nxe_graph_add_tensor", "out-param not cleared on failure");
@@ -438,9 +439,12 @@ static void test_quantization_setters_reject_bad_parameters(void)
     EXPECT_FAIL(nxe_tensor_set_quant_per_channel(NULL, 0, scales, 3), NXE_ERROR_INVALID_ARGUMENT,
                 "nxe_tensor_set_quant_per_channel");
     EXPECT_FAIL(nxe_tensor_set_quant_per_channel(w, 0, NULL, 3), NXE_ERROR_INVALID_ARGUMENT, "'w'");
-    EXPECT_FAIL(nxe_tensor_set_quant_per_channel(w, 0, scales, 0), NXE_ERROR_INVALID_ARGUMENT, "'w'");
-    EXPECT_FAIL(nxe_tensor_set_quant_per_channel(w, 2, scales, 3), NXE_ERROR_INVALID_ARGUMENT, "axis 2");
-    EXPECT_FAIL(nxe_tensor_set_quant_per_channel(w, -1, scales, 3), NXE_ERROR_INVALID_ARGUMENT, "axis -1");
+    EXPECT_FAIL(nxe_tensor_set_quant_per_channel(w, 0, scales, 0), NXE_ERROR_INVALID_ARGUMENT,
+                "'w'");
+    EXPECT_FAIL(nxe_tensor_set_quant_per_channel(w, 2, scales, 3), NXE_ERROR_INVALID_ARGUMENT,
+                "axis 2");
+    EXPECT_FAIL(nxe_tensor_set_quant_per_channel(w, -1, scales, 3), NXE_ERROR_INVALID_ARGUMENT,
+                "axis -1");
     EXPECT_FAIL(nxe_tensor_set_quant_per_channel(w, 1, scales, 3), NXE_ERROR_SHAPE_MISMATCH, "'w'");
     EXPECT_FAIL(nxe_tensor_set_quant_per_channel(w, 0, bad_scales, 3), NXE_ERROR_INVALID_ARGUMENT,
                 "scale 1");
@@ -448,7 +452,8 @@ static void test_quantization_setters_reject_bad_parameters(void)
     EXPECT_FAIL(nxe_tensor_set_quant_dynamic_fixed_point(NULL, 3), NXE_ERROR_INVALID_ARGUMENT,
                 "nxe_tensor_set_quant_dynamic_fixed_point");
     EXPECT_FAIL(nxe_tensor_set_quant_dynamic_fixed_point(w, 65), NXE_ERROR_INVALID_ARGUMENT, "'w'");
-    EXPECT_FAIL(nxe_tensor_set_quant_dynamic_fixed_point(w, -65), NXE_ERROR_INVALID_ARGUMENT, "'w'");
+    EXPECT_FAIL(nxe_tensor_set_quant_dynamic_fixed_point(w, -65), NXE_ERROR_INVALID_ARGUMENT,
+                "'w'");
 
     /* A failed setter leaves the previous quantization in place; a good one replaces it. */
     nxe_tensor_info info = {.struct_size = sizeof info};
@@ -560,7 +565,8 @@ static void test_attribute_setters_check_names_and_types(void)
     EXPECT_FAIL(nxe_op_set_attr_ints(NULL, "axes", ints, 2), NXE_ERROR_INVALID_ARGUMENT, "op");
     EXPECT_FAIL(nxe_op_set_attr_ints(add, NULL, ints, 2), NXE_ERROR_INVALID_ARGUMENT, "name");
     EXPECT_FAIL(nxe_op_set_attr_ints(add, "bogus", ints, 2), NXE_ERROR_NOT_FOUND, "'bogus'");
-    EXPECT_FAIL(nxe_op_set_attr_floats(NULL, "scales", floats, 2), NXE_ERROR_INVALID_ARGUMENT, "op");
+    EXPECT_FAIL(nxe_op_set_attr_floats(NULL, "scales", floats, 2), NXE_ERROR_INVALID_ARGUMENT,
+                "op");
     EXPECT_FAIL(nxe_op_set_attr_floats(add, NULL, floats, 2), NXE_ERROR_INVALID_ARGUMENT, "name");
     EXPECT_FAIL(nxe_op_set_attr_floats(add, "bogus", floats, 2), NXE_ERROR_NOT_FOUND, "'bogus'");
 
@@ -599,7 +605,8 @@ static void test_binding_rejects_bad_counts_nulls_and_double_binding(void)
     nxe_tensor *x = add_tensor(graph, "x", NXE_TENSOR_INPUT, NXE_DTYPE_F32, 2, shape_2x3);
     nxe_tensor *y = add_tensor(graph, "y", NXE_TENSOR_OUTPUT, NXE_DTYPE_NONE, -1, NULL);
     nxe_tensor *z = add_tensor(graph, "z", NXE_TENSOR_OUTPUT, NXE_DTYPE_NONE, -1, NULL);
-    nxe_tensor *foreign = add_tensor(other, "foreign", NXE_TENSOR_INPUT, NXE_DTYPE_F32, 2, shape_2x3);
+    nxe_tensor *foreign =
+        add_tensor(other, "foreign", NXE_TENSOR_INPUT, NXE_DTYPE_F32, 2, shape_2x3);
     nxe_op *add = NULL, *relu = NULL, *tanh_op = NULL, *split = NULL;
     EXPECT_OK(nxe_graph_add_op(graph, "Add", "add", &add));
     EXPECT_OK(nxe_graph_add_op(graph, "Relu", "relu", &relu));
@@ -623,7 +630,8 @@ static void test_binding_rejects_bad_counts_nulls_and_double_binding(void)
     nxe_tensor *outputs_with_null[1] = {NULL};
     EXPECT_FAIL(nxe_op_bind_outputs(NULL, &y, 1), NXE_ERROR_INVALID_ARGUMENT, "op");
     EXPECT_FAIL(nxe_op_bind_outputs(add, NULL, 1), NXE_ERROR_INVALID_ARGUMENT, "tensors");
-    EXPECT_FAIL(nxe_op_bind_outputs(add, outputs_with_null, 1), NXE_ERROR_INVALID_ARGUMENT, "'add'");
+    EXPECT_FAIL(nxe_op_bind_outputs(add, outputs_with_null, 1), NXE_ERROR_INVALID_ARGUMENT,
+                "'add'");
     EXPECT_FAIL(nxe_op_bind_outputs(add, &x, 1), NXE_ERROR_INVALID_GRAPH, "'x'");
     EXPECT_FAIL(nxe_op_bind_outputs(add, &foreign, 1), NXE_ERROR_INVALID_ARGUMENT, "'foreign'");
     EXPECT_FAIL(nxe_op_bind_outputs(add, pair, 2), NXE_ERROR_INVALID_ARGUMENT, "'add'");
@@ -718,11 +726,13 @@ static void test_compile_rejects_null_and_bad_options(void)
                 "nxe_graph_compile");
     options.struct_size = 2;
     exe = SENTINEL;
-    EXPECT_FAIL(nxe_graph_compile(graph, &options, &exe), NXE_ERROR_INVALID_ARGUMENT, "struct_size");
+    EXPECT_FAIL(nxe_graph_compile(graph, &options, &exe), NXE_ERROR_INVALID_ARGUMENT,
+                "struct_size");
     EXPECT_TRUE(exe == NULL);
     options = (nxe_compile_options)NXE_COMPILE_OPTIONS_INIT;
     options.num_threads = -1;
-    EXPECT_FAIL(nxe_graph_compile(graph, &options, &exe), NXE_ERROR_INVALID_ARGUMENT, "num_threads");
+    EXPECT_FAIL(nxe_graph_compile(graph, &options, &exe), NXE_ERROR_INVALID_ARGUMENT,
+                "num_threads");
     nxe_graph_release(graph);
 }
 
@@ -752,7 +762,8 @@ static void test_compile_rejects_invalid_graphs_naming_the_culprit(void)
     /* A tensor consumed but never produced. */
     graph = new_graph();
     x = add_tensor(graph, "x", NXE_TENSOR_INPUT, NXE_DTYPE_F32, 2, shape_2x3);
-    nxe_tensor *orphan = add_tensor(graph, "orphan", NXE_TENSOR_TRANSIENT, NXE_DTYPE_F32, 2, shape_2x3);
+    nxe_tensor *orphan =
+        add_tensor(graph, "orphan", NXE_TENSOR_TRANSIENT, NXE_DTYPE_F32, 2, shape_2x3);
     y = add_tensor(graph, "y", NXE_TENSOR_OUTPUT, NXE_DTYPE_NONE, -1, NULL);
     nxe_tensor *orphan_in[2] = {x, orphan};
     add_op(graph, "Add", "adder", orphan_in, 2, &y, 1);
@@ -775,7 +786,8 @@ static void test_compile_rejects_invalid_graphs_naming_the_culprit(void)
     /* A CONSTANT without data. */
     graph = new_graph();
     x = add_tensor(graph, "x", NXE_TENSOR_INPUT, NXE_DTYPE_F32, 2, shape_2x3);
-    nxe_tensor *empty = add_tensor(graph, "empty", NXE_TENSOR_CONSTANT, NXE_DTYPE_F32, 2, shape_2x3);
+    nxe_tensor *empty =
+        add_tensor(graph, "empty", NXE_TENSOR_CONSTANT, NXE_DTYPE_F32, 2, shape_2x3);
     y = add_tensor(graph, "y", NXE_TENSOR_OUTPUT, NXE_DTYPE_NONE, -1, NULL);
     nxe_tensor *empty_in[2] = {x, empty};
     add_op(graph, "Add", "add", empty_in, 2, &y, 1);
@@ -833,13 +845,16 @@ static void test_executable_queries_reject_null_and_out_of_range_indices(void)
     name = SENTINEL;
     EXPECT_FAIL(nxe_executable_input_desc(exe, -1, &desc, &name), NXE_ERROR_NOT_FOUND, "index -1");
     EXPECT_TRUE(name == NULL);
-    EXPECT_FAIL(nxe_executable_input_desc(NULL, 0, &desc, &name), NXE_ERROR_INVALID_ARGUMENT, "exe");
+    EXPECT_FAIL(nxe_executable_input_desc(NULL, 0, &desc, &name), NXE_ERROR_INVALID_ARGUMENT,
+                "exe");
     EXPECT_FAIL(nxe_executable_input_desc(exe, 0, NULL, &name), NXE_ERROR_INVALID_ARGUMENT, "desc");
     name = SENTINEL;
     EXPECT_FAIL(nxe_executable_output_desc(exe, 1, &desc, &name), NXE_ERROR_NOT_FOUND, "index 1");
     EXPECT_TRUE(name == NULL);
-    EXPECT_FAIL(nxe_executable_output_desc(NULL, 0, &desc, &name), NXE_ERROR_INVALID_ARGUMENT, "exe");
-    EXPECT_FAIL(nxe_executable_output_desc(exe, 0, NULL, &name), NXE_ERROR_INVALID_ARGUMENT, "desc");
+    EXPECT_FAIL(nxe_executable_output_desc(NULL, 0, &desc, &name), NXE_ERROR_INVALID_ARGUMENT,
+                "exe");
+    EXPECT_FAIL(nxe_executable_output_desc(exe, 0, NULL, &name), NXE_ERROR_INVALID_ARGUMENT,
+                "desc");
 
     EXPECT_OK(nxe_executable_input_desc(exe, 0, &desc, &name));
     EXPECT_TRUE(name && strcmp(name, "x") == 0 && desc.data == NULL &&
@@ -951,7 +966,8 @@ static void test_variables_reject_unknown_names_and_bad_descriptors(void)
     EXPECT_FAIL(nxe_executable_read_variable(exe, "v", &small), NXE_ERROR_BUFFER_TOO_SMALL, "'v'");
 
     EXPECT_FAIL(nxe_executable_write_variable(NULL, "v", &desc), NXE_ERROR_INVALID_ARGUMENT, "exe");
-    EXPECT_FAIL(nxe_executable_write_variable(exe, NULL, &desc), NXE_ERROR_INVALID_ARGUMENT, "name");
+    EXPECT_FAIL(nxe_executable_write_variable(exe, NULL, &desc), NXE_ERROR_INVALID_ARGUMENT,
+                "name");
     EXPECT_FAIL(nxe_executable_write_variable(exe, "v", NULL), NXE_ERROR_INVALID_ARGUMENT, "desc");
     EXPECT_FAIL(nxe_executable_write_variable(exe, "nope", &desc), NXE_ERROR_NOT_FOUND, "'nope'");
     EXPECT_FAIL(nxe_executable_write_variable(exe, "v", &flat), NXE_ERROR_SHAPE_MISMATCH, "'v'");

@@ -12,8 +12,8 @@
 static int checks;
 static int failures;
 
-static void expect_status(nxe_status got, nxe_status expected, const char *needle,
-                          const char *what, int line)
+static void expect_status(nxe_status got, nxe_status expected, const char *needle, const char *what,
+                          int line)
 {
     checks++;
     if (got != expected) {
@@ -31,13 +31,13 @@ static void expect_status(nxe_status got, nxe_status expected, const char *needl
 
 #define EXPECT_OK(call) expect_status((call), NXE_OK, NULL, #call, __LINE__)
 #define EXPECT_FAIL(call, status, needle) expect_status((call), (status), (needle), #call, __LINE__)
-#define EXPECT_TRUE(cond)                                                                    \
-    do {                                                                                     \
-        checks++;                                                                            \
-        if (!(cond)) {                                                                       \
-            fprintf(stderr, "binary.c:%d: %s is false\n", __LINE__, #cond);                  \
-            failures++;                                                                      \
-        }                                                                                    \
+#define EXPECT_TRUE(cond)                                                                          \
+    do {                                                                                           \
+        checks++;                                                                                  \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "binary.c:%d: %s is false\n", __LINE__, #cond);                        \
+            failures++;                                                                            \
+        }                                                                                          \
     } while (0)
 
 /* ---- the graph: x[1,2,4,4] -> Conv2d 3x3 (3 filters, SAME) -> Reshape [1,3,16] -> MatMul
@@ -54,8 +54,8 @@ static nxe_tensor *add_tensor(nxe_graph *graph, const char *name, int32_t kind, 
     nxe_tensor_spec spec = NXE_TENSOR_SPEC_INIT;
     spec.name = name;
     spec.kind = kind;
-    spec.dtype = kind == NXE_TENSOR_TRANSIENT || kind == NXE_TENSOR_OUTPUT ? NXE_DTYPE_NONE
-                                                                            : NXE_DTYPE_F32;
+    spec.dtype =
+        kind == NXE_TENSOR_TRANSIENT || kind == NXE_TENSOR_OUTPUT ? NXE_DTYPE_NONE : NXE_DTYPE_F32;
     spec.ndim = ndim;
     spec.shape = shape;
     nxe_tensor *tensor = NULL;
@@ -203,7 +203,7 @@ static void test_loaded_binaries_run_like_the_in_memory_executable(const uint8_t
 }
 
 static void test_created_inputs_skip_the_copy_and_nocopy_outputs_follow_runs(const uint8_t *binary,
-                                                                            size_t size)
+                                                                             size_t size)
 {
     nxe_load_options options = one_thread();
     nxe_executable *exe = NULL;
@@ -279,12 +279,11 @@ static void test_bad_binaries_fail_with_a_status_and_a_message(const uint8_t *bi
     nxe_executable *exe = NULL;
     EXPECT_FAIL(nxe_executable_load_memory(binary, size, &options, NULL),
                 NXE_ERROR_INVALID_ARGUMENT, "out");
-    EXPECT_FAIL(nxe_executable_load_file(NULL, &options, &exe), NXE_ERROR_INVALID_ARGUMENT,
-                "path");
+    EXPECT_FAIL(nxe_executable_load_file(NULL, &options, &exe), NXE_ERROR_INVALID_ARGUMENT, "path");
     EXPECT_FAIL(nxe_executable_load_file("no/such/file.nxb", &options, &exe), NXE_ERROR_IO,
                 "no/such/file.nxb");
-    EXPECT_FAIL(nxe_executable_load_memory(NULL, size, &options, &exe),
-                NXE_ERROR_INVALID_ARGUMENT, "data");
+    EXPECT_FAIL(nxe_executable_load_memory(NULL, size, &options, &exe), NXE_ERROR_INVALID_ARGUMENT,
+                "data");
     for (size_t length = 0; length < size; length += 1 + length / 4) {
         EXPECT_FAIL(nxe_executable_load_memory(binary, length, &options, &exe), NXE_ERROR_FORMAT,
                     "nxe_executable_load_memory");
@@ -295,8 +294,7 @@ static void test_bad_binaries_fail_with_a_status_and_a_message(const uint8_t *bi
         return;
     memcpy(copy, binary, size);
     copy[0] = 'X';
-    EXPECT_FAIL(nxe_executable_load_memory(copy, size, &options, &exe), NXE_ERROR_FORMAT,
-                "magic");
+    EXPECT_FAIL(nxe_executable_load_memory(copy, size, &options, &exe), NXE_ERROR_FORMAT, "magic");
     memcpy(copy, binary, size);
     uint64_t plan_offset = 0; /* section 0 is PLAN; its offset is at bytes 72..79 */
     for (int i = 0; i < 8; i++)

@@ -15,8 +15,8 @@
 #include <nxe/nxe.h>
 
 #define THREADS 8
-#define RUNS 100    /* per thread */
-#define SAMPLES 16  /* distinct inputs, each with its answer from a run alone */
+#define RUNS 100   /* per thread */
+#define SAMPLES 16 /* distinct inputs, each with its answer from a run alone */
 #define MAX_INPUTS 2
 #define POOL_THREADS 4 /* the executable's own workers, which the callers contend for */
 
@@ -40,18 +40,18 @@ static void count_check(void)
     pthread_mutex_unlock(&report_lock);
 }
 
-#define EXPECT_OK(call)                                                                      \
-    do {                                                                                     \
-        count_check();                                                                       \
-        nxe_status status_ = (call);                                                         \
-        if (status_ != NXE_OK)                                                               \
-            fail(#call, nxe_last_error(), __LINE__);                                         \
+#define EXPECT_OK(call)                                                                            \
+    do {                                                                                           \
+        count_check();                                                                             \
+        nxe_status status_ = (call);                                                               \
+        if (status_ != NXE_OK)                                                                     \
+            fail(#call, nxe_last_error(), __LINE__);                                               \
     } while (0)
-#define EXPECT_TRUE(cond)                                                                    \
-    do {                                                                                     \
-        count_check();                                                                       \
-        if (!(cond))                                                                         \
-            fail(#cond " is false", NULL, __LINE__);                                         \
+#define EXPECT_TRUE(cond)                                                                          \
+    do {                                                                                           \
+        count_check();                                                                             \
+        if (!(cond))                                                                               \
+            fail(#cond " is false", NULL, __LINE__);                                               \
     } while (0)
 
 static void fill(float *values, size_t count, uint32_t seed)
@@ -70,8 +70,8 @@ static nxe_tensor *add_tensor(nxe_graph *graph, const char *name, int32_t kind, 
     nxe_tensor_spec spec = NXE_TENSOR_SPEC_INIT;
     spec.name = name;
     spec.kind = kind;
-    spec.dtype = kind == NXE_TENSOR_TRANSIENT || kind == NXE_TENSOR_OUTPUT ? NXE_DTYPE_NONE
-                                                                            : NXE_DTYPE_F32;
+    spec.dtype =
+        kind == NXE_TENSOR_TRANSIENT || kind == NXE_TENSOR_OUTPUT ? NXE_DTYPE_NONE : NXE_DTYPE_F32;
     spec.ndim = ndim;
     spec.shape = shape;
     nxe_tensor *tensor = NULL;
@@ -95,8 +95,8 @@ static nxe_tensor *add_constant(nxe_graph *graph, const char *name, int32_t ndim
     return tensor;
 }
 
-static nxe_op *add_op(nxe_graph *graph, const char *type, nxe_tensor **inputs,
-                      int32_t num_inputs, nxe_tensor *output)
+static nxe_op *add_op(nxe_graph *graph, const char *type, nxe_tensor **inputs, int32_t num_inputs,
+                      nxe_tensor *output)
 {
     nxe_op *op = NULL;
     EXPECT_OK(nxe_graph_add_op(graph, type, NULL, &op));
@@ -124,8 +124,8 @@ static void build_matmul(nxe_graph *graph)
 /* x[1,3,16,16] -> Conv2d 3x3 (8 filters, bias, SAME) -> Relu -> Conv2d 3x3 (4 filters) -> y */
 static void build_conv(nxe_graph *graph)
 {
-    static const int64_t x_shape[4] = {1, 3, 16, 16}, w1_shape[4] = {8, 3, 3, 3},
-                         b1_shape[1] = {8}, w2_shape[4] = {4, 8, 3, 3};
+    static const int64_t x_shape[4] = {1, 3, 16, 16}, w1_shape[4] = {8, 3, 3, 3}, b1_shape[1] = {8},
+                         w2_shape[4] = {4, 8, 3, 3};
     static const int64_t pads[4] = {1, 1, 1, 1};
     nxe_tensor *x = add_tensor(graph, "x", NXE_TENSOR_INPUT, 4, x_shape);
     nxe_tensor *c = add_tensor(graph, "c", NXE_TENSOR_TRANSIENT, -1, NULL);
@@ -245,8 +245,8 @@ static void expect_answer(const test_case *tc, int sample, const void *got, cons
     count_check();
     if (memcmp(got, tc->expected[sample], bytes_of(&tc->output_desc)) != 0) {
         char detail[160];
-        snprintf(detail, sizeof detail, "%s: %s of sample %d differs from its run alone",
-                 tc->name, how, sample);
+        snprintf(detail, sizeof detail, "%s: %s of sample %d differs from its run alone", tc->name,
+                 how, sample);
         fail("wrong answer", detail, line);
     }
 }
@@ -282,8 +282,7 @@ static void *work(void *arg)
             expect_answer(tc, sample, result.data, "a run_nocopy view", __LINE__);
             for (int y = 0; y < 20; y++)
                 sched_yield();
-            expect_answer(tc, sample, result.data, "a run_nocopy view, after yielding",
-                          __LINE__);
+            expect_answer(tc, sample, result.data, "a run_nocopy view, after yielding", __LINE__);
             break;
         default:
             for (int32_t j = 0; j < tc->num_inputs; j++) {
@@ -336,10 +335,9 @@ static void test_threads_share_one_executable(const char *name, void (*build)(nx
         for (int u = 0; u < t; u++)
             for (int32_t j = 0; j < tc.num_inputs; j++)
                 for (int32_t k = 0; k < tc.num_inputs; k++)
-                    EXPECT_TRUE(disjoint((const uint8_t *)workers[t].created[j],
-                                         bytes_of(&tc.input_desc[j]),
-                                         (const uint8_t *)workers[u].created[k],
-                                         bytes_of(&tc.input_desc[k])));
+                    EXPECT_TRUE(disjoint(
+                        (const uint8_t *)workers[t].created[j], bytes_of(&tc.input_desc[j]),
+                        (const uint8_t *)workers[u].created[k], bytes_of(&tc.input_desc[k])));
     /* every run was counted, and the created inputs were read where they lay */
     nxe_run_stats after = {.struct_size = sizeof after};
     EXPECT_OK(nxe_executable_stats(tc.exe, &after));

@@ -3,12 +3,12 @@
 
 #include <nxe/nxe.h>
 
-#define CHECK(call)                                                    \
-    do {                                                               \
-        if ((call) != NXE_OK) {                                        \
-            fprintf(stderr, "%s: %s\n", #call, nxe_last_error());      \
-            return 1;                                                  \
-        }                                                              \
+#define CHECK(call)                                                                                \
+    do {                                                                                           \
+        if ((call) != NXE_OK) {                                                                    \
+            fprintf(stderr, "%s: %s\n", #call, nxe_last_error());                                  \
+            return 1;                                                                              \
+        }                                                                                          \
     } while (0)
 
 int main(void)
@@ -22,16 +22,23 @@ int main(void)
     int64_t shape[2] = {2, 3};
     nxe_tensor_spec spec = NXE_TENSOR_SPEC_INIT;
     nxe_tensor *x, *b, *s, *y;
-    spec.name = "x"; spec.dtype = NXE_DTYPE_F32; spec.kind = NXE_TENSOR_INPUT;
-    spec.ndim = 2; spec.shape = shape;
+    spec.name = "x";
+    spec.dtype = NXE_DTYPE_F32;
+    spec.kind = NXE_TENSOR_INPUT;
+    spec.ndim = 2;
+    spec.shape = shape;
     CHECK(nxe_graph_add_tensor(g, &spec, &x));
-    spec.name = "b"; spec.kind = NXE_TENSOR_CONSTANT;
+    spec.name = "b";
+    spec.kind = NXE_TENSOR_CONSTANT;
     CHECK(nxe_graph_add_tensor(g, &spec, &b));
     const float bias[6] = {0.5f, -1.0f, 2.0f, 0.5f, -1.0f, 2.0f};
     CHECK(nxe_tensor_set_data(b, bias, sizeof bias));
-    spec.name = "s"; spec.kind = NXE_TENSOR_TRANSIENT; spec.ndim = -1; /* left to inference */
+    spec.name = "s";
+    spec.kind = NXE_TENSOR_TRANSIENT;
+    spec.ndim = -1; /* left to inference */
     CHECK(nxe_graph_add_tensor(g, &spec, &s));
-    spec.name = "y"; spec.kind = NXE_TENSOR_OUTPUT;
+    spec.name = "y";
+    spec.kind = NXE_TENSOR_OUTPUT;
     CHECK(nxe_graph_add_tensor(g, &spec, &y));
 
     nxe_op *add, *relu;

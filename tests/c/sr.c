@@ -10,13 +10,13 @@
 
 static int failures;
 
-#define EXPECT(cond)                                                                      \
-    do {                                                                                  \
-        if (!(cond)) {                                                                    \
-            fprintf(stderr, "sr.c:%d: %s failed (last error: %s)\n", __LINE__, #cond,    \
-                    nxe_sr_last_error());                                                 \
-            failures++;                                                                   \
-        }                                                                                 \
+#define EXPECT(cond)                                                                               \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "sr.c:%d: %s failed (last error: %s)\n", __LINE__, #cond,              \
+                    nxe_sr_last_error());                                                          \
+            failures++;                                                                            \
+        }                                                                                          \
     } while (0)
 
 typedef struct frame_buffer {
@@ -133,7 +133,8 @@ int main(void)
         bad = in.frame;
         bad.format = 99;
         EXPECT(nxe_sr_process(tiled, &bad, &out_tiled.frame) == NXE_ERROR_UNSUPPORTED);
-        EXPECT(out_tiled.planes[0][0] == 7 && out_tiled.planes[0][frame_bytes(&out_tiled, 0) - 1] == 7);
+        EXPECT(out_tiled.planes[0][0] == 7 &&
+               out_tiled.planes[0][frame_bytes(&out_tiled, 0) - 1] == 7);
         frame_free(&in);
         frame_free(&out_whole);
         frame_free(&out_tiled);

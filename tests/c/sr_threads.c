@@ -103,8 +103,8 @@ static void *work(void *arg)
                 me->failed++;
             } else {
                 for (int p = 0; p < 4; p++)
-                    if (out.bytes[p] && memcmp(out.planes[p], expected[i].planes[p],
-                                               out.bytes[p]) != 0) {
+                    if (out.bytes[p] &&
+                        memcmp(out.planes[p], expected[i].planes[p], out.bytes[p]) != 0) {
                         me->wrong++;
                         break;
                     }

@@ -16,8 +16,8 @@
 static void run_once(nxe_executable *exe)
 {
     int32_t num_inputs = 0, num_outputs = 0;
-    if (nxe_executable_io_count(exe, &num_inputs, &num_outputs) != NXE_OK ||
-        num_inputs > MAX_IO || num_outputs > MAX_IO)
+    if (nxe_executable_io_count(exe, &num_inputs, &num_outputs) != NXE_OK || num_inputs > MAX_IO ||
+        num_outputs > MAX_IO)
         return;
     nxe_tensor_desc inputs[MAX_IO], outputs[MAX_IO];
     for (int32_t i = 0; i < num_inputs; i++) {

@@ -13,12 +13,12 @@
 #include "model/model.h"
 #include "rechecksum.h"
 
-#define REQUIRE(cond)                                                                        \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            fprintf(stderr, "fuzz_model: %s failed: %s\n", #cond, nxe_last_error());         \
-            __builtin_trap();                                                                \
-        }                                                                                    \
+#define REQUIRE(cond)                                                                              \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "fuzz_model: %s failed: %s\n", #cond, nxe_last_error());               \
+            __builtin_trap();                                                                      \
+        }                                                                                          \
     } while (0)
 
 /* A graph rebuilt from a model saves to a model with the same fingerprint. */

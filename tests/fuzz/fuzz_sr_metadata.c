@@ -10,13 +10,12 @@
 
 #include "sr/metadata.h"
 
-#define REQUIRE(cond)                                                                        \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            fprintf(stderr, "fuzz_sr_metadata: %s failed: %s\n", #cond,                      \
-                    nxe_sr_last_error());                                                    \
-            __builtin_trap();                                                                \
-        }                                                                                    \
+#define REQUIRE(cond)                                                                              \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "fuzz_sr_metadata: %s failed: %s\n", #cond, nxe_sr_last_error());      \
+            __builtin_trap();                                                                      \
+        }                                                                                          \
     } while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -27,17 +27,17 @@
 static int failures;
 static int checks;
 
-#define CHECK(cond, ...)                                                                     \
-    do {                                                                                     \
-        checks++;                                                                            \
-        if (!(cond)) {                                                                       \
-            failures++;                                                                      \
-            if (failures <= 40) {                                                            \
-                printf("FAIL %s:%d: ", __FILE__, __LINE__);                                  \
-                printf(__VA_ARGS__);                                                         \
-                printf("\n");                                                                \
-            }                                                                                \
-        }                                                                                    \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        checks++;                                                                                  \
+        if (!(cond)) {                                                                             \
+            failures++;                                                                            \
+            if (failures <= 40) {                                                                  \
+                printf("FAIL %s:%d: ", __FILE__, __LINE__);                                        \
+                printf(__VA_ARGS__);                                                               \
+                printf("\n");                                                                      \
+            }                                                                                      \
+        }                                                                                          \
     } while (0)
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
@@ -80,11 +80,13 @@ static void test_microkernel(const nxe_gemm_kernel *kernel)
                 nxe_gemm_pack(kernel, kernel->mr, a, mr, 1, kc, mr, ap);
                 nxe_gemm_pack(kernel, kernel->nr, b, nr, 1, kc, nr, bp);
                 const void *rows[256];
-                size_t group = (size_t)kernel->nr * (size_t)kernel->k_unit * nxe_gemm_element_size(kernel->type);
+                size_t group = (size_t)kernel->nr * (size_t)kernel->k_unit *
+                               nxe_gemm_element_size(kernel->type);
                 for (int64_t q = 0; q < (kc + kernel->k_unit - 1) / kernel->k_unit; q++)
                     rows[q] = (const char *)bp + q * group;
                 const int64_t ldc = nr + 3;
-                float *c = random_floats((size_t)(mr * ldc)), *c0 = malloc(sizeof(float) * (size_t)(mr * ldc));
+                float *c = random_floats((size_t)(mr * ldc)),
+                      *c0 = malloc(sizeof(float) * (size_t)(mr * ldc));
                 memcpy(c0, c, sizeof(float) * (size_t)(mr * ldc));
                 for (int accumulate = 0; accumulate < 2; accumulate++) {
                     memcpy(c, c0, sizeof(float) * (size_t)(mr * ldc));
@@ -98,7 +100,8 @@ static void test_microkernel(const nxe_gemm_kernel *kernel)
                             }
                             double want = accumulate ? c0[i * ldc + j] : 0.0, mag = fabs(want);
                             for (int64_t k = 0; k < kc; k++) {
-                                double p = as_packed(kernel, a[k * mr + i]) * as_packed(kernel, b[k * nr + j]);
+                                double p = as_packed(kernel, a[k * mr + i]) *
+                                           as_packed(kernel, b[k * nr + j]);
                                 want += p;
                                 mag += fabs(p);
                             }
@@ -110,7 +113,12 @@ static void test_microkernel(const nxe_gemm_kernel *kernel)
                         }
                     }
                 }
-                free(a); free(b); free(ap); free(bp); free(c); free(c0);
+                free(a);
+                free(b);
+                free(ap);
+                free(bp);
+                free(c);
+                free(c0);
             }
         }
     }
@@ -122,8 +130,7 @@ static void test_microkernel(const nxe_gemm_kernel *kernel)
 static double activation_tolerance(int32_t activation, double want)
 {
     switch (activation) {
-    case NXE_ACTIVATION_TANH:
-        return 5e-7 + 5e-7 * fabs(want);
+    case NXE_ACTIVATION_TANH: return 5e-7 + 5e-7 * fabs(want);
     case NXE_ACTIVATION_GELU_ERF:
     case NXE_ACTIVATION_GELU_TANH:
     case NXE_ACTIVATION_SIGMOID:
@@ -133,8 +140,7 @@ static double activation_tolerance(int32_t activation, double want)
         return activation == NXE_ACTIVATION_GELU_ERF || activation == NXE_ACTIVATION_GELU_TANH
                    ? 1e-9 + 3e-6 * fabs(want)
                    : 1e-37 + 1e-6 * fabs(want);
-    default:
-        return 0.0; /* piecewise linear: exact */
+    default: return 0.0; /* piecewise linear: exact */
     }
 }
 
@@ -142,18 +148,13 @@ static double activation_tolerance(int32_t activation, double want)
 static double activation_double(int32_t activation, double alpha, double beta, double v)
 {
     switch (activation) {
-    case NXE_ACTIVATION_TANH:
-        return tanh(v);
-    case NXE_ACTIVATION_SIGMOID:
-        return 1.0 / (1.0 + exp(-v));
-    case NXE_ACTIVATION_GELU_ERF:
-        return 0.5 * v * erfc(-v / sqrt(2.0));
+    case NXE_ACTIVATION_TANH: return tanh(v);
+    case NXE_ACTIVATION_SIGMOID: return 1.0 / (1.0 + exp(-v));
+    case NXE_ACTIVATION_GELU_ERF: return 0.5 * v * erfc(-v / sqrt(2.0));
     case NXE_ACTIVATION_GELU_TANH:
         return v / (1.0 + exp(-2.0 * sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
-    case NXE_ACTIVATION_SILU:
-        return v / (1.0 + exp(-v));
-    default:
-        return nxe_ref_activation(activation, (float)alpha, (float)beta, (float)v);
+    case NXE_ACTIVATION_SILU: return v / (1.0 + exp(-v));
+    default: return nxe_ref_activation(activation, (float)alpha, (float)beta, (float)v);
     }
 }
 
@@ -207,21 +208,27 @@ static void test_epilogue(const nxe_kernel_table *table)
     const int32_t mr = 5, nr = 37;
     const int64_t ldc = 41, ldr = 39;
     float *bias = random_floats(64), *residual = random_floats((size_t)(mr * ldr));
-    float *c = random_floats((size_t)(mr * ldc)), *want = malloc(sizeof(float) * (size_t)(mr * ldc));
+    float *c = random_floats((size_t)(mr * ldc)),
+          *want = malloc(sizeof(float) * (size_t)(mr * ldc));
     float *got = malloc(sizeof(float) * (size_t)(mr * ldc));
     for (int32_t act = NXE_ACTIVATION_NONE; act < NXE_ACTIVATION_COUNT; act++) {
         for (int variant = 0; variant < 8; variant++) {
             nxe_epilogue e = {
-                .scale = variant & 1 ? 0.75f : 1.0f, .activation = act, .alpha = -0.3f,
-                .beta = 0.6f, .residual_before_activation = (variant >> 2) & 1,
+                .scale = variant & 1 ? 0.75f : 1.0f,
+                .activation = act,
+                .alpha = -0.3f,
+                .beta = 0.6f,
+                .residual_before_activation = (variant >> 2) & 1,
                 .bias_scale = variant & 1 ? -1.25f : 1.0f,
             };
             if (act == NXE_ACTIVATION_LEAKY_RELU)
                 e.alpha = 0.2f;
             /* Bias per column or, with variant bit 0, per row. */
             nxe_epilogue_operands ops = {
-                .bias = variant & 2 ? bias : NULL, .bias_stride_m = variant & 1,
-                .bias_stride_n = !(variant & 1), .residual = variant & 4 ? residual : NULL,
+                .bias = variant & 2 ? bias : NULL,
+                .bias_stride_m = variant & 1,
+                .bias_stride_n = !(variant & 1),
+                .residual = variant & 4 ? residual : NULL,
                 .ldr = ldr,
             };
             memcpy(want, c, sizeof(float) * (size_t)(mr * ldc));
@@ -230,21 +237,27 @@ static void test_epilogue(const nxe_kernel_table *table)
             table->epilogue(mr, nr, got, ldc, &e, &ops);
             for (int32_t i = 0; i < mr * ldc; i++) {
                 bool inside = i % ldc < nr;
-                double tol = inside ? activation_tolerance(act, want[i]) + 1e-6 * fabs(want[i]) : 0.0;
-                CHECK(fabs((double)got[i] - want[i]) <= tol, "%s epilogue act %d variant %d at %d: %g vs %g",
-                      table->name, act, variant, i, got[i], want[i]);
+                double tol =
+                    inside ? activation_tolerance(act, want[i]) + 1e-6 * fabs(want[i]) : 0.0;
+                CHECK(fabs((double)got[i] - want[i]) <= tol,
+                      "%s epilogue act %d variant %d at %d: %g vs %g", table->name, act, variant, i,
+                      got[i], want[i]);
             }
         }
     }
-    free(bias); free(residual); free(c); free(want); free(got);
+    free(bias);
+    free(residual);
+    free(c);
+    free(want);
+    free(got);
 }
 
 /* ---- drivers ---- */
 
 static void test_gemm_driver(const nxe_kernel_table *table, const nxe_gemm_kernel *kernel)
 {
-    const int64_t shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {9, 49, 17}, {33, 96, 256}, {17, 100, 300},
-                                 {64, 130, 513}, {3, 1000, 20}, {20, 20, 0}};
+    const int64_t shapes[][3] = {{1, 1, 1},      {7, 5, 3},      {9, 49, 17},   {33, 96, 256},
+                                 {17, 100, 300}, {64, 130, 513}, {3, 1000, 20}, {20, 20, 0}};
     const double bf16 = kernel->type == NXE_GEMM_BF16;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
@@ -254,31 +267,54 @@ static void test_gemm_driver(const nxe_kernel_table *table, const nxe_gemm_kerne
             const int form = (int)(2 * s + (size_t)trans) % 4;
             const int64_t bias_stride_m[] = {0, 1, 0, n}, bias_stride_n[] = {1, 0, 0, 1};
             const bool in_place = kernel->type == NXE_GEMM_F32 && trans;
-            float *bias = random_floats((size_t)(m * n)), *residual = random_floats((size_t)(m * n));
+            float *bias = random_floats((size_t)(m * n)),
+                  *residual = random_floats((size_t)(m * n));
             float *y = malloc(sizeof(float) * (size_t)(m * n + 1));
             float *ref = malloc(sizeof(float) * (size_t)(m * n + 1));
             void *packed = malloc(nxe_gemm_packed_bytes(kernel, k, n, kernel->nr) + 1);
             nxe_gemm_pack(kernel, kernel->nr, b, n, 1, k, n, packed);
             nxe_gemm_packed_args args = {
-                .kernel = kernel, .m = m, .n = n, .k = k, .a = a,
-                .a_stride_m = trans ? 1 : k, .a_stride_k = trans ? m : 1,
+                .kernel = kernel,
+                .m = m,
+                .n = n,
+                .k = k,
+                .a = a,
+                .a_stride_m = trans ? 1 : k,
+                .a_stride_k = trans ? m : 1,
                 /* f32 kernels read B in place in half the cases. */
-                .b_packed = in_place ? NULL : packed, .b = in_place ? b : NULL, .b_stride_k = n,
-                .y = y, .y_stride_m = n, .bias = bias,
-                .bias_stride_m = bias_stride_m[form], .bias_stride_n = bias_stride_n[form],
-                .residual = trans ? residual : NULL, .residual_stride_m = n,
+                .b_packed = in_place ? NULL : packed,
+                .b = in_place ? b : NULL,
+                .b_stride_k = n,
+                .y = y,
+                .y_stride_m = n,
+                .bias = bias,
+                .bias_stride_m = bias_stride_m[form],
+                .bias_stride_n = bias_stride_n[form],
+                .residual = trans ? residual : NULL,
+                .residual_stride_m = n,
                 .epilogue = {.scale = 1.5f,
                              .activation = trans ? NXE_ACTIVATION_RELU : NXE_ACTIVATION_NONE,
-                             .residual_before_activation = 1, .bias_scale = 0.5f},
+                             .residual_before_activation = 1,
+                             .bias_scale = 0.5f},
             };
             /* Split the tiles unevenly, as threads might. */
             int64_t tiles = table->gemm_packed_tiles(&args), mid = tiles / 3;
             table->gemm_packed_run(&args, 0, mid);
             table->gemm_packed_run(&args, mid, tiles);
             nxe_f32_gemm_args r = {
-                .m = m, .n = n, .k = k, .alpha = 1.0f, .beta = 0.0f, .a = a,
-                .a_stride_m = trans ? 1 : k, .a_stride_k = trans ? m : 1, .b = b,
-                .b_stride_k = n, .b_stride_n = 1, .y = ref, .y_stride_m = n,
+                .m = m,
+                .n = n,
+                .k = k,
+                .alpha = 1.0f,
+                .beta = 0.0f,
+                .a = a,
+                .a_stride_m = trans ? 1 : k,
+                .a_stride_k = trans ? m : 1,
+                .b = b,
+                .b_stride_k = n,
+                .b_stride_n = 1,
+                .y = ref,
+                .y_stride_m = n,
             };
             nxe_ref_f32_gemm(&r, 0, m);
             for (int64_t i = 0; i < m; i++) {
@@ -292,12 +328,20 @@ static void test_gemm_driver(const nxe_kernel_table *table, const nxe_gemm_kerne
                     if (trans && v < 0)
                         v = 0.0;
                     double tol = (bf16 ? 1.6e-2 : 1e-5) * 1.5 * mag + 1e-5 * (fabs(v) + 1.0);
-                    CHECK(fabs(y[i * n + j] - v) <= tol, "%s gemm %lldx%lldx%lld trans=%d bias form %d B in place %d (%lld,%lld): %g vs %g",
-                          kernel->name, (long long)m, (long long)n, (long long)k, trans, form, in_place,
-                          (long long)i, (long long)j, y[i * n + j], v);
+                    CHECK(fabs(y[i * n + j] - v) <= tol,
+                          "%s gemm %lldx%lldx%lld trans=%d bias form %d B in place %d (%lld,%lld): "
+                          "%g vs %g",
+                          kernel->name, (long long)m, (long long)n, (long long)k, trans, form,
+                          in_place, (long long)i, (long long)j, y[i * n + j], v);
                 }
             }
-            free(a); free(b); free(bias); free(residual); free(y); free(ref); free(packed);
+            free(a);
+            free(b);
+            free(bias);
+            free(residual);
+            free(y);
+            free(ref);
+            free(packed);
         }
     }
 }
@@ -318,8 +362,9 @@ static nxe_conv_geometry geometry_of(const conv_case *cc)
         g.stride[d] = cc->stride[d];
         g.dilation[d] = cc->dilation[d];
         g.pad_begin[d] = cc->pad[d];
-        g.out_size[d] =
-            (cc->in[d] + 2 * cc->pad[d] - cc->dilation[d] * (cc->kernel[d] - 1) - 1) / cc->stride[d] + 1;
+        g.out_size[d] = (cc->in[d] + 2 * cc->pad[d] - cc->dilation[d] * (cc->kernel[d] - 1) - 1) /
+                            cc->stride[d] +
+                        1;
     }
     return g;
 }
@@ -363,7 +408,8 @@ static void test_conv_driver(const nxe_kernel_table *table, const nxe_gemm_kerne
             for (int64_t n = 0; n < g.batch; n++)
                 for (int64_t c = 0; c < g.in_channels; c++)
                     for (int64_t p = 0; p < in_px; p++)
-                        xl[(n * in_px + p) * g.in_channels + c] = x[(n * g.in_channels + c) * in_px + p];
+                        xl[(n * in_px + p) * g.in_channels + c] =
+                            x[(n * g.in_channels + c) * in_px + p];
             for (int64_t o = 0; o < g.out_channels; o++)
                 for (int64_t c = 0; c < cg; c++)
                     for (int64_t t = 0; t < taps; t++)
@@ -371,7 +417,8 @@ static void test_conv_driver(const nxe_kernel_table *table, const nxe_gemm_kerne
             for (int64_t n = 0; n < g.batch; n++)
                 for (int64_t o = 0; o < g.out_channels; o++)
                     for (int64_t p = 0; p < out_px; p++)
-                        rl[(n * out_px + p) * g.out_channels + o] = res[(n * g.out_channels + o) * out_px + p];
+                        rl[(n * out_px + p) * g.out_channels + o] =
+                            res[(n * g.out_channels + o) * out_px + p];
             void *packed = malloc(nxe_conv_gemm_weight_bytes(kernel, &g, last));
             nxe_conv_gemm_pack_weight(kernel, &g, last, last ? wl : w, packed);
             float *y = malloc(sizeof(float) * out_n), *ref = malloc(sizeof(float) * out_n);
@@ -386,10 +433,18 @@ static void test_conv_driver(const nxe_kernel_table *table, const nxe_gemm_kerne
                 input = pairs;
             }
             nxe_conv_gemm_args args = {
-                .kernel = kernel, .geometry = &g, .channels_last = last, .input = input,
-                .weight_packed = packed, .bias = bias, .residual = last ? rl : res, .output = y,
-                .epilogue = {.scale = 1.0f, .activation = NXE_ACTIVATION_TANH,
-                             .residual_before_activation = 1, .bias_scale = 1.0f},
+                .kernel = kernel,
+                .geometry = &g,
+                .channels_last = last,
+                .input = input,
+                .weight_packed = packed,
+                .bias = bias,
+                .residual = last ? rl : res,
+                .output = y,
+                .epilogue = {.scale = 1.0f,
+                             .activation = NXE_ACTIVATION_TANH,
+                             .residual_before_activation = 1,
+                             .bias_scale = 1.0f},
             };
             int64_t tiles = table->conv_gemm_tiles(&args), mid = tiles / 2 + 1;
             if (mid > tiles)
@@ -413,9 +468,21 @@ static void test_conv_driver(const nxe_kernel_table *table, const nxe_gemm_kerne
                     }
                 }
             }
-            free(xl); free(wl); free(rl); free(packed); free(y); free(ref); free(mag); free(pairs);
+            free(xl);
+            free(wl);
+            free(rl);
+            free(packed);
+            free(y);
+            free(ref);
+            free(mag);
+            free(pairs);
         }
-        free(x); free(w); free(bias); free(res); free(xabs); free(wabs);
+        free(x);
+        free(w);
+        free(bias);
+        free(res);
+        free(xabs);
+        free(wabs);
     }
 }
 
@@ -448,16 +515,23 @@ static void test_depthwise(const nxe_kernel_table *table)
         for (int64_t n = 0; n < g.batch; n++) {
             for (int64_t c = 0; c < g.in_channels; c++)
                 for (int64_t p = 0; p < in_px; p++)
-                    xl[(n * in_px + p) * g.in_channels + c] = x[(n * g.in_channels + c) * in_px + p];
+                    xl[(n * in_px + p) * g.in_channels + c] =
+                        x[(n * g.in_channels + c) * in_px + p];
             for (int64_t o = 0; o < g.out_channels; o++)
                 for (int64_t p = 0; p < out_px; p++)
-                    rl[(n * out_px + p) * g.out_channels + o] = res[(n * g.out_channels + o) * out_px + p];
+                    rl[(n * out_px + p) * g.out_channels + o] =
+                        res[(n * g.out_channels + o) * out_px + p];
         }
         for (int last = 0; last < 2; last++) {
             nxe_depthwise_pack_weight(&g, last, w, packed);
             nxe_depthwise_args args = {
-                .geometry = &g, .channels_last = last, .input = last ? xl : x, .weight = packed,
-                .bias = bias, .residual = last ? rl : res, .output = y,
+                .geometry = &g,
+                .channels_last = last,
+                .input = last ? xl : x,
+                .weight = packed,
+                .bias = bias,
+                .residual = last ? rl : res,
+                .output = y,
                 .epilogue = {.scale = 1.0f, .activation = NXE_ACTIVATION_RELU, .bias_scale = 1.0f},
             };
             int64_t total = table->depthwise_rows(&args);
@@ -471,13 +545,21 @@ static void test_depthwise(const nxe_kernel_table *table)
                         double want = (ref[first] > 0 ? ref[first] : 0.0) + res[first];
                         CHECK(fabs(y[at] - want) <= 1e-5 * (fabs(want) + (double)taps),
                               "%s depthwise case %zu layout %s (o %lld, pixel %lld): %g vs %g",
-                              table->name, ci, last ? "last" : "first", (long long)o,
-                              (long long)p, y[at], want);
+                              table->name, ci, last ? "last" : "first", (long long)o, (long long)p,
+                              y[at], want);
                     }
                 }
             }
         }
-        free(x); free(w); free(bias); free(res); free(ref); free(y); free(xl); free(rl); free(packed);
+        free(x);
+        free(w);
+        free(bias);
+        free(res);
+        free(ref);
+        free(y);
+        free(xl);
+        free(rl);
+        free(packed);
     }
 }
 
@@ -493,8 +575,8 @@ static uint8_t random_byte(void)
  * points (absent, per tensor, per row or column) and output (int32 or requantized). */
 static void test_q8_gemm(const nxe_kernel_table *table, const nxe_q8_gemm_kernel *kernel)
 {
-    const int64_t shapes[][3] = {{1, 1, 1}, {5, 7, 3}, {9, 49, 17}, {17, 100, 64}, {33, 96, 301},
-                                 {8, 48, 700}};
+    const int64_t shapes[][3] = {{1, 1, 1},     {5, 7, 3},     {9, 49, 17},
+                                 {17, 100, 64}, {33, 96, 301}, {8, 48, 700}};
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
         for (int variant = 0; variant < 16; variant++) {
@@ -519,8 +601,8 @@ static void test_q8_gemm(const nxe_kernel_table *table, const nxe_q8_gemm_kernel
             nxe_q8_pack_b(kernel, bref, n, 1, k, n, panels / 2, panels, packed, sums);
             int32_t *y = malloc(sizeof(int32_t) * (size_t)(m * n));
             int32_t *ref = malloc(sizeof(int32_t) * (size_t)(m * n));
-            nxe_q8_output out = {.y_i32 = y, .y_signed = variant & 1, .y_scale = 0.05f,
-                                 .y_zero_point = 3};
+            nxe_q8_output out = {
+                .y_i32 = y, .y_signed = variant & 1, .y_scale = 0.05f, .y_zero_point = 3};
             nxe_q8_output ref_out = out;
             ref_out.y_i32 = ref;
             if (requant) {
@@ -530,19 +612,41 @@ static void test_q8_gemm(const nxe_kernel_table *table, const nxe_q8_gemm_kernel
                 ref_out.y_q8 = ref;
             }
             nxe_q8_packed_args args = {
-                .kernel = kernel, .m = m, .n = n, .k = k, .a = {a, a_signed}, .a_stride_m = k,
-                .a_zero = {zeros ? az : NULL, a_signed}, .a_zero_stride = (variant >> 1) & 1,
-                .b_packed = packed, .b_col_sums = sums, .b_signed = b_signed,
-                .b_zero = {zeros ? bz : NULL, b_signed}, .b_zero_stride = variant & 1,
-                .a_scale = as, .a_scale_stride = 1, .b_scale = bs,
-                .b_scale_stride = (variant >> 2) & 1, .out = out,
+                .kernel = kernel,
+                .m = m,
+                .n = n,
+                .k = k,
+                .a = {a, a_signed},
+                .a_stride_m = k,
+                .a_zero = {zeros ? az : NULL, a_signed},
+                .a_zero_stride = (variant >> 1) & 1,
+                .b_packed = packed,
+                .b_col_sums = sums,
+                .b_signed = b_signed,
+                .b_zero = {zeros ? bz : NULL, b_signed},
+                .b_zero_stride = variant & 1,
+                .a_scale = as,
+                .a_scale_stride = 1,
+                .b_scale = bs,
+                .b_scale_stride = (variant >> 2) & 1,
+                .out = out,
             };
             nxe_q8_gemm_args r = {
-                .m = m, .n = n, .k = k, .a = {a, a_signed}, .a_stride_m = k, .b = {b, b_signed},
-                .a_zero = {zeros ? az : NULL, a_signed}, .a_zero_stride = (variant >> 1) & 1,
-                .b_zero = {zeros ? bz : NULL, b_signed}, .b_zero_stride = variant & 1,
-                .a_scale = as, .a_scale_stride = 1, .b_scale = bs,
-                .b_scale_stride = (variant >> 2) & 1, .out = ref_out,
+                .m = m,
+                .n = n,
+                .k = k,
+                .a = {a, a_signed},
+                .a_stride_m = k,
+                .b = {b, b_signed},
+                .a_zero = {zeros ? az : NULL, a_signed},
+                .a_zero_stride = (variant >> 1) & 1,
+                .b_zero = {zeros ? bz : NULL, b_signed},
+                .b_zero_stride = variant & 1,
+                .a_scale = as,
+                .a_scale_stride = 1,
+                .b_scale = bs,
+                .b_scale_stride = (variant >> 2) & 1,
+                .out = ref_out,
             };
             memset(y, 0, sizeof(int32_t) * (size_t)(m * n));
             memset(ref, 0, sizeof(int32_t) * (size_t)(m * n));
@@ -550,11 +654,20 @@ static void test_q8_gemm(const nxe_kernel_table *table, const nxe_q8_gemm_kernel
             table->q8_gemm_run(&args, 0, tiles / 2);
             table->q8_gemm_run(&args, tiles / 2, tiles);
             nxe_ref_q8_gemm(&r, 0, m);
-            CHECK(memcmp(y, ref, requant ? (size_t)(m * n) : sizeof(int32_t) * (size_t)(m * n)) == 0,
+            CHECK(memcmp(y, ref, requant ? (size_t)(m * n) : sizeof(int32_t) * (size_t)(m * n)) ==
+                      0,
                   "%s %lldx%lldx%lld variant %d differs from the reference", kernel->name,
                   (long long)m, (long long)n, (long long)k, variant);
-            free(a); free(b); free(az); free(bz); free(as); free(bs); free(packed); free(sums);
-            free(y); free(ref);
+            free(a);
+            free(b);
+            free(az);
+            free(bz);
+            free(as);
+            free(bs);
+            free(packed);
+            free(sums);
+            free(y);
+            free(ref);
         }
     }
 }
@@ -607,7 +720,8 @@ static void test_depth_to_space(const nxe_kernel_table *table)
             nxe_depth_to_space_geometry g = {2, 3 * block * block, 5, 7, block, 0, crd};
             const size_t count = (size_t)(g.batch * g.in_channels * g.in_height * g.in_width);
             uint32_t *in = malloc(sizeof(uint32_t) * count);
-            uint32_t *got = malloc(sizeof(uint32_t) * count), *want = malloc(sizeof(uint32_t) * count);
+            uint32_t *got = malloc(sizeof(uint32_t) * count),
+                     *want = malloc(sizeof(uint32_t) * count);
             for (size_t i = 0; i < count; i++)
                 in[i] = (uint32_t)(i * 2654435761u);
             const int64_t rows = g.batch * g.in_height * block;
@@ -616,7 +730,9 @@ static void test_depth_to_space(const nxe_kernel_table *table)
             table->x32_depth_to_space(&g, in, got, rows / 2, rows);
             CHECK(memcmp(got, want, sizeof(uint32_t) * count) == 0,
                   "%s depth_to_space block %lld crd %d", table->name, (long long)block, crd);
-            free(in); free(got); free(want);
+            free(in);
+            free(got);
+            free(want);
         }
     }
 }
@@ -654,10 +770,10 @@ static void test_choice_and_tile_permission(void)
         const nxe_gemm_kernel *f32, *bf16;
         int requests;
     } cases[] = {
-        {NXE_ISA_LEVEL_AVX512, tiles, 0, &f32, NULL, 0},          /* capped below amx */
-        {NXE_ISA_LEVEL_AMX, 0, 0, &f32, NULL, 0},                 /* no tile features */
+        {NXE_ISA_LEVEL_AVX512, tiles, 0, &f32, NULL, 0},           /* capped below amx */
+        {NXE_ISA_LEVEL_AMX, 0, 0, &f32, NULL, 0},                  /* no tile features */
         {NXE_ISA_LEVEL_AMX, tiles, 0, &f32_tiles, &bf16_tiles, 1}, /* granted: asked once */
-        {NXE_ISA_LEVEL_AMX, tiles, 1, &f32, NULL, 1},             /* refused (EPERM) */
+        {NXE_ISA_LEVEL_AMX, tiles, 1, &f32, NULL, 1},              /* refused (EPERM) */
         {NXE_ISA_LEVEL_SCALAR, tiles, 0, NULL, NULL, 0},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {

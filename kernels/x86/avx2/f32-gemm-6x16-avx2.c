@@ -12,12 +12,10 @@
 /* A is a packed panel (element (k, i) at a[k * MR + i]) or rows of memory (element (k, i)
  * at a[i * a_stride_m + k]); `packed` is a constant at every call, and so is `full` (all 16
  * columns: plain loads and stores, which AMD cores issue at twice the rate of masked ones). */
-static inline __attribute__((always_inline)) void tile(int32_t rows, int32_t vecs, int full,
-                                                       __m256i last_mask, int64_t kc,
-                                                       const float *a, int packed,
-                                                       int64_t a_stride_m,
-                                                       const void *const *b_rows, float *c,
-                                                       int64_t ldc, int32_t accumulate)
+static inline __attribute__((always_inline)) void
+tile(int32_t rows, int32_t vecs, int full, __m256i last_mask, int64_t kc, const float *a,
+     int packed, int64_t a_stride_m, const void *const *b_rows, float *c, int64_t ldc,
+     int32_t accumulate)
 {
     const float *a_rows[MR];
 #pragma GCC unroll 6
@@ -36,7 +34,9 @@ static inline __attribute__((always_inline)) void tile(int32_t rows, int32_t vec
     for (int64_t k = 0; k < kc; k++) {
         const float *b = b_rows[k];
         __m256 b0 = full ? _mm256_loadu_ps(b) : _mm256_maskload_ps(b, mask[0]);
-        __m256 b1 = vecs == 1 ? b0 : full ? _mm256_loadu_ps(b + 8) : _mm256_maskload_ps(b + 8, mask[1]);
+        __m256 b1 = vecs == 1 ? b0
+                    : full    ? _mm256_loadu_ps(b + 8)
+                              : _mm256_maskload_ps(b + 8, mask[1]);
 #pragma GCC unroll 6
         for (int i = 0; i < MR; i++) {
             if (i < rows) {
@@ -59,15 +59,16 @@ static inline __attribute__((always_inline)) void tile(int32_t rows, int32_t vec
                 _mm256_maskstore_ps(c + i * ldc + v * 8, mask[v], acc[i][v]);
 }
 
-#define ROWS_CASE(rows, vecs, full)                                                          \
-    case rows:                                                                               \
-        if (packed)                                                                          \
-            tile(rows, vecs, full, last_mask, kc, a, 1, 0, b_rows, c, ldc, accumulate);      \
-        else                                                                                 \
-            tile(rows, vecs, full, last_mask, kc, a, 0, a_stride_m, b_rows, c, ldc,          \
-                 accumulate);                                                                \
+#define ROWS_CASE(rows, vecs, full)                                                                \
+    case rows:                                                                                     \
+        if (packed)                                                                                \
+            tile(rows, vecs, full, last_mask, kc, a, 1, 0, b_rows, c, ldc, accumulate);            \
+        else                                                                                       \
+            tile(rows, vecs, full, last_mask, kc, a, 0, a_stride_m, b_rows, c, ldc, accumulate);   \
         break;
 
+/* One case label per row count, laid out as the tile sizes read. */
+/* clang-format off */
 #define BY_ROWS(vecs, full)                                                                  \
     switch (mr) {                                                                            \
         ROWS_CASE(1, vecs, full) ROWS_CASE(2, vecs, full) ROWS_CASE(3, vecs, full)           \
@@ -75,10 +76,10 @@ static inline __attribute__((always_inline)) void tile(int32_t rows, int32_t vec
     default:                                                                                 \
         break;                                                                               \
     }
+/* clang-format on */
 
-static void run(int32_t mr, int32_t nr, int64_t kc, const float *a, int packed,
-                int64_t a_stride_m, const void *const *b_rows, float *c, int64_t ldc,
-                int32_t accumulate)
+static void run(int32_t mr, int32_t nr, int64_t kc, const float *a, int packed, int64_t a_stride_m,
+                const void *const *b_rows, float *c, int64_t ldc, int32_t accumulate)
 {
     int32_t vecs = nr > 8 ? 2 : 1;
     int32_t tail = nr - (vecs - 1) * 8;
@@ -94,8 +95,7 @@ static void run(int32_t mr, int32_t nr, int64_t kc, const float *a, int packed,
 }
 
 void nxe_f32_gemm_6x16_avx2(int32_t mr, int32_t nr, int64_t kc, const void *a_packed,
-                            const void *const *b_rows, float *c, int64_t ldc,
-                            int32_t accumulate)
+                            const void *const *b_rows, float *c, int64_t ldc, int32_t accumulate)
 {
     run(mr, nr, kc, a_packed, 1, 0, b_rows, c, ldc, accumulate);
 }

@@ -15,9 +15,8 @@
  * registers. */
 static inline __attribute__((always_inline)) void tile(int32_t rows, int32_t vecs,
                                                        __mmask16 last_mask, int64_t pairs,
-                                                       const uint32_t *a,
-                                                       const void *const *b_rows, float *c,
-                                                       int64_t ldc, int32_t accumulate)
+                                                       const uint32_t *a, const void *const *b_rows,
+                                                       float *c, int64_t ldc, int32_t accumulate)
 {
     __m512 acc[MR][3];
     __mmask16 mask[3];
@@ -65,11 +64,11 @@ static inline __attribute__((always_inline)) void tile(int32_t rows, int32_t vec
                 _mm512_mask_storeu_ps(c + i * ldc + v * 16, mask[v], acc[i][v]);
 }
 
-#define ROWS_CASE(rows, vecs)                                                                \
-    case rows:                                                                               \
-        tile(rows, vecs, last_mask, pairs, a, b_rows, c, ldc, accumulate);                           \
-        break;
+#define ROWS_CASE(rows, vecs)                                                                      \
+    case rows: tile(rows, vecs, last_mask, pairs, a, b_rows, c, ldc, accumulate); break;
 
+/* One case label per row count, laid out as the tile sizes read. */
+/* clang-format off */
 #define BY_ROWS(vecs)                                                                        \
     switch (mr) {                                                                            \
         ROWS_CASE(1, vecs) ROWS_CASE(2, vecs) ROWS_CASE(3, vecs) ROWS_CASE(4, vecs)          \
@@ -77,6 +76,7 @@ static inline __attribute__((always_inline)) void tile(int32_t rows, int32_t vec
     default:                                                                                 \
         break;                                                                               \
     }
+/* clang-format on */
 
 void nxe_bf16_gemm_8x48_avx512bf16(int32_t mr, int32_t nr, int64_t kc, const void *a_packed,
                                    const void *const *b_rows, float *c, int64_t ldc,

@@ -14,12 +14,9 @@
  * registers. */
 /* A is a packed panel (a_stride_m 0: element (k, i) at a[k * MR + i]) or rows of memory
  * (element (k, i) at a[i * a_stride_m + k]); `packed` is a constant at every call. */
-static inline __attribute__((always_inline)) void tile(int32_t rows, int32_t vecs,
-                                                       __mmask16 last_mask, int64_t kc,
-                                                       const float *a, int packed,
-                                                       int64_t a_stride_m,
-                                                       const void *const *b_rows, float *c,
-                                                       int64_t ldc, int32_t accumulate)
+static inline __attribute__((always_inline)) void
+tile(int32_t rows, int32_t vecs, __mmask16 last_mask, int64_t kc, const float *a, int packed,
+     int64_t a_stride_m, const void *const *b_rows, float *c, int64_t ldc, int32_t accumulate)
 {
     const float *a_rows[MR];
 #pragma GCC unroll 8
@@ -71,14 +68,16 @@ static inline __attribute__((always_inline)) void tile(int32_t rows, int32_t vec
                 _mm512_mask_storeu_ps(c + i * ldc + v * 16, mask[v], acc[i][v]);
 }
 
-#define ROWS_CASE(rows, vecs)                                                                \
-    case rows:                                                                               \
-        if (packed)                                                                          \
-            tile(rows, vecs, last_mask, kc, a, 1, 0, b_rows, c, ldc, accumulate);            \
-        else                                                                                 \
-            tile(rows, vecs, last_mask, kc, a, 0, a_stride_m, b_rows, c, ldc, accumulate);   \
+#define ROWS_CASE(rows, vecs)                                                                      \
+    case rows:                                                                                     \
+        if (packed)                                                                                \
+            tile(rows, vecs, last_mask, kc, a, 1, 0, b_rows, c, ldc, accumulate);                  \
+        else                                                                                       \
+            tile(rows, vecs, last_mask, kc, a, 0, a_stride_m, b_rows, c, ldc, accumulate);         \
         break;
 
+/* One case label per row count, laid out as the tile sizes read. */
+/* clang-format off */
 #define BY_ROWS(vecs)                                                                        \
     switch (mr) {                                                                            \
         ROWS_CASE(1, vecs) ROWS_CASE(2, vecs) ROWS_CASE(3, vecs) ROWS_CASE(4, vecs)          \
@@ -86,10 +85,10 @@ static inline __attribute__((always_inline)) void tile(int32_t rows, int32_t vec
     default:                                                                                 \
         break;                                                                               \
     }
+/* clang-format on */
 
-static void run(int32_t mr, int32_t nr, int64_t kc, const float *a, int packed,
-                int64_t a_stride_m, const void *const *b_rows, float *c, int64_t ldc,
-                int32_t accumulate)
+static void run(int32_t mr, int32_t nr, int64_t kc, const float *a, int packed, int64_t a_stride_m,
+                const void *const *b_rows, float *c, int64_t ldc, int32_t accumulate)
 {
     int32_t vecs = (nr + 15) / 16;
     int32_t tail = nr - (vecs - 1) * 16;
@@ -104,8 +103,7 @@ static void run(int32_t mr, int32_t nr, int64_t kc, const float *a, int packed,
 }
 
 void nxe_f32_gemm_8x48_avx512(int32_t mr, int32_t nr, int64_t kc, const void *a_packed,
-                              const void *const *b_rows, float *c, int64_t ldc,
-                              int32_t accumulate)
+                              const void *const *b_rows, float *c, int64_t ldc, int32_t accumulate)
 {
     run(mr, nr, kc, a_packed, 1, 0, b_rows, c, ldc, accumulate);
 }

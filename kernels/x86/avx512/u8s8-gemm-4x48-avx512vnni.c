@@ -34,8 +34,8 @@ static inline __attribute__((always_inline)) void tile(int32_t rows, int32_t vec
         __m512i bv[3];
 #pragma GCC unroll 3
         for (int v = 0; v < 3; v++)
-            bv[v] = v < vecs ? _mm512_maskz_loadu_epi32(mask[v], b + v * 16)
-                             : _mm512_setzero_si512();
+            bv[v] =
+                v < vecs ? _mm512_maskz_loadu_epi32(mask[v], b + v * 16) : _mm512_setzero_si512();
 #pragma GCC unroll 4
         for (int i = 0; i < MR; i++) {
             if (i < rows) {
@@ -56,16 +56,13 @@ static inline __attribute__((always_inline)) void tile(int32_t rows, int32_t vec
                 _mm512_mask_storeu_epi32(c + i * ldc + v * 16, mask[v], acc[i][v]);
 }
 
-#define ROWS_CASE(rows, vecs)                                                                \
-    case rows:                                                                               \
-        tile(rows, vecs, last_mask, groups, a, b_panel, c, ldc);                             \
-        break;
+#define ROWS_CASE(rows, vecs)                                                                      \
+    case rows: tile(rows, vecs, last_mask, groups, a, b_panel, c, ldc); break;
 
-#define BY_ROWS(vecs)                                                                        \
-    switch (mr) {                                                                            \
-        ROWS_CASE(1, vecs) ROWS_CASE(2, vecs) ROWS_CASE(3, vecs) ROWS_CASE(4, vecs)          \
-    default:                                                                                 \
-        break;                                                                               \
+#define BY_ROWS(vecs)                                                                              \
+    switch (mr) {                                                                                  \
+        ROWS_CASE(1, vecs)                                                                         \
+        ROWS_CASE(2, vecs) ROWS_CASE(3, vecs) ROWS_CASE(4, vecs) default : break;                  \
     }
 
 void nxe_u8s8_gemm_4x48_avx512vnni(int32_t mr, int32_t nr, int64_t kc, const uint8_t *a_packed,
