@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/checked.h"
+
 /* The library implements both tiers of its ABI (nxe_experimental.h brings nxe.h). */
 #include "nxe/nxe_experimental.h"
 
@@ -41,10 +43,10 @@ bool nxe_dtype_valid(int32_t dtype);
 
 /* Element count of a shape; false when it overflows int64 or a dimension is negative. */
 bool nxe_shape_numel(int32_t ndim, const int64_t *shape, int64_t *numel);
+/* Bytes of a dense tensor of `dtype` and that shape; false as nxe_shape_numel, or when the
+ * byte count overflows size_t. */
+bool nxe_shape_bytes(int32_t dtype, int32_t ndim, const int64_t *shape, size_t *bytes);
 /* "[2, 3, 4]" into buf. */
 const char *nxe_shape_str(int32_t ndim, const int64_t *shape, char *buf, size_t size);
-
-/* Multiplication of sizes with overflow detection. */
-bool nxe_mul_overflow_size(size_t a, size_t b, size_t *out);
 
 #endif

@@ -94,15 +94,18 @@ NXE_API nxe_status nxe_dtype_from_dlpack(int32_t code, int32_t bits, int32_t *dt
 bool nxe_shape_numel(int32_t ndim, const int64_t *shape, int64_t *numel)
 {
     int64_t n = 1;
-    for (int32_t i = 0; i < ndim; i++) {
-        if (shape[i] < 0)
+    for (int32_t i = 0; i < ndim; i++)
+        if (shape[i] < 0 || !nxe_checked_mul_i64(n, shape[i], &n))
             return false;
-        if (shape[i] != 0 && n > INT64_MAX / shape[i])
-            return false;
-        n *= shape[i];
-    }
     *numel = n;
     return true;
+}
+
+bool nxe_shape_bytes(int32_t dtype, int32_t ndim, const int64_t *shape, size_t *bytes)
+{
+    int64_t numel;
+    return nxe_shape_numel(ndim, shape, &numel) &&
+           nxe_checked_mul_size((size_t)numel, nxe_dtype_size(dtype), bytes);
 }
 
 const char *nxe_shape_str(int32_t ndim, const int64_t *shape, char *buf, size_t size)

@@ -57,11 +57,3 @@ nxe_status nxe_grow_array(void **items, int32_t *capacity, int32_t needed, size_
     *capacity = next;
     return NXE_OK;
 }
-
-bool nxe_mul_overflow_size(size_t a, size_t b, size_t *out)
-{
-    if (a != 0 && b > SIZE_MAX / a)
-        return true;
-    *out = a * b;
-    return false;
-}

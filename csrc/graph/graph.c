@@ -180,10 +180,8 @@ static nxe_status check_spec(const nxe_tensor_spec *spec, const char *name, cons
         int64_t known[NXE_MAX_RANK];
         for (int32_t i = 0; i < spec->ndim; i++)
             known[i] = spec->shape[i] < 0 ? 0 : spec->shape[i];
-        int64_t numel;
         size_t bytes;
-        if (!nxe_shape_numel(spec->ndim, known, &numel) ||
-            nxe_mul_overflow_size((size_t)numel, nxe_dtype_size(spec->dtype), &bytes))
+        if (!nxe_shape_bytes(spec->dtype, spec->ndim, known, &bytes))
             return nxe_error(NXE_ERROR_SHAPE_MISMATCH, "%s: tensor '%s' is too large", where, name);
     }
     return NXE_OK;

@@ -84,9 +84,10 @@ typedef struct nxe_graph_inference {
 
 /* Checks that every op is bound, every consumed tensor produced and every input consumed,
  * orders the ops (naming the ops of a cycle) and runs each op's shape rule after checking its
- * inputs' dtypes against the schema; a result that contradicts what the user declared fails.
- * On failure nothing needs freeing. */
-nxe_status nxe_graph_infer(nxe_graph *graph, nxe_graph_inference *out);
+ * inputs' dtypes against the schema; a result that contradicts what the user declared, or a
+ * tensor above `max_tensor_bytes` (NXE_ERROR_SHAPE_MISMATCH), fails. On failure nothing needs
+ * freeing. */
+nxe_status nxe_graph_infer(nxe_graph *graph, uint64_t max_tensor_bytes, nxe_graph_inference *out);
 /* Frees the order and the params not taken (set to NULL) by the caller. */
 void nxe_graph_inference_free(const nxe_graph *graph, nxe_graph_inference *inference);
 

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/limits.h"
 #include "graph/graph_internal.h"
 
 /* Every op bound; every tensor produced or given; every input used. */
@@ -106,15 +107,56 @@ static nxe_status report_cycle(const nxe_graph *graph, const int32_t *pending)
     return nxe_error(NXE_ERROR_INVALID_GRAPH, "the graph has a cycle through ops %s", path);
 }
 
+/* The ops reading each produced tensor, once per input slot: those of tensor t are
+ * consumers[first[t] .. first[t + 1]). Built in one pass over the bindings, so ordering takes
+ * time linear in the graph's size. */
+typedef struct consumer_lists {
+    int32_t *first;     /* num_tensors + 1 entries */
+    int32_t *consumers; /* one per bound input whose tensor has a producer */
+} consumer_lists;
+
+static nxe_status consumer_lists_build(const nxe_graph *graph, consumer_lists *lists)
+{
+    size_t edges = 0;
+    for (int32_t i = 0; i < graph->num_ops; i++)
+        edges += (size_t)graph->ops[i]->num_inputs;
+    lists->first = nxe_alloc_zeroed(sizeof(int32_t) * ((size_t)graph->num_tensors + 2));
+    lists->consumers = nxe_alloc(sizeof(int32_t) * (edges + 1));
+    if (!lists->first || !lists->consumers)
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "compile: out of memory");
+    int32_t *first = lists->first;
+    for (int32_t i = 0; i < graph->num_ops; i++)
+        for (int32_t j = 0; j < graph->ops[i]->num_inputs; j++)
+            if (graph->ops[i]->inputs[j] && graph->ops[i]->inputs[j]->producer)
+                first[graph->ops[i]->inputs[j]->index + 2]++;
+    /* first[t + 2] counted t's consumers; after the prefix sum first[t + 1] is where t's list
+     * starts and the fill below advances it to where the list ends. */
+    for (int32_t t = 0; t < graph->num_tensors; t++)
+        first[t + 2] += first[t + 1];
+    for (int32_t i = 0; i < graph->num_ops; i++)
+        for (int32_t j = 0; j < graph->ops[i]->num_inputs; j++)
+            if (graph->ops[i]->inputs[j] && graph->ops[i]->inputs[j]->producer)
+                lists->consumers[first[graph->ops[i]->inputs[j]->index + 1]++] = i;
+    return NXE_OK;
+}
+
 static nxe_status topological_order(const nxe_graph *graph, int32_t *order)
 {
     int32_t n = graph->num_ops;
     int32_t *pending = nxe_alloc_zeroed(sizeof(int32_t) * (size_t)(n ? n : 1));
     int32_t *queue = nxe_alloc(sizeof(int32_t) * (size_t)(n ? n : 1));
-    if (!pending || !queue) {
+    consumer_lists lists = {0};
+    nxe_status status = NXE_OK;
+    if (!pending || !queue)
+        status = nxe_error(NXE_ERROR_OUT_OF_MEMORY, "compile: out of memory");
+    if (status == NXE_OK)
+        status = consumer_lists_build(graph, &lists);
+    if (status != NXE_OK) {
         nxe_free(pending);
         nxe_free(queue);
-        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "compile: out of memory");
+        nxe_free(lists.first);
+        nxe_free(lists.consumers);
+        return status;
     }
     for (int32_t i = 0; i < n; i++)
         for (int32_t j = 0; j < graph->ops[i]->num_inputs; j++)
@@ -128,16 +170,17 @@ static nxe_status topological_order(const nxe_graph *graph, int32_t *order)
         const nxe_op *op = graph->ops[queue[head]];
         order[head++] = op->index;
         for (int32_t o = 0; o < op->num_outputs; o++) {
-            const nxe_tensor *produced = op->outputs[o];
-            for (int32_t k = 0; k < n; k++)
-                for (int32_t j = 0; j < graph->ops[k]->num_inputs; j++)
-                    if (graph->ops[k]->inputs[j] == produced && --pending[k] == 0)
-                        queue[tail++] = k;
+            const int32_t produced = op->outputs[o]->index;
+            for (int32_t c = lists.first[produced]; c < lists.first[produced + 1]; c++)
+                if (--pending[lists.consumers[c]] == 0)
+                    queue[tail++] = lists.consumers[c];
         }
     }
-    nxe_status status = head == n ? NXE_OK : report_cycle(graph, pending);
+    status = head == n ? NXE_OK : report_cycle(graph, pending);
     nxe_free(pending);
     nxe_free(queue);
+    nxe_free(lists.first);
+    nxe_free(lists.consumers);
     return status;
 }
 
@@ -161,9 +204,35 @@ static nxe_status check_dtype_mask(const nxe_op *op, bool outputs, int32_t index
                      nxe_dtype_name(dtype), accepted);
 }
 
+/* A tensor of `value`'s dtype and shape takes at most `max_bytes`; `producer` is the op whose
+ * rule made the shape (NULL for a tensor as declared). Checked before any later rule or the
+ * memory plan sees the shape, so no size derived from it can wrap. */
+static nxe_status check_tensor_bytes(const nxe_op *producer, const nxe_tensor *t,
+                                     const nxe_value *value, uint64_t max_bytes)
+{
+    size_t bytes;
+    if (nxe_shape_bytes(value->dtype, value->ndim, value->shape, &bytes) && bytes <= max_bytes)
+        return NXE_OK;
+    char by[NXE_LIMIT_TYPE_NAME + NXE_LIMIT_NAME + 16] = "";
+    if (producer)
+        snprintf(by, sizeof by, "op '%s' ('%s'): ", nxe_node_type(&producer->node),
+                 producer->node.name);
+    char shape[128];
+    nxe_shape_str(value->ndim, value->shape, shape, sizeof shape);
+    if (!nxe_shape_bytes(value->dtype, value->ndim, value->shape, &bytes))
+        return nxe_error(NXE_ERROR_SHAPE_MISMATCH,
+                         "%stensor '%s' (%s %s) has more bytes than a size can count", by, t->name,
+                         nxe_dtype_name(value->dtype), shape);
+    return nxe_error(NXE_ERROR_SHAPE_MISMATCH,
+                     "%stensor '%s' (%s %s) takes %zu bytes, above the limit of %llu bytes per "
+                     "tensor",
+                     by, t->name, nxe_dtype_name(value->dtype), shape, bytes,
+                     (unsigned long long)max_bytes);
+}
+
 /* Compares what an op rule produced with what the user declared. */
 static nxe_status check_output(const nxe_op *op, int32_t index, const nxe_tensor *t,
-                               const nxe_value *value)
+                               const nxe_value *value, uint64_t max_tensor_bytes)
 {
     const char *type = nxe_node_type(&op->node);
     if (!nxe_dtype_valid(value->dtype) || value->ndim < 0 || value->ndim > NXE_MAX_RANK)
@@ -192,17 +261,12 @@ static nxe_status check_output(const nxe_op *op, int32_t index, const nxe_tensor
                          nxe_shape_str(value->ndim, value->shape, produced, sizeof produced),
                          t->name, nxe_shape_str(t->ndim, t->shape, declared, sizeof declared));
     }
-    int64_t numel;
-    size_t bytes;
-    if (!nxe_shape_numel(value->ndim, value->shape, &numel) ||
-        nxe_mul_overflow_size((size_t)numel, nxe_dtype_size(value->dtype), &bytes))
-        return nxe_error(NXE_ERROR_SHAPE_MISMATCH, "op '%s' ('%s'): output '%s' is too large", type,
-                         op->node.name, t->name);
-    return NXE_OK;
+    return check_tensor_bytes(op, t, value, max_tensor_bytes);
 }
 
 /* Runs one op's rule on the values settled so far and settles its outputs. */
-static nxe_status infer_op(nxe_graph *graph, const nxe_op *op, void **params)
+static nxe_status infer_op(nxe_graph *graph, const nxe_op *op, uint64_t max_tensor_bytes,
+                           void **params)
 {
     nxe_value *settled = graph->inferred;
     const nxe_op_def *def = op->node.def;
@@ -228,7 +292,7 @@ static nxe_status infer_op(nxe_graph *graph, const nxe_op *op, void **params)
     if (status == NXE_OK)
         status = def->infer(&op->node, inputs, op->num_inputs, outputs, op->num_outputs, *params);
     for (int32_t j = 0; status == NXE_OK && j < op->num_outputs; j++)
-        status = check_output(op, j, op->outputs[j], &outputs[j]);
+        status = check_output(op, j, op->outputs[j], &outputs[j], max_tensor_bytes);
     for (int32_t j = 0; status == NXE_OK && j < op->num_outputs; j++) {
         nxe_value *value = &settled[op->outputs[j]->index];
         value->dtype = outputs[j].dtype;
@@ -258,7 +322,7 @@ static nxe_status reset_inferred(nxe_graph *graph)
     return NXE_OK;
 }
 
-nxe_status nxe_graph_infer(nxe_graph *graph, nxe_graph_inference *out)
+nxe_status nxe_graph_infer(nxe_graph *graph, uint64_t max_tensor_bytes, nxe_graph_inference *out)
 {
     *out = (nxe_graph_inference){0};
     nxe_status status = check_bindings(graph);
@@ -273,9 +337,14 @@ nxe_status nxe_graph_infer(nxe_graph *graph, nxe_graph_inference *out)
         status = topological_order(graph, out->order);
     if (status == NXE_OK)
         status = reset_inferred(graph);
+    for (int32_t i = 0; status == NXE_OK && i < graph->num_tensors; i++) {
+        const nxe_tensor *t = graph->tensors[i];
+        if (t->kind != NXE_TENSOR_OUTPUT && t->kind != NXE_TENSOR_TRANSIENT)
+            status = check_tensor_bytes(NULL, t, &graph->inferred[i], max_tensor_bytes);
+    }
     for (int32_t s = 0; status == NXE_OK && s < graph->num_ops; s++) {
         int32_t index = out->order[s];
-        status = infer_op(graph, graph->ops[index], &out->params[index]);
+        status = infer_op(graph, graph->ops[index], max_tensor_bytes, &out->params[index]);
     }
     if (status != NXE_OK) {
         nxe_graph_inference_free(graph, out);

@@ -162,11 +162,9 @@ static nxe_status parse_entry(nxe_reader *r, const nxe_model *model, const char 
     if ((status = nxe_read_u64(r, &t->offset)) != NXE_OK ||
         (status = nxe_read_u64(r, &t->size)) != NXE_OK)
         return status;
-    int64_t numel;
     size_t bytes;
     char shape[96];
-    if (!nxe_shape_numel(t->ndim, t->shape, &numel) ||
-        nxe_mul_overflow_size((size_t)numel, nxe_dtype_size(t->dtype), &bytes) || bytes != t->size)
+    if (!nxe_shape_bytes(t->dtype, t->ndim, t->shape, &bytes) || bytes != t->size)
         return nxe_reader_error(r,
                                 "tensor '%s' (%s %s) records %llu bytes, which is not its "
                                 "element count times %zu",

@@ -35,15 +35,14 @@ nxe_status nxe_normalize_axis(const nxe_node *node, int64_t axis, int32_t ndim, 
 
 int64_t nxe_value_numel(const nxe_value *value)
 {
-    int64_t n = 1;
-    for (int32_t i = 0; i < value->ndim; i++)
-        n *= value->shape[i];
-    return n;
+    int64_t n;
+    return nxe_shape_numel(value->ndim, value->shape, &n) ? n : INT64_MAX;
 }
 
 size_t nxe_value_bytes(const nxe_value *value)
 {
-    return (size_t)nxe_value_numel(value) * nxe_dtype_size(value->dtype);
+    size_t bytes;
+    return nxe_shape_bytes(value->dtype, value->ndim, value->shape, &bytes) ? bytes : SIZE_MAX;
 }
 
 nxe_status nxe_check_dtype(const nxe_node *node, const char *what, const nxe_value *value,

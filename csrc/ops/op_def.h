@@ -167,6 +167,9 @@ nxe_status nxe_broadcast_shapes(const nxe_node *node, int32_t ndim_a, const int6
                                 int32_t ndim_b, const int64_t *b, int32_t *ndim_out, int64_t *out);
 /* Normalizes a possibly negative axis into [0, ndim); node error when out of range. */
 nxe_status nxe_normalize_axis(const nxe_node *node, int64_t axis, int32_t ndim, int32_t *out);
+/* Element count and byte size of a value, saturating at INT64_MAX and SIZE_MAX where they
+ * overflow: a rule may size the outputs it just shaped without checking, because inference
+ * refuses any output above the per-tensor limit (graph/infer.c) before its params are used. */
 int64_t nxe_value_numel(const nxe_value *value);
 size_t nxe_value_bytes(const nxe_value *value);
 /* Fails (DTYPE_MISMATCH, naming the input) unless value dtype is in mask. */

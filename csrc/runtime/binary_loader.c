@@ -186,10 +186,8 @@ static nxe_status read_tensor(nxe_reader *r, nxe_executable *exe, plan_state *st
         return status;
     uint64_t expected = 0;
     if (settled) {
-        int64_t numel;
         size_t product;
-        if (!nxe_shape_numel(t->ndim, t->shape, &numel) ||
-            nxe_mul_overflow_size((size_t)numel, nxe_dtype_size(t->dtype), &product) ||
+        if (!nxe_shape_bytes(t->dtype, t->ndim, t->shape, &product) ||
             product > NXE_LIMIT_TENSOR_BYTES)
             return nxe_reader_error(r, "tensor '%s' is larger than the %llu-byte limit", t->name,
                                     (unsigned long long)NXE_LIMIT_TENSOR_BYTES);
@@ -678,7 +676,7 @@ static nxe_status load_plan(const nxe_container *container, const load_request *
     }
     nxe_free(prefix.isa);
     if (status == NXE_OK)
-        status = nxe_executable_init_staging(exe, request->staging_bytes, what);
+        status = nxe_executable_init_staging(exe, request->staging_bytes, 0, what);
     if (status == NXE_OK) {
         status = nxe_thread_pool_create(
             request->num_threads ? request->num_threads : nxe_default_thread_count(), &exe->pool);

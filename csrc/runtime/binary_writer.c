@@ -90,7 +90,7 @@ static nxe_status check_plan(const nxe_executable *exe, const char *where)
         size_t bytes;
         if (nxe_dtype_valid(t->dtype) && t->ndim >= 0 &&
             nxe_shape_numel(t->ndim, t->shape, &numel) &&
-            (nxe_mul_overflow_size((size_t)numel, nxe_dtype_size(t->dtype), &bytes) ||
+            (!nxe_shape_bytes(t->dtype, t->ndim, t->shape, &bytes) ||
              bytes > NXE_LIMIT_TENSOR_BYTES))
             return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
                              "%s: tensor '%.48s' is larger than the %llu bytes a binary allows",

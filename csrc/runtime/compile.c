@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "core/sha256.h"
+#include "core/limits.h"
 #include "graph/graph_internal.h"
 #include "model/records.h"
 #include "runtime/executable_internal.h"
@@ -182,16 +183,18 @@ static nxe_status lay_out_tensors(const nxe_graph *graph, const nxe_value *settl
         bool used = t->producer || t->num_consumers > 0;
         if (!used || et->ndim < 0 || !nxe_dtype_valid(et->dtype))
             continue;
-        int64_t numel;
-        nxe_shape_numel(et->ndim, et->shape, &numel);
-        et->bytes = (size_t)numel * nxe_dtype_size(et->dtype);
+        /* Inference kept every used tensor within the per-tensor limit. */
+        nxe_shape_bytes(et->dtype, et->ndim, et->shape, &et->bytes);
         if (t->kind == NXE_TENSOR_CONSTANT) {
             status = place_constant(graph, exe, &pool, i, serialize_only);
         } else if (t->kind == NXE_TENSOR_VARIABLE) {
             status = place_variable(graph, exe, i, serialize_only);
         } else if (t->kind == NXE_TENSOR_TRANSIENT) {
             et->in_arena = true;
-            exe->transient_bytes += et->bytes;
+            if (!nxe_checked_add_u64(exe->transient_bytes, et->bytes, &exe->transient_bytes))
+                status =
+                    nxe_error(NXE_ERROR_OUT_OF_MEMORY,
+                              "compile: the transient tensors' bytes overflow at '%s'", et->name);
         }
     }
     for (int32_t i = 0; status == NXE_OK && i < exe->num_tensors; i++)
@@ -253,7 +256,9 @@ nxe_status nxe_compile_graph(nxe_graph *graph, const nxe_compile_request *reques
 {
     *out = NULL;
     nxe_graph_inference inference;
-    nxe_status status = nxe_graph_infer(graph, &inference);
+    nxe_status status = nxe_graph_infer(
+        graph, request->max_tensor_bytes ? request->max_tensor_bytes : NXE_LIMIT_TENSOR_BYTES,
+        &inference);
     if (status != NXE_OK)
         return status;
     nxe_executable *exe = NULL;
@@ -275,7 +280,8 @@ nxe_status nxe_compile_graph(nxe_graph *graph, const nxe_compile_request *reques
             status = nxe_executable_prepare(exe);
     }
     if (status == NXE_OK && !request->serialize_only)
-        status = nxe_executable_init_staging(exe, request->staging_bytes, "compile");
+        status = nxe_executable_init_staging(exe, request->staging_bytes,
+                                             request->max_executable_bytes, "compile");
     if (status == NXE_OK && !request->serialize_only)
         status = nxe_thread_pool_create(
             request->num_threads ? request->num_threads : nxe_default_thread_count(), &exe->pool);

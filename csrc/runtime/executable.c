@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "core/limits.h"
 #include "runtime/executable_internal.h"
 
 #define STAGING_ALIGNMENT 64u
@@ -275,42 +276,52 @@ static uint64_t staging_round(uint64_t bytes)
     return (bytes + STAGING_ALIGNMENT - 1) / STAGING_ALIGNMENT * STAGING_ALIGNMENT;
 }
 
-static uint64_t io_area_bytes(const nxe_executable *exe, const int32_t *ids, int32_t count)
+/* Adds the rounded sizes of tensors `ids` to *total; false when the sum overflows (tensor
+ * sizes are bounded by the per-tensor limit, but their count is not). */
+static bool add_io_area(const nxe_executable *exe, const int32_t *ids, int32_t count,
+                        uint64_t *total)
 {
-    uint64_t total = 0;
-    for (int32_t i = 0; i < count; i++)
-        total += staging_round(exe->tensors[ids[i]].bytes);
-    return total;
+    for (int32_t i = 0; i < count; i++) {
+        uint64_t rounded;
+        if (!nxe_checked_align_u64(exe->tensors[ids[i]].bytes, STAGING_ALIGNMENT, &rounded) ||
+            !nxe_checked_add_u64(*total, rounded, total))
+            return false;
+    }
+    return true;
 }
 
-uint64_t nxe_executable_staging_minimum(const nxe_executable *exe)
+nxe_status nxe_executable_init_staging(nxe_executable *exe, uint64_t capacity, uint64_t max_bytes,
+                                       const char *where)
 {
-    return io_area_bytes(exe, exe->output_ids, exe->num_outputs) +
-           io_area_bytes(exe, exe->input_ids, exe->num_inputs);
-}
-
-uint64_t nxe_executable_staging_default(const nxe_executable *exe)
-{
-    return nxe_executable_staging_minimum(exe) +
-           io_area_bytes(exe, exe->input_ids, exe->num_inputs);
-}
-
-nxe_status nxe_executable_init_staging(nxe_executable *exe, uint64_t capacity, const char *where)
-{
-    uint64_t minimum = nxe_executable_staging_minimum(exe);
+    if (max_bytes == 0)
+        max_bytes = NXE_LIMIT_EXECUTABLE_BYTES;
+    /* The least capacity is the result area and the input slots; the default adds room for
+     * one created copy of every input. */
+    uint64_t minimum = 0, fallback = 0;
+    bool counted = add_io_area(exe, exe->output_ids, exe->num_outputs, &minimum) &&
+                   add_io_area(exe, exe->input_ids, exe->num_inputs, &minimum);
+    fallback = minimum;
+    counted = counted && add_io_area(exe, exe->input_ids, exe->num_inputs, &fallback);
     if (capacity == 0)
-        capacity = nxe_executable_staging_default(exe);
-    if (capacity < minimum)
+        capacity = fallback;
+    if (counted && capacity < minimum)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
                          "%s: staging_bytes %llu is less than the %llu bytes the outputs and the "
                          "input slots need",
                          where, (unsigned long long)capacity, (unsigned long long)minimum);
-    capacity = staging_round(capacity);
-    if (capacity > SIZE_MAX - STAGING_ALIGNMENT)
+    uint64_t run_bytes = 0;
+    if (!counted || !nxe_checked_align_u64(capacity, STAGING_ALIGNMENT, &capacity) ||
+        !nxe_checked_add_u64(capacity, exe->arena_bytes, &run_bytes) ||
+        !nxe_checked_add_u64(run_bytes, exe->workspace_bytes, &run_bytes) ||
+        run_bytes > max_bytes || capacity > SIZE_MAX - STAGING_ALIGNMENT)
         return nxe_error(NXE_ERROR_OUT_OF_MEMORY,
-                         "%s: a %llu-byte staging buffer does not fit "
-                         "in memory",
-                         where, (unsigned long long)capacity);
+                         "%s: a run needs %s%llu bytes (arena %llu, staging %s%llu), above the "
+                         "limit of %llu bytes per executable",
+                         where, counted ? "" : "more than ",
+                         (unsigned long long)(counted ? run_bytes : max_bytes),
+                         (unsigned long long)exe->arena_bytes, counted ? "" : "more than ",
+                         (unsigned long long)(counted ? capacity : max_bytes),
+                         (unsigned long long)max_bytes);
     exe->output_offsets = nxe_alloc(sizeof(uint64_t) * (size_t)(exe->num_outputs + 1));
     exe->input_offsets = nxe_alloc(sizeof(uint64_t) * (size_t)(exe->num_inputs + 1));
     /* Never zeroed as a whole: only what create_input hands out is cleared, so a large

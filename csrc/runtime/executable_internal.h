@@ -83,15 +83,12 @@ struct nxe_executable {
  * zeroed steps. */
 nxe_status nxe_executable_alloc(int32_t num_tensors, int32_t num_steps, nxe_executable **out);
 
-/* Bytes the result area and the input slots take: the least staging capacity. */
-uint64_t nxe_executable_staging_minimum(const nxe_executable *exe);
-/* The default capacity: the result area plus room for every input twice (its slot and one
- * created copy), each rounded up to 64 bytes. */
-uint64_t nxe_executable_staging_default(const nxe_executable *exe);
 /* Lays out staging, allocates the created-input region and the first run context once the
- * steps, tensors and I/O ids are final; `capacity` 0 means the default. `where` names the
- * caller in messages. */
-nxe_status nxe_executable_init_staging(nxe_executable *exe, uint64_t capacity, const char *where);
+ * steps, tensors and I/O ids are final; `capacity` 0 means the default. A run's arena plus its
+ * staging above `max_bytes` (0: NXE_LIMIT_EXECUTABLE_BYTES) fails with
+ * NXE_ERROR_OUT_OF_MEMORY before anything is allocated. `where` names the caller in messages. */
+nxe_status nxe_executable_init_staging(nxe_executable *exe, uint64_t capacity, uint64_t max_bytes,
+                                       const char *where);
 
 /* Prepares every step for this process's kernels (packing constant weights, sizing the
  * workspace), folds activations and residual additions into the steps that can apply them as
@@ -108,7 +105,11 @@ typedef struct nxe_compile_request {
     int32_t num_threads; /* 0 = one per online CPU */
     int32_t relax_precision;
     uint64_t staging_bytes; /* 0 = default */
-    bool serialize_only;    /* the plan is written out, never run: constant and variable
+    /* 0 = the defaults of core/limits.h: NXE_LIMIT_TENSOR_BYTES per tensor (checked as shapes
+     * are inferred), NXE_LIMIT_EXECUTABLE_BYTES for a run's arena plus staging */
+    uint64_t max_tensor_bytes;
+    uint64_t max_executable_bytes;
+    bool serialize_only; /* the plan is written out, never run: constant and variable
                                  bytes are borrowed from the graph, and no arena, staging or
                                  threads are made */
 } nxe_compile_request;

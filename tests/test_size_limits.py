@@ -1,0 +1,119 @@
+"""Sizes derived from shapes never wrap: a shape rule's output above the per-tensor limit
+(NXE_LIMIT_TENSOR_BYTES, 1 TiB) or whose byte count overflows, and a plan whose run needs more
+than the per-executable limit (NXE_LIMIT_EXECUTABLE_BYTES, 4 TiB), fail to compile with a
+status naming the op and tensor before anything is allocated; and the compiler's passes stay
+linear in the graph's size."""
+
+import numpy as np
+import nxe
+import nxe.onnx
+import pytest
+from onnx import TensorProto, helper
+
+TENSOR_LIMIT = 1 << 40
+EXECUTABLE_LIMIT = 4 << 40
+
+
+def expand_graph(targets, dtype="f32"):
+    """x (1,) expanded to each shape in `targets`, each an output."""
+    g = nxe.Graph()
+    x = g.input("x", (1,), dtype)
+    for i, target in enumerate(targets):
+        (y,) = g.op("Expand", [x], name=f"expand{i}", shape=list(target))
+        g.mark_output(y, f"y{i}")
+    return g
+
+
+def test_four_expand_outputs_of_2_60_floats_fail_to_compile():
+    # Their staging once summed to 2^64 and wrapped to a 128-byte buffer.
+    numel = 1 << 60
+    g = expand_graph([[numel]] * 4)
+    with pytest.raises(nxe.ShapeMismatchError,
+                       match=rf"op 'Expand' \('expand0'\): tensor 'y0' \(f32 \[{numel}\]\) takes "
+                             rf"{numel * 4} bytes, above the limit of {TENSOR_LIMIT} bytes per "
+                             "tensor"):
+        g.compile(threads=1)
+    with pytest.raises(nxe.ShapeMismatchError, match="above the limit"):
+        g.compile_to_binary()
+
+
+@pytest.mark.parametrize("target", [(1 << 31, 1 << 31, 4), (1 << 31, 1 << 31, 1 << 31)], ids=str)
+def test_expand_whose_element_count_overflows_is_refused(target):
+    g = expand_graph([target])
+    with pytest.raises(nxe.ShapeMismatchError,
+                       match=r"op 'Expand' \('expand0'\): tensor 'y0' .* has more bytes than a "
+                             "size can count"):
+        g.compile(threads=1)
+
+
+def test_broadcast_add_to_an_overflowing_shape_is_refused():
+    g = nxe.Graph()
+    a = g.input("a", (1 << 31, 1, 1), "f32")
+    b = g.input("b", (1, 1 << 31, 4), "f32")
+    (y,) = g.op("Add", [a, b], name="add")
+    g.mark_output(y)
+    with pytest.raises(nxe.ShapeMismatchError, match=r"op 'Add' \('add'\).*more bytes than"):
+        g.compile(threads=1)
+
+
+def test_broadcast_where_to_an_overflowing_shape_is_refused():
+    g = nxe.Graph()
+    cond = g.input("cond", (1 << 31, 1, 1), "bool")
+    x = g.input("x", (1, 1 << 31, 1), "f32")
+    y = g.input("y", (1, 1, 4), "f32")
+    (out,) = g.op("Where", [cond, x, y], name="where")
+    g.mark_output(out)
+    with pytest.raises(nxe.ShapeMismatchError, match=r"op 'Where' \('where'\).*more bytes than"):
+        g.compile(threads=1)
+
+
+def test_tensor_at_the_limit_compiles_and_one_element_more_does_not():
+    # compile_to_binary plans without allocating, so a tensor of exactly the limit can be shown.
+    at_limit = TENSOR_LIMIT // 4
+    assert len(expand_graph([[at_limit]]).compile_to_binary()) > 0
+    with pytest.raises(nxe.ShapeMismatchError, match=rf"takes {TENSOR_LIMIT + 4} bytes"):
+        expand_graph([[at_limit + 1]]).compile_to_binary()
+
+
+def test_declared_input_above_the_limit_is_refused_naming_it():
+    g = nxe.Graph()
+    x = g.input("big", (TENSOR_LIMIT // 4 + 1,), "f32")
+    g.mark_output(g.op("Relu", [x])[0])
+    with pytest.raises(nxe.ShapeMismatchError, match=r"tensor 'big' .* above the limit"):
+        g.compile(threads=1)
+
+
+def test_run_above_the_executable_limit_is_refused_before_allocating():
+    # Four outputs of exactly the per-tensor limit: their staging alone is the executable limit.
+    g = expand_graph([[TENSOR_LIMIT // 4]] * 4)
+    with pytest.raises(nxe.OutOfMemoryError,
+                       match=rf"compile: a run needs \d+ bytes .* above the limit of "
+                             rf"{EXECUTABLE_LIMIT} bytes per executable"):
+        g.compile(threads=1)
+
+
+def test_onnx_expand_to_huge_outputs_fails_cleanly():
+    shape = helper.make_tensor("shape", TensorProto.INT64, [1], [1 << 60])
+    nodes = [helper.make_node("Expand", ["x", "shape"], [f"y{i}"], name=f"e{i}") for i in range(4)]
+    graph = helper.make_graph(
+        nodes, "huge", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, None) for i in range(4)],
+        [shape])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    loaded = nxe.onnx.load(model.SerializeToString(), threads=1)
+    with pytest.raises(nxe.ShapeMismatchError, match="above the limit of .* bytes per tensor"):
+        loaded.run(x=np.ones(1, np.float32))
+
+
+def test_long_chain_compiles_and_runs():
+    # 100,000 ops: a pass quadratic in the op count (the ordering once scanned every op for
+    # every produced tensor, the memory plan every placed buffer for every buffer) takes many
+    # minutes here, the linear ones a second or two.
+    g = nxe.Graph()
+    t = g.input("x", (1,), "f32")
+    for _ in range(100_000):
+        t = g.op("Neg", [t])[0]
+    g.mark_output(t, "y")
+    x = np.array([3.0], np.float32)
+    y = g.compile(threads=1).run(x)["y"]
+    np.testing.assert_array_equal(y, x)
