@@ -8,6 +8,7 @@ import numpy as np
 import nxe
 import nxe.onnx
 import pytest
+from nxe._binding import ffi, lib
 from onnx import TensorProto, helper
 
 TENSOR_LIMIT = 1 << 40
@@ -117,3 +118,119 @@ def test_long_chain_compiles_and_runs():
     x = np.array([3.0], np.float32)
     y = g.compile(threads=1).run(x)["y"]
     np.testing.assert_array_equal(y, x)
+
+
+# ---- nxe.Limits: each limit at its value and one past -------------------------------------
+
+def relu_chain(length, size=16):
+    g = nxe.Graph()
+    t = g.input("x", (size,), "f32")
+    for i in range(length):
+        t = g.op("Relu", [t], name=f"relu{i}")[0]
+    g.mark_output(t, "y")
+    return g
+
+
+def test_max_tensor_bytes_at_the_limit_compiles_and_one_byte_less_names_the_tensor():
+    g = relu_chain(2)
+    exe = g.compile(threads=1, limits=nxe.Limits(max_tensor_bytes=16 * 4))
+    x = np.linspace(-1, 1, 16, dtype=np.float32)
+    np.testing.assert_array_equal(exe.run(x)["y"], np.maximum(x, 0))
+    with pytest.raises(nxe.ShapeMismatchError,
+                       match=r"tensor 'x' .* takes 64 bytes, above the limit of 63 bytes per "
+                             r"tensor \(raise nxe_limits.max_tensor_bytes\)"):
+        g.compile(threads=1, limits=nxe.Limits(max_tensor_bytes=63))
+
+
+def test_max_arena_bytes_at_a_runs_size_compiles_and_one_byte_less_does_not():
+    g = relu_chain(3)
+    exe = g.compile(threads=1)
+    needed = exe.memory_info()["arena_bytes"] + exe.stats()["staging_bytes"]
+    g.compile(threads=1, limits=nxe.Limits(max_arena_bytes=needed))
+    with pytest.raises(nxe.OutOfMemoryError,
+                       match=rf"a run needs {needed} bytes .* above the limit of {needed - 1} "
+                             r"bytes per executable \(raise nxe_limits.max_arena_bytes\)"):
+        g.compile(threads=1, limits=nxe.Limits(max_arena_bytes=needed - 1))
+    binary = g.compile_to_binary(threads=1)
+    nxe.VirtualMachine(binary, threads=1, limits=nxe.Limits(max_arena_bytes=needed)).close()
+    with pytest.raises(nxe.OutOfMemoryError, match="max_arena_bytes"):
+        nxe.VirtualMachine(binary, threads=1, limits=nxe.Limits(max_arena_bytes=needed - 1))
+
+
+def test_max_ops_at_the_count_compiles_and_one_less_refuses_graph_model_and_binary():
+    g = relu_chain(3)
+    g.compile(threads=1, limits=nxe.Limits(max_ops=3))
+    message = r"3 ops, above the limit of 2 ops per graph \(raise nxe_limits.max_ops\)"
+    with pytest.raises(nxe.InvalidGraphError, match=message):
+        g.compile(threads=1, limits=nxe.Limits(max_ops=2))
+    model = nxe.save_model(g)
+    nxe.Model(model, limits=nxe.Limits(max_ops=3)).close()
+    with pytest.raises(nxe.InvalidGraphError, match=message):
+        nxe.Model(model, limits=nxe.Limits(max_ops=2))
+    binary = g.compile_to_binary(threads=1)
+    nxe.VirtualMachine(binary, threads=1, limits=nxe.Limits(max_ops=3)).close()
+    with pytest.raises(nxe.InvalidGraphError, match=message):
+        nxe.VirtualMachine(binary, threads=1, limits=nxe.Limits(max_ops=2))
+
+
+def test_max_file_bytes_at_the_size_opens_and_one_byte_less_is_refused(tmp_path):
+    g = relu_chain(1)
+    for kind, data in (("model", nxe.save_model(g)), ("binary", g.compile_to_binary(threads=1))):
+        path = tmp_path / f"f.{kind}"
+        path.write_bytes(data)
+        at, below = nxe.Limits(max_file_bytes=len(data)), nxe.Limits(max_file_bytes=len(data) - 1)
+        message = (rf"{len(data)} bytes, above the limit of {len(data) - 1} bytes per file "
+                   r"\(raise nxe_limits.max_file_bytes\)")
+        opener = ((lambda source, limits: nxe.Model(source, limits=limits)) if kind == "model"
+                  else (lambda source, limits: nxe.VirtualMachine(source, threads=1,
+                                                                  limits=limits)))
+        for source in (data, path):
+            opener(source, at).close()
+            with pytest.raises(nxe.InvalidArgumentError, match=message):
+                opener(source, below)
+
+
+def test_stored_tensor_above_max_tensor_bytes_is_refused_at_open():
+    g = nxe.Graph()
+    x = g.input("x", (4,), "f32")
+    w = g.constant(np.ones(4, np.float32), name="w")
+    g.mark_output(g.op("Add", [x, w])[0], "y")
+    model = nxe.save_model(g)
+    nxe.Model(model, limits=nxe.Limits(max_tensor_bytes=16)).close()
+    with pytest.raises(nxe.ShapeMismatchError, match=r"tensor 'w' takes 16 bytes, above the limit"):
+        nxe.Model(model, limits=nxe.Limits(max_tensor_bytes=15))
+
+
+def test_limits_defaults_are_the_headers_and_a_zero_field_means_the_default():
+    assert nxe.Limits.DEFAULT_MAX_TENSOR_BYTES == lib.NXE_DEFAULT_MAX_TENSOR_BYTES == TENSOR_LIMIT
+    assert nxe.Limits.DEFAULT_MAX_ARENA_BYTES == EXECUTABLE_LIMIT
+    numel = TENSOR_LIMIT // 4 + 1
+    with pytest.raises(nxe.ShapeMismatchError, match=rf"above the limit of {TENSOR_LIMIT} bytes"):
+        expand_graph([[numel]]).compile_to_binary(limits=nxe.Limits())
+    with pytest.raises(ValueError, match="negative"):
+        relu_chain(1).compile(limits=nxe.Limits(max_ops=-1))
+
+
+def test_options_of_a_0_4_caller_without_limits_are_accepted():
+    # A caller built against 0.4 headers passes the shorter struct_size of each options struct.
+    g = relu_chain(1)
+    options = ffi.new("nxe_compile_options *")
+    options.struct_size = ffi.offsetof("nxe_compile_options", "relax_precision") + 4
+    options.num_threads = 1
+    out = ffi.new("nxe_executable **")
+    assert lib.nxe_graph_compile(g._handle, options, out) == lib.NXE_OK
+    lib.nxe_executable_release(out[0])
+    options.struct_size -= 1
+    assert lib.nxe_graph_compile(g._handle, options, out) == lib.NXE_ERROR_INVALID_ARGUMENT
+    data = nxe.save_model(g)
+    model_options = ffi.new("nxe_model_options *")
+    model_options.struct_size = ffi.offsetof("nxe_model_options", "limits")
+    model = ffi.new("nxe_model **")
+    assert lib.nxe_model_open_memory(data, len(data), model_options, model) == lib.NXE_OK
+    lib.nxe_model_release(model[0])
+    binary = g.compile_to_binary(threads=1)
+    load_options = ffi.new("nxe_load_options *")
+    load_options.struct_size = ffi.offsetof("nxe_load_options", "limits")
+    load_options.num_threads = 1
+    assert lib.nxe_executable_load_memory(binary, len(binary), load_options, out) == lib.NXE_OK
+    lib.nxe_executable_release(out[0])

@@ -36,6 +36,14 @@ char *nxe_strdup(const char *s);
 /* Grows *items (an array of `size`-byte elements) to hold at least `needed`. */
 nxe_status nxe_grow_array(void **items, int32_t *capacity, int32_t needed, size_t size);
 
+/* The caller's limits (NULL: every default) with each field 0 replaced by its default from
+ * nxe.h; NXE_ERROR_INVALID_ARGUMENT for a short struct_size or a negative max_ops. */
+nxe_status nxe_limits_resolve(const nxe_limits *limits, const char *where, nxe_limits *out);
+/* A file of `size` bytes, or a graph or plan of `count` ops, within resolved `limits`: else
+ * NXE_ERROR_INVALID_ARGUMENT or NXE_ERROR_INVALID_GRAPH naming `what` and the field to raise. */
+nxe_status nxe_limits_check_file(const nxe_limits *limits, uint64_t size, const char *what);
+nxe_status nxe_limits_check_ops(const nxe_limits *limits, int64_t count, const char *what);
+
 /* dtype facts; unknown dtypes answer 0 / "?". */
 size_t nxe_dtype_size(int32_t dtype);
 const char *nxe_dtype_name(int32_t dtype);

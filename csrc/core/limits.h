@@ -26,14 +26,10 @@
 #define NXE_LIMIT_OPS NXE_LIMIT_TENSORS
 /* Per-channel quantization scales of one tensor. */
 #define NXE_LIMIT_SCALES 16777216
-/* Bytes of one tensor (1 TiB): the graph compiler refuses a shape rule's output or any tensor
- * beyond it before allocating anything, and a compiled binary describes none larger. With at
- * most NXE_LIMIT_TENSORS of them, every sum of sizes a loader forms stays far from overflow. */
+/* Bytes of one tensor a compiled binary describes (1 TiB): with at most NXE_LIMIT_TENSORS of
+ * them, every sum of sizes a loader forms stays far from overflow. What a compile or a load may
+ * take is further bounded by the caller's nxe_limits (nxe.h), checked as shapes settle. */
 #define NXE_LIMIT_TENSOR_BYTES 1099511627776ull
-/* Bytes one run of an executable allocates (4 TiB): its arena plus its staging (the outputs,
- * the input slots and the created-input region). The compiler and the loader refuse plans
- * beyond it. */
-#define NXE_LIMIT_EXECUTABLE_BYTES 4398046511104ull
 /* Sections of one container, and the alignment a container may declare (a power of two). */
 #define NXE_LIMIT_SECTIONS 32
 #define NXE_LIMIT_MIN_ALIGNMENT 64u

@@ -225,7 +225,7 @@ static nxe_status check_tensor_bytes(const nxe_op *producer, const nxe_tensor *t
                          nxe_dtype_name(value->dtype), shape);
     return nxe_error(NXE_ERROR_SHAPE_MISMATCH,
                      "%stensor '%s' (%s %s) takes %zu bytes, above the limit of %llu bytes per "
-                     "tensor",
+                     "tensor (raise nxe_limits.max_tensor_bytes)",
                      by, t->name, nxe_dtype_name(value->dtype), shape, bytes,
                      (unsigned long long)max_bytes);
 }

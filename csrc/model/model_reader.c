@@ -29,6 +29,7 @@ struct nxe_model {
     model_tensor *tensors;
     int32_t num_tensors;
     uint8_t fingerprint[32]; /* as stored */
+    nxe_limits limits;       /* the opener's, resolved */
 };
 
 static const char *section_name(uint32_t type)
@@ -243,6 +244,13 @@ static nxe_status parse_index(nxe_model *model)
     for (uint32_t i = 0; i < count; i++) {
         model->num_tensors = (int32_t)i + 1;
         status = parse_entry(&r, model, i ? model->tensors[i - 1].name : NULL, &model->tensors[i]);
+        if (status == NXE_OK && model->tensors[i].size > model->limits.max_tensor_bytes)
+            status =
+                nxe_error(NXE_ERROR_SHAPE_MISMATCH,
+                          "%s: tensor '%s' takes %llu bytes, above the limit of %llu bytes "
+                          "per tensor (raise nxe_limits.max_tensor_bytes)",
+                          what, model->tensors[i].name, (unsigned long long)model->tensors[i].size,
+                          (unsigned long long)model->limits.max_tensor_bytes);
         if (status != NXE_OK)
             return status;
     }
@@ -337,6 +345,8 @@ static nxe_status check_graph(nxe_model *model)
     nxe_tensor **tensors = NULL;
     status = decode_graph(model, ctx, &graph);
     if (status == NXE_OK)
+        status = nxe_limits_check_ops(&model->limits, graph->num_ops, "GRAPH section");
+    if (status == NXE_OK)
         status = tensors_of_entries(model, graph, &tensors);
     for (int32_t i = 0; status == NXE_OK && i < model->num_tensors; i++)
         status = match_entry(model, tensors[i], &model->tensors[i]);
@@ -399,24 +409,28 @@ static nxe_status open_model(nxe_model *model, bool lazy)
 }
 
 static nxe_status check_open_args(const nxe_model_options *options, nxe_model **out,
-                                  const char *where, bool *lazy)
+                                  const char *where, bool *lazy, nxe_limits *limits)
 {
     if (!out)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: out must not be NULL", where);
     *out = NULL;
     *lazy = false;
+    const nxe_limits *asked = NULL;
     if (options) {
-        if (options->struct_size < sizeof(nxe_model_options))
+        /* A 0.4 caller's options end before `limits`. */
+        if (options->struct_size < offsetof(nxe_model_options, limits))
             return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
                              "%s: options.struct_size is %u, expected at least %zu (initialize "
                              "with NXE_MODEL_OPTIONS_INIT)",
                              where, options->struct_size, sizeof(nxe_model_options));
         *lazy = options->lazy != 0;
+        if (options->struct_size >= sizeof(nxe_model_options))
+            asked = options->limits;
     }
-    return NXE_OK;
+    return nxe_limits_resolve(asked, where, limits);
 }
 
-/* Takes over `model` (its file and name set): opens it or releases it. */
+/* Takes over `model` (its file, name and limits set): opens it or releases it. */
 static nxe_status finish_open(nxe_model *model, bool lazy, const char *where, nxe_model **out)
 {
     nxe_status status = open_model(model, lazy);
@@ -433,8 +447,9 @@ NXE_API nxe_status nxe_model_open_file(const char *path, const nxe_model_options
                                        nxe_model **out)
 {
     const char *where = "nxe_model_open_file";
-    bool lazy;
-    nxe_status status = check_open_args(options, out, where, &lazy);
+    bool lazy = false;
+    nxe_limits limits;
+    nxe_status status = check_open_args(options, out, where, &lazy, &limits);
     if (status != NXE_OK)
         return status;
     if (!path)
@@ -447,7 +462,11 @@ NXE_API nxe_status nxe_model_open_file(const char *path, const nxe_model_options
         return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "%s: out of memory", where);
     }
     model->what = what;
+    model->limits = limits;
     status = nxe_file_map_open(path, &model->file);
+    /* Only mapped so far: nothing is read or allocated for a file above the limit. */
+    if (status == NXE_OK)
+        status = nxe_limits_check_file(&limits, model->file.size, path);
     if (status != NXE_OK) {
         nxe_model_release(model);
         nxe_error_prefix("%s: ", where);
@@ -460,12 +479,16 @@ NXE_API nxe_status nxe_model_open_memory(const void *data, size_t size,
                                          const nxe_model_options *options, nxe_model **out)
 {
     const char *where = "nxe_model_open_memory";
-    bool lazy;
-    nxe_status status = check_open_args(options, out, where, &lazy);
+    bool lazy = false;
+    nxe_limits limits;
+    nxe_status status = check_open_args(options, out, where, &lazy, &limits);
     if (status != NXE_OK)
         return status;
     if (!data)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: data is NULL", where);
+    status = nxe_limits_check_file(&limits, size, where);
+    if (status != NXE_OK)
+        return status;
     nxe_model *model = nxe_alloc_zeroed(sizeof *model);
     char *what = nxe_strdup("model in memory");
     uint8_t *copy = nxe_alloc(size);
@@ -478,6 +501,7 @@ NXE_API nxe_status nxe_model_open_memory(const void *data, size_t size,
     if (size)
         memcpy(copy, data, size);
     model->what = what;
+    model->limits = limits;
     model->file = (nxe_file_map){.data = copy, .size = size, .mapped = false};
     return finish_open(model, lazy, where, out);
 }

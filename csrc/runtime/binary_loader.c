@@ -14,6 +14,7 @@ typedef struct load_request {
     bool verify;
     bool allow_recompile;
     uint64_t staging_bytes;
+    nxe_limits limits; /* resolved */
 } load_request;
 
 typedef struct plan_buffer {
@@ -546,13 +547,19 @@ static nxe_status load_request_from(const nxe_load_options *options, const char 
 {
     nxe_load_options opts = NXE_LOAD_OPTIONS_INIT;
     if (options) {
-        if (options->struct_size < sizeof(nxe_load_options))
+        /* A 0.4 caller's options end before `limits`. */
+        if (options->struct_size < offsetof(nxe_load_options, limits))
             return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
                              "%s: options.struct_size is %u, expected at least %zu "
                              "(initialize with NXE_LOAD_OPTIONS_INIT)",
                              where, options->struct_size, sizeof(nxe_load_options));
-        opts = *options;
+        memcpy(&opts, options,
+               options->struct_size < sizeof opts ? options->struct_size : sizeof opts);
     }
+    nxe_limits limits;
+    nxe_status status = nxe_limits_resolve(opts.limits, where, &limits);
+    if (status != NXE_OK)
+        return status;
     if (opts.num_threads < 0 || opts.num_threads > 1024)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: num_threads %d is outside [0, 1024]",
                          where, opts.num_threads);
@@ -563,7 +570,8 @@ static nxe_status load_request_from(const nxe_load_options *options, const char 
     *request = (load_request){.num_threads = opts.num_threads,
                               .verify = opts.verify != 0,
                               .allow_recompile = opts.allow_recompile != 0,
-                              .staging_bytes = opts.staging_bytes};
+                              .staging_bytes = opts.staging_bytes,
+                              .limits = limits};
     return NXE_OK;
 }
 
@@ -587,15 +595,18 @@ static nxe_status recompile(const nxe_container *container, const plan_prefix *p
     nxe_model *model = NULL;
     nxe_context *context = NULL;
     nxe_graph *graph = NULL;
+    nxe_model_options model_options = NXE_MODEL_OPTIONS_INIT;
+    model_options.limits = &request->limits;
     nxe_status status = nxe_model_open_memory(container->base + embedded->offset,
-                                              (size_t)embedded->size, NULL, &model);
+                                              (size_t)embedded->size, &model_options, &model);
     if (status == NXE_OK)
         status = nxe_context_create(&context);
     if (status == NXE_OK)
         status = nxe_model_build_graph(model, context, &graph);
     nxe_compile_request compile = {.num_threads = request->num_threads,
                                    .relax_precision = (int32_t)prefix->relax_precision,
-                                   .staging_bytes = request->staging_bytes};
+                                   .staging_bytes = request->staging_bytes,
+                                   .limits = request->limits};
     if (status == NXE_OK)
         status = nxe_compile_graph(graph, &compile, out);
     if (status != NXE_OK)
@@ -614,6 +625,20 @@ static nxe_status recompile(const nxe_container *container, const plan_prefix *p
             "for ISA '%s' with kernel ABI %d",
             what, prefix->isa, prefix->kernel_abi, NXE_ISA_REF, NXE_KERNEL_ABI_VERSION);
     return NXE_OK;
+}
+
+/* The decoded plan within the caller's limits, before anything is prepared for it. */
+static nxe_status check_plan_limits(const nxe_executable *exe, const nxe_limits *limits)
+{
+    nxe_status status = nxe_limits_check_ops(limits, exe->num_steps, "the plan");
+    for (int32_t i = 0; status == NXE_OK && i < exe->num_tensors; i++)
+        if (exe->tensors[i].bytes > limits->max_tensor_bytes)
+            status = nxe_error(NXE_ERROR_SHAPE_MISMATCH,
+                               "tensor '%s' takes %zu bytes, above the limit of %llu bytes per "
+                               "tensor (raise nxe_limits.max_tensor_bytes)",
+                               exe->tensors[i].name, exe->tensors[i].bytes,
+                               (unsigned long long)limits->max_tensor_bytes);
+    return status;
 }
 
 static nxe_status load_plan(const nxe_container *container, const load_request *request,
@@ -656,6 +681,8 @@ static nxe_status load_plan(const nxe_container *container, const load_request *
     nxe_executable *exe = NULL;
     if (status == NXE_OK) {
         status = decode_plan(&r, container, data, &exe);
+        if (status == NXE_OK)
+            status = check_plan_limits(exe, &request->limits);
         if (status != NXE_OK)
             nxe_error_prefix("%s: ", what);
     }
@@ -676,7 +703,8 @@ static nxe_status load_plan(const nxe_container *container, const load_request *
     }
     nxe_free(prefix.isa);
     if (status == NXE_OK)
-        status = nxe_executable_init_staging(exe, request->staging_bytes, 0, what);
+        status = nxe_executable_init_staging(exe, request->staging_bytes,
+                                             request->limits.max_arena_bytes, what);
     if (status == NXE_OK) {
         status = nxe_thread_pool_create(
             request->num_threads ? request->num_threads : nxe_default_thread_count(), &exe->pool);
@@ -733,6 +761,14 @@ NXE_API nxe_status nxe_executable_load_file(const char *path, const nxe_load_opt
     }
     char name[260];
     snprintf(name, sizeof name, "'%s'", path);
+    /* Only mapped so far: nothing is read or allocated for a file above the limit. */
+    char what[300];
+    snprintf(what, sizeof what, "%s: %s", where, name);
+    status = nxe_limits_check_file(&request.limits, file.size, what);
+    if (status != NXE_OK) {
+        nxe_file_map_release(&file);
+        return status;
+    }
     return load_file_map(&file, &request, where, name, out);
 }
 
@@ -747,6 +783,9 @@ NXE_API nxe_status nxe_executable_load_memory(const void *data, size_t size,
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: data is NULL", where);
     load_request request;
     nxe_status status = load_request_from(options, where, &request);
+    if (status != NXE_OK)
+        return status;
+    status = nxe_limits_check_file(&request.limits, size, where);
     if (status != NXE_OK)
         return status;
     /* Too short to hold a header: no point in copying it. */

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include "core/sha256.h"
-#include "core/limits.h"
 #include "graph/graph_internal.h"
 #include "model/records.h"
 #include "runtime/executable_internal.h"
@@ -236,15 +235,23 @@ nxe_status nxe_compile_request_from(const nxe_compile_options *options, const ch
                                     nxe_compile_request *request)
 {
     *request = (nxe_compile_request){0};
+    const nxe_limits *limits = NULL;
     if (options) {
-        if (options->struct_size < sizeof(nxe_compile_options))
+        /* A 0.4 caller's options end after relax_precision. */
+        if (options->struct_size <
+            offsetof(nxe_compile_options, relax_precision) + sizeof options->relax_precision)
             return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
                              "%s: options.struct_size is %u, expected at least %zu "
                              "(initialize with NXE_COMPILE_OPTIONS_INIT)",
                              where, options->struct_size, sizeof(nxe_compile_options));
         request->num_threads = options->num_threads;
         request->relax_precision = options->relax_precision;
+        if (options->struct_size >= sizeof(nxe_compile_options))
+            limits = options->limits;
     }
+    nxe_status status = nxe_limits_resolve(limits, where, &request->limits);
+    if (status != NXE_OK)
+        return status;
     if (request->num_threads < 0 || request->num_threads > 1024)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: num_threads %d is outside [0, 1024]",
                          where, request->num_threads);
@@ -256,9 +263,9 @@ nxe_status nxe_compile_graph(nxe_graph *graph, const nxe_compile_request *reques
 {
     *out = NULL;
     nxe_graph_inference inference;
-    nxe_status status = nxe_graph_infer(
-        graph, request->max_tensor_bytes ? request->max_tensor_bytes : NXE_LIMIT_TENSOR_BYTES,
-        &inference);
+    nxe_status status = nxe_limits_check_ops(&request->limits, graph->num_ops, "compile");
+    if (status == NXE_OK)
+        status = nxe_graph_infer(graph, request->limits.max_tensor_bytes, &inference);
     if (status != NXE_OK)
         return status;
     nxe_executable *exe = NULL;
@@ -281,7 +288,7 @@ nxe_status nxe_compile_graph(nxe_graph *graph, const nxe_compile_request *reques
     }
     if (status == NXE_OK && !request->serialize_only)
         status = nxe_executable_init_staging(exe, request->staging_bytes,
-                                             request->max_executable_bytes, "compile");
+                                             request->limits.max_arena_bytes, "compile");
     if (status == NXE_OK && !request->serialize_only)
         status = nxe_thread_pool_create(
             request->num_threads ? request->num_threads : nxe_default_thread_count(), &exe->pool);

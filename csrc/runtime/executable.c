@@ -22,7 +22,6 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "core/limits.h"
 #include "runtime/executable_internal.h"
 
 #define STAGING_ALIGNMENT 64u
@@ -293,8 +292,6 @@ static bool add_io_area(const nxe_executable *exe, const int32_t *ids, int32_t c
 nxe_status nxe_executable_init_staging(nxe_executable *exe, uint64_t capacity, uint64_t max_bytes,
                                        const char *where)
 {
-    if (max_bytes == 0)
-        max_bytes = NXE_LIMIT_EXECUTABLE_BYTES;
     /* The least capacity is the result area and the input slots; the default adds room for
      * one created copy of every input. */
     uint64_t minimum = 0, fallback = 0;
@@ -316,7 +313,7 @@ nxe_status nxe_executable_init_staging(nxe_executable *exe, uint64_t capacity, u
         run_bytes > max_bytes || capacity > SIZE_MAX - STAGING_ALIGNMENT)
         return nxe_error(NXE_ERROR_OUT_OF_MEMORY,
                          "%s: a run needs %s%llu bytes (arena %llu, staging %s%llu), above the "
-                         "limit of %llu bytes per executable",
+                         "limit of %llu bytes per executable (raise nxe_limits.max_arena_bytes)",
                          where, counted ? "" : "more than ",
                          (unsigned long long)(counted ? run_bytes : max_bytes),
                          (unsigned long long)exe->arena_bytes, counted ? "" : "more than ",

@@ -85,8 +85,8 @@ nxe_status nxe_executable_alloc(int32_t num_tensors, int32_t num_steps, nxe_exec
 
 /* Lays out staging, allocates the created-input region and the first run context once the
  * steps, tensors and I/O ids are final; `capacity` 0 means the default. A run's arena plus its
- * staging above `max_bytes` (0: NXE_LIMIT_EXECUTABLE_BYTES) fails with
- * NXE_ERROR_OUT_OF_MEMORY before anything is allocated. `where` names the caller in messages. */
+ * staging above `max_bytes` (nxe_limits.max_arena_bytes) fails with NXE_ERROR_OUT_OF_MEMORY
+ * before anything is allocated. `where` names the caller in messages. */
 nxe_status nxe_executable_init_staging(nxe_executable *exe, uint64_t capacity, uint64_t max_bytes,
                                        const char *where);
 
@@ -105,16 +105,14 @@ typedef struct nxe_compile_request {
     int32_t num_threads; /* 0 = one per online CPU */
     int32_t relax_precision;
     uint64_t staging_bytes; /* 0 = default */
-    /* 0 = the defaults of core/limits.h: NXE_LIMIT_TENSOR_BYTES per tensor (checked as shapes
-     * are inferred), NXE_LIMIT_EXECUTABLE_BYTES for a run's arena plus staging */
-    uint64_t max_tensor_bytes;
-    uint64_t max_executable_bytes;
-    bool serialize_only; /* the plan is written out, never run: constant and variable
+    nxe_limits limits;      /* resolved (nxe_limits_resolve): no field is 0 */
+    bool serialize_only;    /* the plan is written out, never run: constant and variable
                                  bytes are borrowed from the graph, and no arena, staging or
                                  threads are made */
 } nxe_compile_request;
 
-/* Validates `options` (may be NULL) into a request; `where` names the caller. */
+/* Validates `options` (may be NULL; a 0.4 struct_size, without limits, is accepted) into a
+ * request; `where` names the caller. */
 nxe_status nxe_compile_request_from(const nxe_compile_options *options, const char *where,
                                     nxe_compile_request *request);
 nxe_status nxe_compile_graph(nxe_graph *graph, const nxe_compile_request *request,

@@ -80,7 +80,7 @@ extern "C" {
  * declaration. The build reads all three from here (the meson project version, the shared
  * library's version, the Python package's version). Since 0.1; NXE_VERSION_PATCH since 0.4. */
 #define NXE_API_VERSION_MAJOR 0
-#define NXE_API_VERSION_MINOR 4
+#define NXE_API_VERSION_MINOR 5
 #define NXE_VERSION_PATCH 0
 /* Most dimensions a tensor may have. Since 0.1. */
 #define NXE_MAX_RANK 6
@@ -393,24 +393,57 @@ NXE_API nxe_status nxe_op_registry_count(int32_t *count);
 NXE_API nxe_status nxe_op_registry_get(int32_t index, const nxe_op_info **info);
 NXE_API nxe_status nxe_op_registry_find(const char *op_type, const nxe_op_info **info);
 
+/* ---- Resource limits ------------------------------------------------------------------
+ * What compiling a graph, loading a binary or opening a model file may take, so that hostile
+ * or careless input fails with a status instead of exhausting the process. Each field 0 means
+ * its default below; a value above the hard limit of the file formats (65,536 ops, 1 TiB per
+ * stored tensor) is capped there. A request beyond a limit fails before anything is allocated
+ * for it, with a message naming the limit, the size asked for and the field that raises it. */
+
+/* Defaults of the fields of nxe_limits: 1 TiB per tensor, 4 TiB per run of an executable and
+ * per file, 2^24 ops per graph. Since 0.5. */
+#define NXE_DEFAULT_MAX_TENSOR_BYTES 1099511627776ull
+#define NXE_DEFAULT_MAX_ARENA_BYTES 4398046511104ull
+#define NXE_DEFAULT_MAX_FILE_BYTES 4398046511104ull
+#define NXE_DEFAULT_MAX_OPS 16777216
+
+/* Since 0.5. */
+typedef struct nxe_limits {
+    uint32_t struct_size;      /* sizeof(nxe_limits) */
+    uint64_t max_tensor_bytes; /* bytes of one tensor, as declared or as a shape rule makes it:
+                                  NXE_ERROR_SHAPE_MISMATCH beyond it */
+    uint64_t max_arena_bytes;  /* bytes one run of an executable allocates: its arena plus its
+                                  staging buffer: NXE_ERROR_OUT_OF_MEMORY beyond it */
+    uint64_t max_file_bytes;   /* bytes of a model or binary file (or memory image) to open:
+                                  NXE_ERROR_INVALID_ARGUMENT beyond it */
+    int64_t max_ops;           /* ops of a graph to compile, or of a model's graph or a
+                                  binary's plan: NXE_ERROR_INVALID_GRAPH beyond it */
+} nxe_limits;
+/* Every field at its default. Since 0.5. */
+#define NXE_LIMITS_INIT {sizeof(nxe_limits), 0, 0, 0, 0}
+
 /* ---- Compilation ----------------------------------------------------------------------- */
 
-/* Since 0.1. */
+/* Since 0.1, but for the fields marked otherwise. A struct_size of a 0.4 caller (without
+ * `limits`) is accepted and means the defaults. */
 typedef struct nxe_compile_options {
-    uint32_t struct_size;    /* sizeof(nxe_compile_options) */
-    int32_t num_threads;     /* worker threads for the executable; 0 = one per online CPU */
-    int32_t relax_precision; /* nonzero: fp32 work may run in bf16 with fp32 accumulation */
+    uint32_t struct_size;     /* sizeof(nxe_compile_options) */
+    int32_t num_threads;      /* worker threads for the executable; 0 = one per online CPU */
+    int32_t relax_precision;  /* nonzero: fp32 work may run in bf16 with fp32 accumulation */
+    const nxe_limits *limits; /* since 0.5: NULL = the defaults; borrowed for the call */
 } nxe_compile_options;
 /* Since 0.1. */
-#define NXE_COMPILE_OPTIONS_INIT {sizeof(nxe_compile_options), 0, 0}
+#define NXE_COMPILE_OPTIONS_INIT {sizeof(nxe_compile_options), 0, 0, NULL}
 
 /* Infers shapes, validates the graph (cycles, unbound and unconsumed tensors, dtypes, shapes),
  * plans memory and returns an executable that is independent of the graph; the caller
  * releases it with nxe_executable_release. `options` may be NULL for defaults. After
  * compiling, nxe_tensor_get_info reports the inferred shapes.
  * NXE_ERROR_INVALID_ARGUMENT (a NULL graph or out, bad options, a bad attribute value),
- * NXE_ERROR_INVALID_GRAPH, NXE_ERROR_SHAPE_MISMATCH, NXE_ERROR_DTYPE_MISMATCH,
- * NXE_ERROR_UNSUPPORTED, NXE_ERROR_OUT_OF_MEMORY; *out is then NULL. Since 0.1. */
+ * NXE_ERROR_INVALID_GRAPH (also more ops than options->limits allow),
+ * NXE_ERROR_SHAPE_MISMATCH (also a tensor above the max_tensor_bytes limit),
+ * NXE_ERROR_DTYPE_MISMATCH, NXE_ERROR_UNSUPPORTED, NXE_ERROR_OUT_OF_MEMORY (also a run above
+ * the max_arena_bytes limit); *out is then NULL. Since 0.1. */
 NXE_API nxe_status nxe_graph_compile(nxe_graph *graph, const nxe_compile_options *options,
                                      nxe_executable **out);
 
@@ -525,25 +558,29 @@ NXE_API nxe_status nxe_executable_stats(const nxe_executable *exe, nxe_run_stats
 NXE_API nxe_status nxe_graph_compile_to_binary(nxe_graph *graph, const nxe_compile_options *options,
                                                void *buffer, size_t *size);
 
-/* Since 0.1. */
+/* Since 0.1, but for the fields marked otherwise. A struct_size of a 0.4 caller (without
+ * `limits`) is accepted and means the defaults. */
 typedef struct nxe_load_options {
-    uint32_t struct_size;    /* sizeof(nxe_load_options) */
-    int32_t num_threads;     /* 0 = one per online CPU */
-    int32_t verify;          /* nonzero: check every section's checksum before use */
-    int32_t allow_recompile; /* nonzero: a binary for an ISA or kernel ABI this machine lacks
-                                 is recompiled from its embedded model; zero: that is an error */
-    uint64_t staging_bytes;  /* staging capacity; 0 = the result area plus room for every
-                                 input twice */
+    uint32_t struct_size;     /* sizeof(nxe_load_options) */
+    int32_t num_threads;      /* 0 = one per online CPU */
+    int32_t verify;           /* nonzero: check every section's checksum before use */
+    int32_t allow_recompile;  /* nonzero: a binary for an ISA or kernel ABI this machine lacks
+                                  is recompiled from its embedded model; zero: that is an error */
+    uint64_t staging_bytes;   /* staging capacity; 0 = the result area plus room for every
+                                  input twice */
+    const nxe_limits *limits; /* since 0.5: NULL = the defaults; borrowed for the call */
 } nxe_load_options;
 /* Since 0.1. */
-#define NXE_LOAD_OPTIONS_INIT {sizeof(nxe_load_options), 0, 1, 1, 0}
+#define NXE_LOAD_OPTIONS_INIT {sizeof(nxe_load_options), 0, 1, 1, 0, NULL}
 
 /* Maps the file read-only; constant data is used in place from the mapping, which lives as
  * long as the executable. `options` may be NULL for defaults. The caller releases the
  * executable with nxe_executable_release. NXE_ERROR_INVALID_ARGUMENT (a NULL argument, bad
- * options), NXE_ERROR_IO (the file cannot be opened or mapped), NXE_ERROR_FORMAT (malformed,
- * truncated or failing a checksum), NXE_ERROR_UNSUPPORTED (another format version, or an ISA
- * or kernel ABI this machine lacks without allow_recompile), NXE_ERROR_OUT_OF_MEMORY, or a
+ * options, a file above the limits' max_file_bytes), NXE_ERROR_INVALID_GRAPH (a plan above
+ * max_ops), NXE_ERROR_SHAPE_MISMATCH (a tensor above max_tensor_bytes), NXE_ERROR_IO (the file
+ * cannot be opened or mapped), NXE_ERROR_FORMAT (malformed, truncated or failing a checksum),
+ * NXE_ERROR_UNSUPPORTED (another format version, or an ISA or kernel ABI this machine lacks
+ * without allow_recompile), NXE_ERROR_OUT_OF_MEMORY (also a run above max_arena_bytes), or a
  * code of nxe_graph_compile when recompiling; *out is then NULL. Since 0.1. */
 NXE_API nxe_status nxe_executable_load_file(const char *path, const nxe_load_options *options,
                                             nxe_executable **out);
@@ -579,18 +616,24 @@ NXE_API nxe_status nxe_executable_get_info(const nxe_executable *exe, nxe_execut
 /* Since 0.1. */
 typedef struct nxe_model nxe_model;
 
-/* Since 0.1. */
+/* Since 0.1, but for the fields marked otherwise. A struct_size of a 0.4 caller (without
+ * `limits`) is accepted and means the defaults. */
 typedef struct nxe_model_options {
-    uint32_t struct_size; /* sizeof(nxe_model_options) */
-    int32_t lazy;         /* nonzero: skip the tensor-data checksum and fingerprint check at
-                              open; nxe_model_verify does them later */
+    uint32_t struct_size;     /* sizeof(nxe_model_options) */
+    int32_t lazy;             /* nonzero: skip the tensor-data checksum and fingerprint check
+                                  at open; nxe_model_verify does them later */
+    const nxe_limits *limits; /* since 0.5: max_file_bytes, max_tensor_bytes (each stored
+                                  tensor) and max_ops (the graph) apply; NULL = the defaults;
+                                  borrowed for the call */
 } nxe_model_options;
 /* Since 0.1. */
-#define NXE_MODEL_OPTIONS_INIT {sizeof(nxe_model_options), 0}
+#define NXE_MODEL_OPTIONS_INIT {sizeof(nxe_model_options), 0, NULL}
 
 /* Opens a model file (mapped read-only for the model's life); `options` may be NULL for
  * defaults. The caller releases the model with nxe_model_release. NXE_ERROR_INVALID_ARGUMENT
- * (a NULL argument or a short struct_size), NXE_ERROR_IO (the file cannot be opened or
+ * (a NULL argument, a short struct_size or a file above the limits' max_file_bytes),
+ * NXE_ERROR_INVALID_GRAPH (a graph above max_ops), NXE_ERROR_SHAPE_MISMATCH (a stored tensor
+ * above max_tensor_bytes), NXE_ERROR_IO (the file cannot be opened or
  * mapped), NXE_ERROR_FORMAT (malformed, truncated, or a checksum or fingerprint that does not
  * match), NXE_ERROR_UNSUPPORTED (another format major version), NXE_ERROR_OUT_OF_MEMORY;
  * *out is then NULL. Since 0.1. */

@@ -30,6 +30,7 @@ from .errors import (
 )
 from .executable import Executable
 from .graph import Graph, Tensor
+from .limits import Limits
 from .log import set_log_callback
 from .model import Model, save_model
 from .registry import ops
@@ -62,6 +63,7 @@ __all__ = [
     "InvalidGraphError",
     "InvalidStateError",
     "IoError",
+    "Limits",
     "Model",
     "NotFoundError",
     "OutOfMemoryError",

@@ -26,6 +26,7 @@ from . import _dtypes, registry
 from ._binding import check, ffi, lib, text
 from .errors import InvalidStateError
 from .executable import Executable
+from .limits import Limits, c_limits
 
 KINDS = {
     "input": lib.NXE_TENSOR_INPUT,
@@ -392,12 +393,16 @@ class Graph:
     # -- compile -------------------------------------------------------------------------
 
     @_locked
-    def compile(self, threads: int = 0, relax: bool = False) -> Executable:
+    def compile(self, threads: int = 0, relax: bool = False,
+                limits: Limits | None = None) -> Executable:
         """Infers shapes, validates and plans the graph. ``threads`` = 0 uses every online CPU;
-        ``relax`` lets fp32 work run in bf16 with fp32 accumulation."""
+        ``relax`` lets fp32 work run in bf16 with fp32 accumulation; ``limits`` (nxe.Limits)
+        bounds the op count, each tensor's bytes and a run's memory."""
         self._require_open()
         options = ffi.new("nxe_compile_options *")
         options.struct_size = ffi.sizeof("nxe_compile_options")
+        limits_struct = c_limits(limits)  # kept alive through the call
+        options.limits = limits_struct
         options.num_threads = operator.index(threads)
         options.relax_precision = 1 if relax else 0
         out = ffi.new("nxe_executable **")
@@ -407,14 +412,16 @@ class Graph:
 
     @_locked
     def compile_to_binary(self, path: str | os.PathLike[str] | None = None, threads: int = 0,
-                          relax: bool = False) -> bytes:
+                          relax: bool = False, limits: Limits | None = None) -> bytes:
         """Compiles the graph as ``compile`` does and returns the compiled binary (.nxb), which
         ``nxe.VirtualMachine`` loads; with ``path`` it is also written to that file. ``relax``
         is baked into the plan; the thread count is chosen again by whoever loads it, so
-        ``threads`` only sizes the compile's own executable."""
+        ``threads`` only sizes the compile's own executable; ``limits`` as for ``compile``."""
         self._require_open()
         options = ffi.new("nxe_compile_options *")
         options.struct_size = ffi.sizeof("nxe_compile_options")
+        limits_struct = c_limits(limits)  # kept alive through the call
+        options.limits = limits_struct
         options.num_threads = operator.index(threads)
         options.relax_precision = 1 if relax else 0
         size = ffi.new("size_t *")

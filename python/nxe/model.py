@@ -22,6 +22,7 @@ from . import _dtypes
 from ._binding import check, ffi, lib, text
 from .errors import FormatError, InvalidStateError
 from .graph import Graph
+from .limits import Limits, c_limits
 
 # cffi parses a type the first time it is named, under a lock, and the parser's allocations
 # can run garbage collection; a finaliser that then needs the same lock (a first call through
@@ -137,14 +138,18 @@ class Model:
     Opening checks every checksum, the tensor index, the graph and the fingerprint; with
     ``lazy=True`` the tensor-data checksum and the fingerprint recomputation wait for
     ``verify()``. Malformed files raise nxe.FormatError, unreadable ones nxe.IoError.
+    ``limits`` (nxe.Limits) bounds the file's size, its graph's op count and each stored
+    tensor's bytes.
     """
 
     def __init__(self, source: str | os.PathLike[str] | bytes | bytearray | memoryview,
-                 lazy: bool = False) -> None:
+                 lazy: bool = False, limits: Limits | None = None) -> None:
         self._handle: _ModelHandle | None = None
         options = ffi.new(_NXE_MODEL_OPTIONS_PTR)
         options.struct_size = ffi.sizeof(options[0])
         options.lazy = 1 if lazy else 0
+        limits_struct = c_limits(limits)  # kept alive through the call
+        options.limits = limits_struct
         out = ffi.new(_NXE_MODEL_PTR_PTR)
         if isinstance(source, (bytes, bytearray, memoryview)):
             data = memoryview(source).cast("B")

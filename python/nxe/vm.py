@@ -14,6 +14,7 @@ import numpy as np
 from ._binding import check, ffi, lib
 from .errors import InvalidStateError
 from .executable import Executable, IoSpec
+from .limits import Limits, c_limits
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -41,7 +42,8 @@ class VirtualMachine:
     every section's checksum first; ``allow_recompile`` lets a binary made for an ISA or
     kernel ABI this machine lacks be recompiled from the model embedded in it (otherwise that
     is an UnsupportedError); ``staging_bytes`` sets the staging capacity (0: the result area
-    plus room for every input twice). Like Executable, it may be run from several threads at
+    plus room for every input twice); ``limits`` (nxe.Limits) bounds the file, its plan and a
+    run's memory. Like Executable, it may be run from several threads at
     once.
 
         with nxe.VirtualMachine("edsr.nxb") as vm:
@@ -52,10 +54,12 @@ class VirtualMachine:
 
     def __init__(self, source: str | os.PathLike[str] | bytes | bytearray | memoryview,
                  threads: int = 0, verify: bool = True, allow_recompile: bool = True,
-                 staging_bytes: int = 0) -> None:
+                 staging_bytes: int = 0, limits: Limits | None = None) -> None:
         self._executable: Executable | None = None
         options = ffi.new("nxe_load_options *")
         options.struct_size = ffi.sizeof("nxe_load_options")
+        limits_struct = c_limits(limits)  # kept alive through the call
+        options.limits = limits_struct
         options.num_threads = operator.index(threads)
         options.verify = 1 if verify else 0
         options.allow_recompile = 1 if allow_recompile else 0
