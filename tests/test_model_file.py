@@ -546,6 +546,15 @@ def test_absurd_tensor_count_fails_before_allocating(saved):
     assert "GRAPH" in message and "count 2147483648" in message
 
 
+def test_count_within_the_limit_but_beyond_the_section_fails_before_allocating(saved):
+    # 65,536 is the most tensors or ops a file may declare; this small file holds far fewer.
+    for section in (TENSORS, GRAPH):
+        _, offset, size = sections(saved)[section]
+        message = open_fails(patch(saved, offset, "I", 65536))
+        assert "count 65536" in message and "remaining bytes can hold" in message
+        assert size < 65536 * 20
+
+
 def test_absurd_shape_fails_without_allocating(saved):
     entry = index_entries(saved)[-1]
     message = open_fails(patch(saved, entry["at_shape"], "q", 2**40))

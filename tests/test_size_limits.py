@@ -47,6 +47,20 @@ def test_expand_whose_element_count_overflows_is_refused(target):
         g.compile(threads=1)
 
 
+def test_empty_expand_whose_other_dimensions_overflow_is_refused():
+    # No elements, but the strides of (0, 2^40, 2^40) would still be products that wrap.
+    g = expand_graph([(0, 1 << 40, 1 << 40)])
+    with pytest.raises(nxe.ShapeMismatchError,
+                       match=r"tensor 'y0' .* has no elements but strides larger than a size"):
+        g.compile(threads=1)
+    g = expand_graph([(0, 1 << 10, 1 << 10)])
+    span = (1 << 20) * 4
+    g.compile(threads=1, limits=nxe.Limits(max_tensor_bytes=span))
+    with pytest.raises(nxe.ShapeMismatchError,
+                       match=rf"dimensions span {span} bytes, above the limit of {span - 1}"):
+        g.compile(threads=1, limits=nxe.Limits(max_tensor_bytes=span - 1))
+
+
 def test_broadcast_add_to_an_overflowing_shape_is_refused():
     g = nxe.Graph()
     a = g.input("a", (1 << 31, 1, 1), "f32")

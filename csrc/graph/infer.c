@@ -210,8 +210,16 @@ static nxe_status check_dtype_mask(const nxe_op *op, bool outputs, int32_t index
 static nxe_status check_tensor_bytes(const nxe_op *producer, const nxe_tensor *t,
                                      const nxe_value *value, uint64_t max_bytes)
 {
+    /* Strides are products of trailing dimensions, which a zero dimension elsewhere does not
+     * bound, so every dimension counts here, a zero as one. */
+    int64_t extent[NXE_MAX_RANK];
+    bool empty = false;
+    for (int32_t i = 0; i < value->ndim; i++) {
+        empty = empty || value->shape[i] == 0;
+        extent[i] = value->shape[i] ? value->shape[i] : 1;
+    }
     size_t bytes;
-    if (nxe_shape_bytes(value->dtype, value->ndim, value->shape, &bytes) && bytes <= max_bytes)
+    if (nxe_shape_bytes(value->dtype, value->ndim, extent, &bytes) && bytes <= max_bytes)
         return NXE_OK;
     char by[NXE_LIMIT_TYPE_NAME + NXE_LIMIT_NAME + 16] = "";
     if (producer)
@@ -219,10 +227,18 @@ static nxe_status check_tensor_bytes(const nxe_op *producer, const nxe_tensor *t
                  producer->node.name);
     char shape[128];
     nxe_shape_str(value->ndim, value->shape, shape, sizeof shape);
-    if (!nxe_shape_bytes(value->dtype, value->ndim, value->shape, &bytes))
+    if (!nxe_shape_bytes(value->dtype, value->ndim, extent, &bytes))
         return nxe_error(NXE_ERROR_SHAPE_MISMATCH,
-                         "%stensor '%s' (%s %s) has more bytes than a size can count", by, t->name,
-                         nxe_dtype_name(value->dtype), shape);
+                         "%stensor '%s' (%s %s) has %s than a size can count", by, t->name,
+                         nxe_dtype_name(value->dtype), shape,
+                         empty ? "no elements but strides larger" : "more bytes");
+    if (empty)
+        return nxe_error(NXE_ERROR_SHAPE_MISMATCH,
+                         "%stensor '%s' (%s %s) has no elements but its nonzero dimensions span "
+                         "%zu bytes, above the limit of %llu bytes per tensor (raise "
+                         "nxe_limits.max_tensor_bytes)",
+                         by, t->name, nxe_dtype_name(value->dtype), shape, bytes,
+                         (unsigned long long)max_bytes);
     return nxe_error(NXE_ERROR_SHAPE_MISMATCH,
                      "%stensor '%s' (%s %s) takes %zu bytes, above the limit of %llu bytes per "
                      "tensor (raise nxe_limits.max_tensor_bytes)",
