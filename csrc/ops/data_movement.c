@@ -296,8 +296,11 @@ static void view_finish(view_params *p, const nxe_value *in, nxe_value *out, int
     for (int32_t d = 0; d < ndim; d++) {
         if (shape[d] == 1)
             continue;
-        if (m > 0 && p->strides[m - 1] == strides[d] * shape[d]) {
-            p->shape[m - 1] *= shape[d];
+        /* Checked: inference refuses an oversized output only after this rule has run. */
+        int64_t span, merged;
+        if (m > 0 && nxe_checked_mul_i64(strides[d], shape[d], &span) &&
+            p->strides[m - 1] == span && nxe_checked_mul_i64(p->shape[m - 1], shape[d], &merged)) {
+            p->shape[m - 1] = merged;
             p->strides[m - 1] = strides[d];
             continue;
         }

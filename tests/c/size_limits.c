@@ -70,6 +70,12 @@ int main(void)
            "more bytes than a size can count");
     nxe_graph_release(g);
 
+    /* No elements, but strides that would wrap. */
+    const int64_t empty[3] = {0, (int64_t)1 << 40, (int64_t)1 << 40};
+    g = expand_graph(ctx, empty, 3, 1);
+    EXPECT(nxe_graph_compile(g, &options, &exe), NXE_ERROR_SHAPE_MISMATCH, "no elements");
+    nxe_graph_release(g);
+
     /* Limits from C: 16 floats out is 64 bytes per tensor, 3 ops. */
     const int64_t sixteen[1] = {16};
     g = expand_graph(ctx, sixteen, 1, 3);
