@@ -120,18 +120,20 @@ def test_onnx_expand_to_huge_outputs_fails_cleanly():
         loaded.run(x=np.ones(1, np.float32))
 
 
-def test_long_chain_compiles_and_runs():
-    # 100,000 ops: a pass quadratic in the op count (the ordering once scanned every op for
-    # every produced tensor, the memory plan every placed buffer for every buffer) takes many
-    # minutes here, the linear ones a second or two.
+def test_graph_at_the_file_formats_op_limit_builds_saves_opens_and_runs():
+    # 65,534 ops (65,535 tensors, the most a file holds being 65,536). A pass quadratic in the
+    # op count (ordering once scanned every op for every produced tensor, the memory plan every
+    # placed buffer for each new one) takes minutes here; the linear ones take seconds.
     g = nxe.Graph()
     t = g.input("x", (1,), "f32")
-    for _ in range(100_000):
+    for _ in range(65_534):
         t = g.op("Neg", [t])[0]
     g.mark_output(t, "y")
     x = np.array([3.0], np.float32)
-    y = g.compile(threads=1).run(x)["y"]
-    np.testing.assert_array_equal(y, x)
+    np.testing.assert_array_equal(g.compile(threads=1).run(x)["y"], x)
+    rebuilt = nxe.Model(nxe.save_model(g)).graph()
+    with nxe.VirtualMachine(rebuilt.compile_to_binary(threads=1), threads=1) as vm:
+        np.testing.assert_array_equal(vm["main"](x), x)
 
 
 # ---- nxe.Limits: each limit at its value and one past -------------------------------------
