@@ -266,3 +266,12 @@ def test_a_huge_sparse_initializer_is_refused_before_it_is_densified():
         helper.make_sparse_tensor(values, indices, [1 << 20, 1 << 20]))
     with pytest.raises(nxe.OutOfMemoryError, match="sparse initializer 'w'"):
         nxe.onnx.load(model)
+
+
+def test_a_split_whose_num_outputs_disagrees_with_its_outputs_is_refused():
+    # onnx's checker lets it through and onnx's shape inference aborts the process on it.
+    nodes = [helper.make_node("Split", ["x"], ["a", "b", "c"], name="uneven", axis=0,
+                              num_outputs=2)]
+    model = _model(nodes, [_vi("x", shape=[4])], [_vi("a"), _vi("b"), _vi("c")], opset=18)
+    with pytest.raises(nxe.InvalidGraphError, match="Split node 'uneven'.*num_outputs is 2"):
+        nxe.onnx.load(model).run({"x": np.zeros(4, np.float32)})

@@ -1352,6 +1352,18 @@ def _check_model(model: onnx.ModelProto) -> None:
         onnx.checker.check_model(checked)
     except (onnx.checker.ValidationError, ValueError) as error:
         raise InvalidGraphError(f"invalid model: {error}".strip()) from error
+    for node in _all_nodes(model.graph):
+        _check_before_inference(node)
+
+
+def _check_before_inference(node: onnx.NodeProto) -> None:
+    """Refuses what the checker lets through but onnx's shape inference, which the importer
+    runs, aborts the process on."""
+    if node.op_type == "Split" and node.domain in ("", "ai.onnx"):
+        count = ConversionContext.attr(node, "num_outputs")
+        if count is not None and count != len(node.output):
+            raise _invalid(node, f"num_outputs is {count} but the node has "
+                                 f"{len(node.output)} outputs")
 
 
 def load(path_or_model: str | os.PathLike[str] | bytes | onnx.ModelProto,
