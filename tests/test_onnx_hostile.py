@@ -275,3 +275,13 @@ def test_a_split_whose_num_outputs_disagrees_with_its_outputs_is_refused():
     model = _model(nodes, [_vi("x", shape=[4])], [_vi("a"), _vi("b"), _vi("c")], opset=18)
     with pytest.raises(nxe.InvalidGraphError, match="Split node 'uneven'.*num_outputs is 2"):
         nxe.onnx.load(model).run({"x": np.zeros(4, np.float32)})
+
+
+@pytest.mark.parametrize("axis", [2**31, -2**31 - 1, 2**62])
+def test_an_axis_past_int32_is_refused_before_onnx_inference_sees_it(axis):
+    # LayerNormalization with axis 2**31 crashed onnx's shape inference (found by fuzzing).
+    nodes = [helper.make_node("LayerNormalization", ["x", "w"], ["y"], name="norm", axis=axis)]
+    model = _model(nodes, [_vi("x", shape=[2, 3])], [_vi("y")],
+                   [("w", np.ones(3, np.float32))])
+    with pytest.raises(nxe.InvalidGraphError, match="LayerNormalization node 'norm'.*'axis'"):
+        nxe.onnx.load(model).run({"x": np.zeros((2, 3), np.float32)})

@@ -1359,6 +1359,14 @@ def _check_model(model: onnx.ModelProto) -> None:
 def _check_before_inference(node: onnx.NodeProto) -> None:
     """Refuses what the checker lets through but onnx's shape inference, which the importer
     runs, aborts the process on."""
+    # An axis is below any tensor's rank; past int32 onnx's inference truncates it and can
+    # index out of bounds.
+    for attribute in node.attribute:
+        if attribute.name in ("axis", "axes"):
+            values = [attribute.i] if attribute.type == onnx.AttributeProto.INT else \
+                list(attribute.ints)
+            if any(not -2**31 <= v < 2**31 for v in values):
+                raise _invalid(node, f"attribute {attribute.name!r} is {values}, not an axis")
     if node.op_type == "Split" and node.domain in ("", "ai.onnx"):
         count = ConversionContext.attr(node, "num_outputs")
         if count is not None and count != len(node.output):
