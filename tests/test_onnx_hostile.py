@@ -285,3 +285,12 @@ def test_an_axis_past_int32_is_refused_before_onnx_inference_sees_it(axis):
                    [("w", np.ones(3, np.float32))])
     with pytest.raises(nxe.InvalidGraphError, match="LayerNormalization node 'norm'.*'axis'"):
         nxe.onnx.load(model).run({"x": np.zeros((2, 3), np.float32)})
+
+
+def test_an_einsum_equation_outside_the_grammar_is_refused_promptly():
+    # A non-ASCII equation made onnx's shape inference loop forever (found by fuzzing).
+    nodes = [helper.make_node("Einsum", ["x"], ["y"], name="sum_of", equation=b"\xff")]
+    model = _model(nodes, [_vi("x", TensorProto.DOUBLE, [])], [_vi("y", TensorProto.DOUBLE)],
+                   opset=12)
+    with pytest.raises(nxe.InvalidGraphError, match="Einsum node 'sum_of'.*equation"):
+        nxe.onnx.load(model).run({"x": np.array(1.0)})

@@ -1356,6 +1356,9 @@ def _check_model(model: onnx.ModelProto) -> None:
         _check_before_inference(node)
 
 
+_EINSUM_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ,->. ")
+
+
 def _check_before_inference(node: onnx.NodeProto) -> None:
     """Refuses what the checker lets through but onnx's shape inference, which the importer
     runs, aborts the process on."""
@@ -1367,6 +1370,12 @@ def _check_before_inference(node: onnx.NodeProto) -> None:
                 list(attribute.ints)
             if any(not -2**31 <= v < 2**31 for v in values):
                 raise _invalid(node, f"attribute {attribute.name!r} is {values}, not an axis")
+    if node.op_type == "Einsum" and node.domain in ("", "ai.onnx"):
+        # onnx's inference loops forever on other bytes; the ONNX grammar allows only these.
+        equation = next((a.s for a in node.attribute if a.name == "equation"), b"")
+        if not set(equation) <= _EINSUM_BYTES:
+            raise _invalid(node, f"equation {equation!r} has characters outside letters, "
+                                 "',', '->', '...' and spaces")
     if node.op_type == "Split" and node.domain in ("", "ai.onnx"):
         count = ConversionContext.attr(node, "num_outputs")
         if count is not None and count != len(node.output):
