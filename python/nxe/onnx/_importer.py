@@ -752,11 +752,18 @@ class _GraphBuilder:
         current = list(carried)
         n_carried = len(carried)
         collected: list[list[str]] = [[] for _ in range(len(body.output) - 1 - n_carried)]
+        body_size = max(1, len(_all_nodes(body)))
+        max_steps = min(_MAX_UNROLLED_ITERATIONS, _MAX_UNROLLED_NODES // body_size)
+        too_long = UnsupportedError(
+            f"unsupported: {_node_label(node)}: more than {max_steps} iterations of a "
+            f"{body_size}-node body (nxe unrolls at most {_MAX_UNROLLED_ITERATIONS} iterations "
+            f"and {_MAX_UNROLLED_NODES} body nodes)")
+        if go and limit is not None and limit > max_steps:
+            raise too_long  # known before the first iteration is built
         step = 0
         while go and (limit is None or step < limit):
-            if step >= _MAX_UNROLLED_ITERATIONS:
-                raise UnsupportedError(f"unsupported: {_node_label(node)}: more than "
-                                       f"{_MAX_UNROLLED_ITERATIONS} iterations")
+            if step >= max_steps:
+                raise too_long
             instance = self._body_instance(body, f"{prefix}/it{step}")
             self.known[instance.input[0].name] = np.array(step, dtype=np.int64)
             self.known[instance.input[1].name] = np.array(go, dtype=np.bool_)
@@ -1168,8 +1175,10 @@ def _is_unrolled(node: onnx.NodeProto) -> bool:
     return node.op_type in ("Scan", "Loop") and node.domain in ("", "ai.onnx")
 
 
-# The most iterations the importer unrolls a Loop without a trip count into.
+# The most iterations the importer unrolls a Loop into, and the most body nodes (iterations
+# times the body's size) it builds doing so: unrolling time grows with the second.
 _MAX_UNROLLED_ITERATIONS = 4096
+_MAX_UNROLLED_NODES = 1 << 14
 
 
 def _graph_local_names(graph: onnx.GraphProto) -> set[str]:
