@@ -2,7 +2,8 @@
 the protobuf level and imports and runs each in a worker subprocess, so crashes, hangs and
 memory blow-ups are caught. Any outcome other than success or an nxe.Error is a finding.
 
-    python tools/fuzz_onnx.py --runs 100000 [--seed 1] [--jobs 2] [--findings DIR]
+    python tools/fuzz_onnx.py --runs 100000 [--seed 1] [--timeout 20] [--memory-mb 4096]
+                              [--findings DIR]
 
 Prints the executions, their rate and each finding; exits 1 when there are findings.
 """
