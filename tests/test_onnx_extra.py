@@ -199,7 +199,8 @@ def test_causal_conv_with_state(k, bias, past, activation, dtype):
 
 
 def test_causal_conv_rejects_an_unknown_activation():
-    node = helper.make_node("CausalConvWithState", ["x", "w"], ["y"], activation="relu")
+    node = helper.make_node("CausalConvWithState", ["x", "w"], ["y", "state"],
+                            activation="relu")
     model = _model(node, [("x", F32, [1, 2, 3]), ("w", F32, [2, 1, 2])], [("y", F32)],
                    opset=27)
     with pytest.raises(nxe.Error, match="CausalConvWithState.*relu"):

@@ -72,7 +72,7 @@ CASES = [
     ((1, 3, 9, 10), {"kernel_shape": [2, 3], "strides": [2, 3], "pads": [1, 0, 0, 2],
                      "ceil_mode": 1}),
     ((1, 2, 9, 8), {"kernel_shape": [3, 2], "dilations": [2, 3], "strides": [1, 2],
-                    "pads": [2, 1, 1, 2]}),
+                    "pads": [2, 1, 1, 1]}),
     ((1, 2, 5, 4, 6), {"kernel_shape": [2, 2, 3]}),
     ((2, 1, 6, 7, 5), {"kernel_shape": [3, 2, 2], "strides": [2, 2, 1],
                        "pads": [1, 0, 1, 1, 1, 0], "ceil_mode": 1, "dilations": [1, 2, 1]}),
@@ -235,6 +235,11 @@ def test_global_average_pool_is_bit_identical_for_one_and_three_threads():
     ("MaxPool2d", (1, 3, 8, 8), "i32", {"kernel_shape": [2, 2]}, nxe.DtypeMismatchError,
      r"i32"),
     ("GlobalAveragePool", (1, 3, 8, 8), "i8", {}, nxe.DtypeMismatchError, r"i8"),
+    # As onnxruntime: a pad as wide as the kernel would make windows of padding only.
+    ("MaxPool2d", (1, 3, 8, 8), "f32", {"kernel_shape": [2, 3], "pads": [0, 3, 0, 0]},
+     nxe.InvalidArgumentError, r"axis 1 pads 3 and 0; each must be smaller than the kernel"),
+    ("AveragePool1d", (1, 3, 8), "f32", {"kernel_shape": [2], "pads": [0, 5]},
+     nxe.InvalidArgumentError, r"axis 0 pads 0 and 5; each must be smaller than the kernel"),
 ])
 def test_pools_reject_bad_input(op_type, shape, dtype, attrs, error, match):
     with pytest.raises(error, match=match) as err:

@@ -379,6 +379,12 @@ static nxe_status transpose_infer(const nxe_node *node, const nxe_value *inputs,
             return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
                                   "attribute 'perm' has %d entries but input 'data' has rank %d",
                                   count, x->ndim);
+        /* ONNX (and onnxruntime) take perm entries in [0, rank): no negative axes here. */
+        for (int32_t i = 0; i < count; i++)
+            if (perm_attr[i] < 0)
+                return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
+                                      "attribute 'perm'[%d] is %lld; entries must be in [0, %d)", i,
+                                      (long long)perm_attr[i], x->ndim);
         bool seen[NXE_MAX_RANK];
         status = mark_axes(node, "perm", perm_attr, count, x->ndim, seen, perm);
         if (status != NXE_OK)
@@ -910,6 +916,14 @@ static nxe_status pad_infer(const nxe_node *node, const nxe_value *inputs, int32
             return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
                                   "attribute 'pads' gives axis %d (size %lld) pads %lld and %lld; "
                                   "a negative pad may remove at most the whole axis",
+                                  d, (long long)n, (long long)before, (long long)after);
+        /* Reflection mirrors once without repeating the edge (as onnxruntime): a pad must be
+           shorter than the axis. */
+        if (p->mode == NXE_REF_PAD_REFLECT &&
+            ((before > 0 && before >= n) || (after > 0 && after >= n)))
+            return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
+                                  "attribute 'pads' gives axis %d (size %lld) pads %lld and %lld; "
+                                  "reflect pads must be smaller than the axis",
                                   d, (long long)n, (long long)before, (long long)after);
         p->begin[d] = before;
         p->out_shape[d] = n + before + after;

@@ -108,6 +108,15 @@ static nxe_status pool_infer(const nxe_node *node, const nxe_value *inputs, nxe_
             return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
                                   "input X %s has an empty spatial dimension", xs);
         }
+        /* As onnxruntime: a pad as wide as the window would make windows of padding only. */
+        if (padding == NXE_PADDING_EXPLICIT &&
+            (pads[i] >= kernel[i] || pads[rank + i] >= kernel[i])) {
+            return nxe_node_error(node, NXE_ERROR_INVALID_ARGUMENT,
+                                  "attribute 'pads' gives spatial axis %" PRId32 " pads %" PRId64
+                                  " and %" PRId64 "; each must be smaller than the kernel (%" PRId64
+                                  ")",
+                                  i, pads[i], pads[rank + i], kernel[i]);
+        }
         g.kernel[s] = kernel[i];
         g.stride[s] = strides[i];
         g.dilation[s] = dilations[i];

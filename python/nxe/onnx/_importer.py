@@ -6,8 +6,10 @@ It must not hold op-specific logic beyond folding; converters live in the ops_*.
 from __future__ import annotations
 
 import copy
+import math
 import os
 import warnings
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,7 +18,15 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper, shape_inference
 
 from .. import _dtypes
-from ..errors import Error, UnsupportedError
+from ..errors import (
+    DtypeMismatchError,
+    Error,
+    FormatError,
+    InvalidGraphError,
+    OutOfMemoryError,
+    ShapeMismatchError,
+    UnsupportedError,
+)
 from ..executable import Executable
 from ..graph import Graph, Tensor
 from . import registry
@@ -62,6 +72,13 @@ _NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "Rando
 
 MIN_OPSET = 7
 MAX_RANK = 6
+
+# Import-time bounds (each a keyword of load() and OnnxModel): the largest value folded at
+# import, and how many compiled variants (and how many bytes of them) the cache keeps before
+# evicting the least recently used.
+DEFAULT_MAX_FOLD_BYTES = 64 << 20
+DEFAULT_CACHE_ENTRIES = 32
+DEFAULT_CACHE_BYTES = 1 << 30
 
 _REDUCTIONS = ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
                "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare")
@@ -180,6 +197,29 @@ class ConversionContext:
         """The error to raise for an attribute or input combination nxe cannot run."""
         return UnsupportedError(f"unsupported: {_node_label(self.node)}: {why}")
 
+    def invalid(self, why: str) -> InvalidGraphError:
+        """The error to raise for a node the ONNX specification does not allow."""
+        return _invalid(self.node, why)
+
+
+def _invalid(node: onnx.NodeProto, why: str) -> InvalidGraphError:
+    return InvalidGraphError(f"invalid model: {_node_label(node)}: {why}")
+
+
+def _node_error(node: onnx.NodeProto, error: Exception) -> Error:
+    """``error``, raised while importing ``node``, as an nxe.Error that names the node."""
+    label = _node_label(node)
+    if isinstance(error, Error):
+        if isinstance(error, UnsupportedError) or label in str(error):
+            return error
+        # Library errors name nxe's op; the ONNX node they came from is added.
+        return type(error)(f"{label}: {error}", error.status)
+    if isinstance(error, MemoryError):
+        return OutOfMemoryError(f"{label}: out of memory at import")
+    # Anything else is a model the converters did not expect (an index, an attribute type or
+    # a value out of range): reported as invalid, with what Python said.
+    return _invalid(node, f"{type(error).__name__}: {error}")
+
 
 def _attribute_value(attribute: onnx.AttributeProto) -> Any:
     value = helper.get_attribute_value(attribute)
@@ -272,7 +312,23 @@ class _GraphBuilder:
 
     def _infer_node(self, node: onnx.NodeProto) -> None:
         """Records the output types of a node that is converted (not folded)."""
-        types: dict[str, tuple[tuple[int, ...] | None, int]] = {}
+        types = self._node_output_types(node)
+        fallback = None
+        for name in node.output:
+            if not name:
+                continue
+            shape, elem = types.get(name, (None, 0))
+            if shape is None or not elem:
+                fallback = fallback if fallback is not None else self._whole_model_types()
+                f_shape, f_elem = fallback.get(name, (None, 0))
+                shape = shape if shape is not None else f_shape
+                elem = elem or f_elem
+            self._types[name] = (shape, elem)
+
+    def _node_output_types(self, node: onnx.NodeProto
+                           ) -> dict[str, tuple[tuple[int, ...] | None, int]]:
+        """Output types of ``node`` by ONNX inference from its inputs' types and known
+        values; empty when inference cannot tell."""
         try:
             schema = onnx.defs.get_schema(node.op_type, self.model.opsets.get(node.domain, 1),
                                           node.domain)
@@ -293,20 +349,33 @@ class _GraphBuilder:
                 inferred = shape_inference.infer_node_outputs(
                     schema, node, input_types, input_data,
                     opset_imports=list(self.model.proto.opset_import))
-            types = {name: _type_of(t) for name, t in inferred.items()}
-        except Exception:  # noqa: BLE001 - fall back to whole-model inference below
-            types = {}
-        fallback = None
+            return {name: _type_of(t) for name, t in inferred.items()}
+        except Exception:  # noqa: BLE001 - callers fall back when inference cannot tell
+            return {}
+
+    def _planned_fold_bytes(self, node: onnx.NodeProto) -> float | None:
+        """Bytes the outputs of folding ``node`` would take, from shapes and parameters
+        before anything is evaluated; None when that cannot be told beforehand."""
+        if node.domain in ("", "ai.onnx") and node.op_type == "Range" and len(node.input) == 3:
+            return _range_bytes(*(np.asarray(self.known[n]) for n in node.input))
+        if node.domain in ("", "ai.onnx") and node.op_type == "ConstantOfShape":
+            shape = np.asarray(self.known[node.input[0]]).reshape(-1) if node.input else \
+                np.zeros(0, np.int64)
+            value = ConversionContext.attr(node, "value")
+            itemsize = np.asarray(value).itemsize if value is not None else 4
+            if shape.dtype.kind not in "iu" or np.any(shape < 0):
+                return None  # the evaluator reports the invalid shape
+            return float(math.prod(int(d) for d in shape) * itemsize)
+        total = 0.0
+        types = self._node_output_types(node)
         for name in node.output:
+            shape, elem = types.get(name, (None, 0)) if name else ((), 0)
             if not name:
                 continue
-            shape, elem = types.get(name, (None, 0))
-            if shape is None or not elem:
-                fallback = fallback if fallback is not None else self._whole_model_types()
-                f_shape, f_elem = fallback.get(name, (None, 0))
-                shape = shape if shape is not None else f_shape
-                elem = elem or f_elem
-            self._types[name] = (shape, elem)
+            if shape is None or elem not in _ONNX_TYPES or any(d < 0 for d in shape):
+                return None
+            total += math.prod(shape) * _ONNX_TYPES[elem][0].itemsize
+        return total
 
     def inferred_shape(self, name: str) -> tuple[int, ...] | None:
         if name in self.known:
@@ -408,28 +477,37 @@ class _GraphBuilder:
         self.plan(nodes)
         known_names = set(self.known)
         for node in nodes:
-            if _is_if(node):
-                self._inline_if(node)
-            elif _is_unrolled(node):
-                self._unroll(node)
-            elif self._foldable(node, known_names):
-                values = self._fold(node)
-                for name, value in zip(node.output, values):
-                    if name:
-                        self.known[name] = value
-                self.folded_nodes += 1
-            else:
-                self._infer_node(node)
-                self._convert(node)
-                self.converted_nodes += 1
+            try:
+                self._build_node(node, known_names)
+            except Exception as error:  # noqa: BLE001 - every failure becomes an nxe.Error
+                translated = _node_error(node, error)
+                if translated is error:
+                    raise
+                raise translated from error
             known_names.update(o for o in node.output if o and o in self.known)
+
+    def _build_node(self, node: onnx.NodeProto, known_names: set[str]) -> None:
+        if _is_if(node):
+            self._inline_if(node)
+        elif _is_unrolled(node):
+            self._unroll(node)
+        elif self._foldable(node, known_names):
+            values = self._fold(node)
+            for name, value in zip(node.output, values):
+                if name:
+                    self.known[name] = value
+            self.folded_nodes += 1
+        else:
+            self._infer_node(node)
+            self._convert(node)
+            self.converted_nodes += 1
 
     def _inline_if(self, node: onnx.NodeProto) -> None:
         """An If whose condition is known at import (an initializer, a folded value, or a
         specialized graph input) is replaced by its taken branch: the branch's nodes are
         built in place (they read the outer scope's values directly; ONNX forbids a subgraph
         to shadow outer names) and its outputs become the If's outputs."""
-        condition = self.known.get(node.input[0])
+        condition = self.known.get(node.input[0]) if node.input else None
         if condition is None:
             raise UnsupportedError(f"unsupported: {_node_label(node)}: the condition is only "
                                    "known at run time (nxe inlines an If whose condition is "
@@ -439,7 +517,9 @@ class _GraphBuilder:
             raise UnsupportedError(f"unsupported: {_node_label(node)}: a condition of "
                                    f"{flat.size} elements")
         branch_name = "then_branch" if bool(flat[0]) else "else_branch"
-        branch = next(a.g for a in node.attribute if a.name == branch_name)
+        branch = next((a.g for a in node.attribute if a.name == branch_name), None)
+        if branch is None:
+            raise _invalid(node, f"no {branch_name} graph")
         for tensor in branch.initializer:
             self.known[tensor.name] = numpy_helper.to_array(tensor)
         for sparse in branch.sparse_initializer:
@@ -672,11 +752,18 @@ class _GraphBuilder:
         current = list(carried)
         n_carried = len(carried)
         collected: list[list[str]] = [[] for _ in range(len(body.output) - 1 - n_carried)]
+        body_size = max(1, len(_all_nodes(body)))
+        max_steps = min(_MAX_UNROLLED_ITERATIONS, _MAX_UNROLLED_NODES // body_size)
+        too_long = UnsupportedError(
+            f"unsupported: {_node_label(node)}: more than {max_steps} iterations of a "
+            f"{body_size}-node body (nxe unrolls at most {_MAX_UNROLLED_ITERATIONS} iterations "
+            f"and {_MAX_UNROLLED_NODES} body nodes)")
+        if go and limit is not None and limit > max_steps:
+            raise too_long  # known before the first iteration is built
         step = 0
         while go and (limit is None or step < limit):
-            if step >= _MAX_UNROLLED_ITERATIONS:
-                raise UnsupportedError(f"unsupported: {_node_label(node)}: more than "
-                                       f"{_MAX_UNROLLED_ITERATIONS} iterations")
+            if step >= max_steps:
+                raise too_long
             instance = self._body_instance(body, f"{prefix}/it{step}")
             self.known[instance.input[0].name] = np.array(step, dtype=np.int64)
             self.known[instance.input[1].name] = np.array(go, dtype=np.bool_)
@@ -711,18 +798,19 @@ class _GraphBuilder:
             return [shape[start:end] if end is not None else shape[start:]]
         if node.op_type == "Size" and node.input[0] not in self.known:
             return [np.array(int(np.prod(self.shape_of(node.input[0], node))), dtype=np.int64)]
-        return self.model.evaluate_node(node, self.known)
+        limit = self.model.max_fold_bytes
+        planned = self._planned_fold_bytes(node)
+        if planned is not None and planned > limit:
+            raise _fold_too_large(node, planned, limit)
+        values = self.model.evaluate_node(node, self.known)
+        produced = sum(v.nbytes for v in values if isinstance(v, np.ndarray))
+        if produced > limit:
+            raise _fold_too_large(node, produced, limit)
+        return values
 
     def _convert(self, node: onnx.NodeProto) -> None:
         convert = registry.find(node.op_type, node.domain)
-        ctx = ConversionContext(self, node)
-        try:
-            results = convert(ctx, node)
-        except Error as error:
-            if isinstance(error, UnsupportedError) or _node_label(node) in str(error):
-                raise
-            # Library errors name nxe's op; the ONNX node they came from is added.
-            raise type(error)(f"{_node_label(node)}: {error}", error.status) from error
+        results = convert(ConversionContext(self, node), node)
         if isinstance(results, (Tensor, np.ndarray)) or not isinstance(results, Sequence):
             results = [results]
         for index, name in enumerate(node.output):
@@ -738,6 +826,29 @@ class _GraphBuilder:
                 self.known[name] = np.asarray(value)
 
 
+def _range_bytes(start: np.ndarray, limit: np.ndarray, delta: np.ndarray) -> float | None:
+    """Bytes of Range(start, limit, delta): max(ceil((limit - start) / delta), 0) elements."""
+    if not start.size == limit.size == delta.size == 1:
+        return None  # the evaluator reports inputs that are not scalars
+    first, last, step = (v.reshape(-1)[0].item() for v in (start, limit, delta))
+    if step == 0:
+        return None
+    if start.dtype.kind in "iu":
+        count = -(-(int(last) - int(first)) // int(step))
+    else:
+        count = (last - first) / step
+        if math.isnan(count):
+            return None
+        count = math.ceil(count) if math.isfinite(count) else count
+    return max(float(count), 0.0) * start.itemsize
+
+
+def _fold_too_large(node: onnx.NodeProto, size: float, limit: int) -> OutOfMemoryError:
+    size_text = f"{int(size)} bytes" if math.isfinite(size) else "unbounded size"
+    return OutOfMemoryError(f"{_node_label(node)}: folding it at import would make "
+                            f"{size_text}, over the limit of {limit} bytes (max_fold_bytes)")
+
+
 class _Compiled:
     """One compiled nxe executable and how to assemble the ONNX outputs around it."""
 
@@ -747,31 +858,71 @@ class _Compiled:
         self.sources = sources
         self.folded_nodes = builder.folded_nodes
         self.converted_nodes = builder.converted_nodes
+        # What keeping this variant costs: its executable's memory and the folded outputs.
+        self.nbytes = sum(np.asarray(detail).nbytes for _, source, detail in sources
+                          if source == "value")
+        if executable is not None:
+            info = executable.memory_info()
+            self.nbytes += info["arena_bytes"] + info["transient_bytes"] + \
+                info["constant_bytes"]
 
 
 class OnnxModel:
     """An ONNX model ready to run with nxe. Each distinct tuple of input shapes and dtypes is
-    compiled once, on its first run, and cached."""
+    compiled once, on its first run, and cached; the cache keeps at most ``cache_entries``
+    variants and ``cache_bytes`` of their memory, evicting the least recently used.
+    ``max_fold_bytes`` bounds every value computed at import (a larger one is an
+    OutOfMemoryError naming the node)."""
 
-    def __init__(self, model: onnx.ModelProto, threads: int = 0) -> None:
+    def __init__(self, model: onnx.ModelProto, threads: int = 0, *,
+                 max_fold_bytes: int = DEFAULT_MAX_FOLD_BYTES,
+                 cache_entries: int = DEFAULT_CACHE_ENTRIES,
+                 cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+        if max_fold_bytes < 0 or cache_entries < 1 or cache_bytes < 0:
+            raise ValueError("max_fold_bytes and cache_bytes must be >= 0, cache_entries >= 1")
         self.proto = model
         self.threads = threads
+        self.max_fold_bytes = max_fold_bytes
+        self.cache_entries = cache_entries
+        self.cache_bytes = cache_bytes
         self.opset = self._check_opset(model)
+        self._checked = False
         self.initializers: dict[str, np.ndarray] = {}
         for tensor in model.graph.initializer:
-            self.initializers[tensor.name] = numpy_helper.to_array(tensor)
+            self.initializers[tensor.name] = self._initializer(tensor.name, tensor.data_type,
+                                                               tensor.dims, tensor)
         for sparse in model.graph.sparse_initializer:
-            self.initializers[sparse.values.name] = _sparse_to_dense(sparse)
+            self.initializers[sparse.values.name] = self._initializer(
+                sparse.values.name, sparse.values.data_type, sparse.dims, sparse)
         self.proto_without_data = _strip_initializer_data(model)
         self.input_names = [i.name for i in model.graph.input if i.name not in self.initializers]
         self.parameter_inputs = _parameter_inputs(model.graph, set(self.input_names))
         self.output_names = [o.name for o in model.graph.output]
         self._input_types = {i.name: i.type for i in model.graph.input}
-        self._cache: dict[tuple[Any, ...], _Compiled] = {}
+        self._cache: OrderedDict[tuple[Any, ...], _Compiled] = OrderedDict()
+        self._cached_bytes = 0
         self.opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version
                        for o in model.opset_import}
         if not model.opset_import and model.ir_version < 3:
             self.opsets[""] = 1
+
+    def _initializer(self, name: str, elem_type: int, dims: Sequence[int],
+                     proto: onnx.TensorProto | onnx.SparseTensorProto) -> np.ndarray:
+        """An initializer's value, its declared size checked before anything is allocated."""
+        if any(d < 0 for d in dims):
+            raise InvalidGraphError(f"invalid model: initializer {name!r} has dims {list(dims)}")
+        itemsize = _ONNX_TYPES[elem_type][0].itemsize if elem_type in _ONNX_TYPES else 1
+        if isinstance(proto, onnx.SparseTensorProto) and \
+                math.prod(dims) * itemsize > self.max_fold_bytes:
+            raise OutOfMemoryError(f"sparse initializer {name!r} of dims {list(dims)} would "
+                                   f"take over {self.max_fold_bytes} bytes (max_fold_bytes)")
+        try:
+            if isinstance(proto, onnx.SparseTensorProto):
+                return _sparse_to_dense(proto)
+            return numpy_helper.to_array(proto)
+        except Exception as error:  # noqa: BLE001 - any malformed tensor is the same error
+            raise InvalidGraphError(f"invalid model: initializer {name!r}: "
+                                    f"{type(error).__name__}: {error}") from error
 
     @staticmethod
     def _check_opset(model: onnx.ModelProto) -> int:
@@ -868,6 +1019,7 @@ class OnnxModel:
         return {name: np.asarray(value) for name, value in given.items()}
 
     def _input_spec(self, name: str, value: np.ndarray) -> tuple[tuple[int, ...], str]:
+        """(shape, nxe dtype) of a fed input, checked against its declared type and dims."""
         dtype = nxe_dtype_of(value)
         declared = self._input_types.get(name)
         if declared is not None and declared.HasField("tensor_type"):
@@ -876,8 +1028,17 @@ class OnnxModel:
                 raise UnsupportedError(f"unsupported: model input {name!r} has ONNX type "
                                        f"{onnx_type_name(elem)}, which nxe does not have")
             if _ONNX_TYPES[elem][0] != value.dtype:
-                raise TypeError(f"model input {name!r} is {onnx_type_name(elem)}, "
-                                f"got an array of {value.dtype}")
+                raise DtypeMismatchError(f"model input {name!r} is {onnx_type_name(elem)}, "
+                                         f"got an array of {value.dtype}")
+            if declared.tensor_type.HasField("shape"):
+                dims = declared.tensor_type.shape.dim
+                if len(dims) != value.ndim or any(
+                        d.HasField("dim_value") and d.dim_value != n
+                        for d, n in zip(dims, value.shape)):
+                    wanted = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?")
+                              for d in dims]
+                    raise ShapeMismatchError(f"model input {name!r} has shape {wanted}, got an "
+                                             f"array of shape {list(value.shape)}")
         elif declared is not None:
             raise UnsupportedError(f"unsupported: model input {name!r} is not a tensor")
         if dtype is None:
@@ -888,17 +1049,31 @@ class OnnxModel:
     def compile_for(self, feeds: dict[str, np.ndarray]) -> _Compiled:
         """The compiled executable for the shapes and dtypes of ``feeds`` (cached); inputs
         that only carry parameters (see PARAMETER_INPUTS) add their values to the key."""
-        specs = {name: self._input_spec(name, value) for name, value in feeds.items()
-                 if name not in self.parameter_inputs}
+        specs = {name: self._input_spec(name, value) for name, value in feeds.items()}
         parameters = {name: np.array(value) for name, value in feeds.items()
                       if name in self.parameter_inputs}
+        for name in parameters:
+            del specs[name]
         key = (tuple(sorted(specs.items())),
                tuple((n, v.dtype.str, v.shape, v.tobytes()) for n, v in
                      sorted(parameters.items())))
         compiled = self._cache.get(key)
-        if compiled is None:
-            compiled = self._compile(specs, parameters)
-            self._cache[key] = compiled
+        if compiled is not None:
+            self._cache.move_to_end(key)
+            return compiled
+        if not self._checked:
+            # Checked on first compile, not at load: unsupported_nodes() lists what a model
+            # needs even when onnx's checker would refuse it (an op no opset defines).
+            _check_model(self.proto)
+            self._checked = True
+        compiled = self._compile(specs, parameters)
+        self._cache[key] = compiled
+        self._cached_bytes += compiled.nbytes
+        # The newest variant stays even when it alone is over the byte bound: it is in use.
+        while len(self._cache) > 1 and (len(self._cache) > self.cache_entries
+                                        or self._cached_bytes > self.cache_bytes):
+            _, evicted = self._cache.popitem(last=False)
+            self._cached_bytes -= evicted.nbytes
         return compiled
 
     def _compile(self, specs: dict[str, tuple[tuple[int, ...], str]],
@@ -973,7 +1148,7 @@ class OnnxModel:
 
     @property
     def compiled_count(self) -> int:
-        """How many input-shape variants have been compiled so far."""
+        """How many compiled input-shape variants the cache holds."""
         return len(self._cache)
 
     def unsupported_nodes(self) -> list[tuple[str, str]]:
@@ -1000,8 +1175,10 @@ def _is_unrolled(node: onnx.NodeProto) -> bool:
     return node.op_type in ("Scan", "Loop") and node.domain in ("", "ai.onnx")
 
 
-# The most iterations the importer unrolls a Loop without a trip count into.
+# The most iterations the importer unrolls a Loop into, and the most body nodes (iterations
+# times the body's size) it builds doing so: unrolling time grows with the second.
 _MAX_UNROLLED_ITERATIONS = 4096
+_MAX_UNROLLED_NODES = 1 << 14
 
 
 def _graph_local_names(graph: onnx.GraphProto) -> set[str]:
@@ -1050,6 +1227,9 @@ def _all_nodes(graph: onnx.GraphProto) -> list[onnx.NodeProto]:
     return nodes
 
 
+# Ops whose results depend only on their input's shape, which is part of every compile key.
+_SHAPE_ONLY = frozenset({"Shape", "Size"})
+
 _INTEGER_TYPES = {TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16, TensorProto.INT32,
                   TensorProto.INT64, TensorProto.BOOL}
 
@@ -1088,6 +1268,8 @@ def _parameter_inputs(graph: onnx.GraphProto, candidates: set[str]) -> frozenset
         if node.domain not in ("", "ai.onnx") or node.op_type in _NONDETERMINISTIC or \
                 _subgraph_nodes(node):
             return False
+        if node.op_type in _SHAPE_ONLY:
+            return False  # their results depend on the input's shape, never on its values
         return any(reaches.get(o, False) for o in node.output if o)
 
     for node in reversed(graph.node):
@@ -1149,21 +1331,92 @@ def _strip_initializer_data(model: onnx.ModelProto) -> onnx.ModelProto:
     return stripped
 
 
+def _declare_missing_shapes(graph: onnx.GraphProto) -> None:
+    """Gives every tensor type of ``graph`` (and its subgraphs) without a shape an empty one:
+    onnx's checker requires the field, onnxruntime does not, and the checker reads no dims."""
+    for value in list(graph.input) + list(graph.output) + list(graph.value_info):
+        if value.type.HasField("tensor_type") and not value.type.tensor_type.HasField("shape"):
+            value.type.tensor_type.shape.SetInParent()
+    for node in graph.node:
+        for attribute in node.attribute:
+            subgraphs = ([attribute.g] if attribute.HasField("g") else []) + \
+                list(attribute.graphs)
+            for subgraph in subgraphs:
+                _declare_missing_shapes(subgraph)
+
+
+_PROTOBUF_LIMIT = (1 << 31) - 1
+
+
+def _check_model(model: onnx.ModelProto) -> None:
+    """Refuses what onnxruntime refuses as invalid, with onnx's checker: unknown or
+    mistyped attributes, wrong input counts, malformed tensors, broken graph topology."""
+    checked = onnx.ModelProto()
+    checked.CopyFrom(model)
+    _declare_missing_shapes(checked.graph)
+    if checked.ByteSize() > _PROTOBUF_LIMIT:
+        # The checker serializes the model; initializers are then checked as they are read.
+        del checked.graph.initializer[:]
+    try:
+        onnx.checker.check_model(checked)
+    except (onnx.checker.ValidationError, ValueError) as error:
+        raise InvalidGraphError(f"invalid model: {error}".strip()) from error
+    for node in _all_nodes(model.graph):
+        _check_before_inference(node)
+
+
+_EINSUM_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ,->. ")
+
+
+def _check_before_inference(node: onnx.NodeProto) -> None:
+    """Refuses what the checker lets through but onnx's shape inference, which the importer
+    runs, aborts the process on."""
+    # An axis is below any tensor's rank; past int32 onnx's inference truncates it and can
+    # index out of bounds.
+    for attribute in node.attribute:
+        if attribute.name in ("axis", "axes"):
+            values = [attribute.i] if attribute.type == onnx.AttributeProto.INT else \
+                list(attribute.ints)
+            if any(not -2**31 <= v < 2**31 for v in values):
+                raise _invalid(node, f"attribute {attribute.name!r} is {values}, not an axis")
+    if node.op_type == "Einsum" and node.domain in ("", "ai.onnx"):
+        # onnx's inference loops forever on other bytes; the ONNX grammar allows only these.
+        equation = next((a.s for a in node.attribute if a.name == "equation"), b"")
+        if not set(equation) <= _EINSUM_BYTES:
+            raise _invalid(node, f"equation {equation!r} has characters outside letters, "
+                                 "',', '->', '...' and spaces")
+    if node.op_type == "Split" and node.domain in ("", "ai.onnx"):
+        count = ConversionContext.attr(node, "num_outputs")
+        if count is not None and count != len(node.output):
+            raise _invalid(node, f"num_outputs is {count} but the node has "
+                                 f"{len(node.output)} outputs")
+
+
 def load(path_or_model: str | os.PathLike[str] | bytes | onnx.ModelProto,
-         threads: int = 0) -> OnnxModel:
+         threads: int = 0, *, max_fold_bytes: int = DEFAULT_MAX_FOLD_BYTES,
+         cache_entries: int = DEFAULT_CACHE_ENTRIES,
+         cache_bytes: int = DEFAULT_CACHE_BYTES) -> OnnxModel:
     """Loads an ONNX model (a path, serialized bytes or a ModelProto) for running with nxe.
 
     Nothing is compiled yet: each distinct tuple of input shapes compiles on its first run.
-    ``threads`` = 0 uses every online CPU.
+    ``threads`` = 0 uses every online CPU. ``max_fold_bytes``, ``cache_entries`` and
+    ``cache_bytes`` bound the work done for the model (see OnnxModel). A file that is not an
+    ONNX model is a FormatError; an invalid model an InvalidGraphError.
     """
     if isinstance(path_or_model, onnx.ModelProto):
-        model = path_or_model
-    elif isinstance(path_or_model, (bytes, bytearray)):
-        model = onnx.load_from_string(bytes(path_or_model))
+        model = copy.deepcopy(path_or_model)
     else:
-        model = onnx.load(os.fspath(path_or_model))
-    return OnnxModel(copy.deepcopy(model) if isinstance(path_or_model, onnx.ModelProto)
-                     else model, threads=threads)
+        try:
+            if isinstance(path_or_model, (bytes, bytearray)):
+                model = onnx.load_from_string(bytes(path_or_model))
+            else:
+                model = onnx.load(os.fspath(path_or_model))
+        except OSError:
+            raise
+        except Exception as error:  # noqa: BLE001 - protobuf raises several decode errors
+            raise FormatError(f"not an ONNX model: {type(error).__name__}: {error}") from error
+    return OnnxModel(model, threads=threads, max_fold_bytes=max_fold_bytes,
+                     cache_entries=cache_entries, cache_bytes=cache_bytes)
 
 
 def unsupported_nodes(path_or_model: str | os.PathLike[str] | bytes | onnx.ModelProto

@@ -408,6 +408,8 @@ def convert_gather(ctx: Any, node: Any) -> list[Tensor]:
     indices = ctx.const(1)
     if indices is not None:
         shape = ctx.shape(0)
+        if not -len(shape) <= axis < len(shape):
+            raise ctx.invalid(f"axis {axis} is out of range for rank {len(shape)}")
         dim = shape[axis + len(shape) if axis < 0 else axis]
         if np.any((indices < -dim) | (indices >= dim)):
             raise ctx.unsupported(f"an index outside [{-dim}, {dim - 1}]")

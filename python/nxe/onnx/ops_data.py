@@ -208,6 +208,11 @@ def convert_resize(ctx: Any, node: Any) -> list[Tensor]:
     axes = list(range(rank)) if axes is None else [a + rank if a < 0 else a for a in axes]
     if scales is None and sizes is None:
         raise ctx.unsupported("neither scales nor sizes is given")
+    if any(not 0 <= a < rank for a in axes) or len(set(axes)) != len(axes):
+        raise ctx.invalid(f"axes {axes} are not distinct axes of rank {rank}")
+    for what, values in (("scales", scales), ("sizes", sizes)):
+        if values is not None and len(values) != len(axes):
+            raise ctx.invalid(f"{len(values)} {what} for {len(axes)} axes")
     if scales is not None:
         full_scales = [1.0] * rank
         for i, a in enumerate(axes):
