@@ -3,6 +3,7 @@
 #ifndef NXE_SR_INTERNAL_H
 #define NXE_SR_INTERNAL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "nxe/nxe_sr.h"
@@ -12,6 +13,18 @@
 #else
 #define SR_PRINTF(fmt, args)
 #endif
+
+/* Checked int64 arithmetic for frame and tile geometry: false, with *out unspecified, where
+ * the exact result does not fit. Every size, offset and span libnxe_sr forms from a caller's
+ * numbers goes through these. */
+static inline bool sr_mul(int64_t a, int64_t b, int64_t *out)
+{
+    return !__builtin_mul_overflow(a, b, out);
+}
+static inline bool sr_add(int64_t a, int64_t b, int64_t *out)
+{
+    return !__builtin_add_overflow(a, b, out);
+}
 
 /* Formats the message, records it for nxe_sr_last_error() and returns `status`. */
 nxe_status sr_error(nxe_status status, const char *fmt, ...) SR_PRINTF(2, 3);
