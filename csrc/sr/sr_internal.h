@@ -14,9 +14,10 @@
 #define SR_PRINTF(fmt, args)
 #endif
 
-/* Checked int64 arithmetic for frame and tile geometry: false, with *out unspecified, where
- * the exact result does not fit. Every size, offset and span libnxe_sr forms from a caller's
- * numbers goes through these. */
+/* Checked int64 arithmetic for frame geometry: false, with *out unspecified, where the exact
+ * result does not fit. Sizes a caller's numbers could push past int64 (plane spans from
+ * strides, buffer totals) are formed with these; the tile loops work inside the bounds that
+ * sr_check_frame (sides to 32768) and the options check (overlap below half a tile) set. */
 static inline bool sr_mul(int64_t a, int64_t b, int64_t *out)
 {
     return !__builtin_mul_overflow(a, b, out);
