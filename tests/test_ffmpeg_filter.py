@@ -269,7 +269,13 @@ def test_filter_scales_the_size_and_keeps_the_sample_aspect_ratio(ffmpeg):
 
 @pytest.mark.parametrize(
     "filter_options, library_options",
-    [("model=no-such-model", {"model": "no-such-model"}), ("tile=3", {"tile": 3})],
+    [
+        ("model=no-such-model", {"model": "no-such-model"}),
+        ("tile=3", {"tile": 3}),
+        # Overlaps whose double wrapped in int32: opened, then crashed on the first tiled frame.
+        ("overlap=1073741824", {"overlap": 2**30}),
+        ("overlap=2147483647", {"overlap": 2**31 - 1}),
+    ],
 )
 def test_bad_option_fails_with_the_librarys_message(
     ffmpeg, filter_options, library_options

@@ -237,6 +237,26 @@ def good_frames():
     (lambda i, o: setattr(i, "color_matrix", 7), "NXE_ERROR_INVALID_ARGUMENT", "color_matrix"),
     (lambda i, o: setattr(i, "color_range", -1), "NXE_ERROR_INVALID_ARGUMENT", "color_range"),
     (lambda i, o: setattr(i, "struct_size", 8), "NXE_ERROR_INVALID_ARGUMENT", "struct_size"),
+    # Sides at the int32 limits, and an output side beyond the frame limit.
+    (lambda i, o: setattr(i, "width", 2**31 - 1), "NXE_ERROR_INVALID_ARGUMENT", "sides must be"),
+    (lambda i, o: setattr(i, "height", -2**31), "NXE_ERROR_INVALID_ARGUMENT", "sides must be"),
+    (lambda i, o: (setattr(i, "width", 32768), [i.strides.__setitem__(p, 32768) for p in range(3)],
+                   setattr(o, "width", 65536)),
+     "NXE_ERROR_INVALID_ARGUMENT", "output frame is 65536x20; sides must be 1 to 32768"),
+    # Strides whose rows reach past the address space: stride x rows overflows int64, or a
+    # bottom-up plane reaches below address 0.
+    (lambda i, o: i.strides.__setitem__(0, 2**62), "NXE_ERROR_INVALID_ARGUMENT",
+     "plane 0 stride 4611686018427387904 over 10 rows reaches outside the address space"),
+    (lambda i, o: i.strides.__setitem__(0, 2**63 - 1), "NXE_ERROR_INVALID_ARGUMENT",
+     "reaches outside the address space"),
+    (lambda i, o: i.strides.__setitem__(1, -(2**63 - 1)), "NXE_ERROR_INVALID_ARGUMENT",
+     "plane 1 stride -9223372036854775807 over 5 rows reaches outside"),
+    (lambda i, o: i.strides.__setitem__(2, -2**55), "NXE_ERROR_INVALID_ARGUMENT",
+     "plane 2 stride -36028797018963968 over 5 rows reaches outside"),
+    (lambda i, o: o.strides.__setitem__(0, 2**61), "NXE_ERROR_INVALID_ARGUMENT",
+     "output plane 0 stride 2305843009213693952 over 20 rows reaches outside"),
+    (lambda i, o: i.strides.__setitem__(0, -2**63), "NXE_ERROR_INVALID_ARGUMENT",
+     "smaller than its row"),
 ])
 def test_bad_frames_get_a_status_and_leave_the_output_alone(good_frames, damage, status, words):
     planes_in, planes_out = good_frames
@@ -252,6 +272,24 @@ def test_bad_frames_get_a_status_and_leave_the_output_alone(good_frames, damage,
     ok_in = raw_frame("yuv420p", 20, 10, planes_in)
     ok_out = raw_frame("yuv420p", 40, 20, planes_out)
     assert process_status(up, ok_in, ok_out)[0] == lib.NXE_OK
+
+
+@pytest.mark.parametrize("stride", [2**63 - 1, -(2**63 - 1)])
+def test_one_row_frame_takes_strides_at_the_int64_limits(stride):
+    """Rows past the first are never reached in a one-row frame, so any stride of at least a
+    row's bytes is valid there, up to the int64 limits either way."""
+    up = nxe.sr.Upscaler(ESPCN)
+    planes_in = frame_planes("yuv444p", 17, 1, seed=3)
+    want = up.upscale_planes(planes_in, "yuv444p")
+    planes_out = [np.zeros(s, np.uint8) for s in nxe.sr.plane_shapes("yuv444p", 34, 2)]
+    frame_in = raw_frame("yuv444p", 17, 1, planes_in)
+    frame_out = raw_frame("yuv444p", 34, 2, planes_out)
+    for p in range(3):
+        frame_in.strides[p] = stride
+    code, message = process_status(up, frame_in, frame_out)
+    assert code == lib.NXE_OK, message
+    for got, expected in zip(planes_out, want):
+        np.testing.assert_array_equal(got, expected)
 
 
 def test_null_arguments():
@@ -275,13 +313,36 @@ def test_null_arguments():
 @pytest.mark.parametrize("kwargs,words", [
     (dict(tile=7), "tile_size 7"),
     (dict(tile=20000), "tile_size 20000"),
-    (dict(tile=8, overlap=4), "leaves nothing between overlaps"),
-    (dict(overlap=-5), "tile_overlap -5"),
+    (dict(tile=2**31 - 1), "tile_size 2147483647; expected 8 to 16384"),
+    (dict(tile=8, overlap=4), "leaves nothing between overlaps of 4.*must be 0 to 3"),
+    (dict(overlap=-5), "tile_overlap -5; expected 0 to 511"),
     (dict(threads=-1), "num_threads"),
+    # 2 * overlap used to wrap in int32: these opened, then the first tiled frame crashed.
+    (dict(overlap=2**30), "overlaps of 1073741824.*must be 0 to 511"),
+    (dict(overlap=2**31 - 1), "overlaps of 2147483647.*must be 0 to 511"),
+    (dict(tile=24, overlap=12), "overlaps of 12.*must be 0 to 11"),
+    (dict(tile=-1, overlap=8192), "tile_overlap 8192; expected 0 to 8191"),
+    # Beyond the C field's int32: refused in Python with the option's name.
+    (dict(overlap=2**31), "overlap 2147483648 does not fit"),
+    (dict(tile=-2**40), "tile -1099511627776 does not fit"),
+    (dict(threads=2**63), "threads 9223372036854775808 does not fit"),
 ])
 def test_bad_options(kwargs, words):
     with pytest.raises(nxe.InvalidArgumentError, match=words):
         nxe.sr.Upscaler(ESPCN, **kwargs)
+
+
+@pytest.mark.parametrize("tile,overlap", [(24, 11), (10, 4), (-1, 8191)])
+def test_largest_overlap_a_tile_allows_still_matches_untiled(tile, overlap):
+    """At the top of its range the overlap leaves one pixel per tile of its own; with overlap
+    at least the receptive radius the tiles give the untiled frame exactly."""
+    planes = frame_planes("gray8", 45, 30, seed=9)
+    whole = nxe.sr.Upscaler(ESPCN, tile=-1).upscale_planes(planes, "gray8")[0]
+    up = nxe.sr.Upscaler(ESPCN, tile=tile, overlap=overlap)
+    np.testing.assert_array_equal(up.upscale_planes(planes, "gray8")[0], whole)
+    assert up.info()["tile_overlap"] == overlap
+    if tile > 0:
+        assert up.info()["tiles"] > 4
 
 
 def test_bad_precision_is_refused_in_c():

@@ -8,6 +8,7 @@ import io
 import re
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -79,6 +80,70 @@ def test_bad_png_files_raise_value_errors(tmp_path):
         path.write_bytes(body)
         with pytest.raises(ValueError, match=words):
             images.read_png(path)
+
+
+def png_with_image_data(image_data: bytes) -> bytes:
+    """A 4x3 gray PNG whose IDAT holds `image_data`, every CRC correct."""
+    def chunk(kind, body):
+        crc = zlib.crc32(kind + body).to_bytes(4, "big")
+        return len(body).to_bytes(4, "big") + kind + body + crc
+    header = (4).to_bytes(4, "big") + (3).to_bytes(4, "big") + bytes([8, 0, 0, 0, 0])
+    return (images.PNG_SIGNATURE + chunk(b"IHDR", header) + chunk(b"IDAT", image_data)
+            + chunk(b"IEND", b""))
+
+
+# Found by tools/fuzz_images.py: IDAT data that is not zlib escaped read_png as zlib.error.
+@pytest.mark.parametrize("image_data", [
+    b"\x00\x01\x02\x03",                                   # incorrect header check
+    zlib.compress(bytes(15))[:-1] + b"\x00",                  # incorrect data check
+    b"\x78\x9c\x07\x00",                                     # invalid block type
+    b"\x0f\x04\x00\x00",                                     # unknown compression method
+])
+def test_png_image_data_that_does_not_decompress_raises_value_error(tmp_path, image_data):
+    path = tmp_path / "bad.png"
+    path.write_bytes(png_with_image_data(image_data))
+    with pytest.raises(ValueError, match="PNG image data does not decompress"):
+        images.read_png(path)
+    with pytest.raises(ValueError, match="cannot decode the image"):
+        images.read_image(path)
+
+
+def jpeg_bytes() -> bytes:
+    buffer = io.BytesIO()
+    Image.fromarray(photo(channels=3)).save(buffer, "JPEG", quality=80)
+    return buffer.getvalue()
+
+
+def jpeg_sized(width: int, height: int) -> bytes:
+    """A JPEG whose frame header (SOF0) claims width x height."""
+    data = bytearray(jpeg_bytes())
+    at = data.index(b"\xff\xc0") + 5
+    data[at:at + 4] = height.to_bytes(2, "big") + width.to_bytes(2, "big")
+    return bytes(data)
+
+
+# Found by tools/fuzz_images.py: Pillow reported these as OSError (truncated or broken data),
+# UnidentifiedImageError or DecompressionBombError; the reader's contract is ValueError.
+@pytest.mark.parametrize("name,body,words", [
+    ("truncated.jpg", lambda: jpeg_bytes()[:300], "cannot decode the image: OSError"),
+    ("garbage.jpg", lambda: b"\xff\xd8\xff" + bytes(40), "cannot decode the image"),
+    ("not_an_image.jpg", lambda: b"GIF87a" + bytes(10), "UnidentifiedImageError"),
+    ("bad_zlib.png", lambda: png_with_image_data(b"\x00\x01\x02\x03"), "cannot decode"),
+    ("bad_crc.png", lambda: images.PNG_SIGNATURE + bytes(13) + b"IHDR" + bytes(17),
+     "cannot decode the image"),
+    ("huge.jpg", lambda: jpeg_sized(65535, 65535), "DecompressionBombError"),
+    ("empty.jpg", lambda: jpeg_sized(0, 5), "cannot decode the image"),
+])
+def test_corrupt_files_read_through_pillow_raise_value_errors(tmp_path, name, body, words):
+    path = tmp_path / name
+    path.write_bytes(body())
+    with pytest.raises(ValueError, match=words):
+        images.read_image(path)
+
+
+def test_a_missing_image_file_is_still_an_os_error(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        images.read_image(tmp_path / "absent.jpg")
 
 
 def test_y4m_round_trip():
@@ -195,6 +260,9 @@ def test_upscale_errors_are_messages(tmp_path):
     images.write_png(tmp_path / "in.png", photo())
     result = nxe_cli("upscale", tmp_path / "in.png", "-o", tmp_path / "o.png", "--model", "x9")
     assert result.returncode == 1 and "no built-in SR model named 'x9'" in result.stderr
+    (tmp_path / "cut.jpg").write_bytes(jpeg_bytes()[:300])
+    result = nxe_cli("upscale", tmp_path / "cut.jpg", "-o", tmp_path / "o.png")
+    assert result.returncode == 1 and "cut.jpg: cannot decode the image" in result.stderr
     result = nxe_cli("upscale", tmp_path / "clip.mkv", "-o", tmp_path / "o.mkv")
     assert result.returncode == 1 and ("nxe_sr filter" in result.stderr or
                                        "clip.mkv" in result.stderr)

@@ -2,6 +2,7 @@
  * samples, which nxe_sr_format_info answers from, their geometry, and the checks every frame
  * passes before a byte of it is touched. */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -117,6 +118,24 @@ void sr_plane_geometry(const nxe_sr_format_desc *format, int32_t plane, int32_t 
     *row_bytes = (int64_t)w * format->plane_samples[plane] * format->sample_bytes;
 }
 
+/* Whether every row of a plane lies at an address: the rows reach |stride| x (rows - 1) bytes
+ * below or above `data`, and a row's bytes past that, without wrapping around. */
+static bool plane_fits_address_space(const void *data, int64_t stride, int32_t rows,
+                                     int64_t row_bytes)
+{
+    int64_t reach, end;
+    if (!sr_mul(stride < 0 ? -stride : stride, (int64_t)rows - 1, &reach))
+        return false;
+    uintptr_t base = (uintptr_t)data;
+    if (stride < 0) {
+        if ((uint64_t)reach > base)
+            return false;
+        return (uint64_t)row_bytes <= UINTPTR_MAX - base && row_bytes <= PTRDIFF_MAX;
+    }
+    return sr_add(reach, row_bytes, &end) && end <= PTRDIFF_MAX &&
+           (uint64_t)end <= UINTPTR_MAX - base;
+}
+
 nxe_status sr_check_frame(const nxe_sr_frame *frame, const char *which,
                           const nxe_sr_format_desc **format)
 {
@@ -160,6 +179,11 @@ nxe_status sr_check_frame(const nxe_sr_frame *frame, const char *which,
                             "nxe_sr_process: %s plane %d stride %" PRId64 " is smaller than its "
                             "row of %" PRId64 " bytes (%s, %dx%d)",
                             which, p, stride, row_bytes, f->name, frame->width, frame->height);
+        if (!plane_fits_address_space(frame->data[p], stride, h, row_bytes))
+            return sr_error(NXE_ERROR_INVALID_ARGUMENT,
+                            "nxe_sr_process: %s plane %d stride %" PRId64 " over %d rows reaches "
+                            "outside the address space from its data pointer (%s, %dx%d)",
+                            which, p, stride, h, f->name, frame->width, frame->height);
     }
     *format = f;
     return NXE_OK;

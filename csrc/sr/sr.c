@@ -198,18 +198,24 @@ static nxe_status apply_options(nxe_sr *sr, const nxe_sr_options *options)
                         "nxe_sr_open: tile_size %d; expected %d to %d, NXE_SR_TILE_DEFAULT (0) "
                         "or NXE_SR_TILE_NONE (-1)",
                         options->tile_size, MIN_TILE, MAX_TILE);
+    /* A tile keeps at least one pixel of its own between the overlaps; untiled frames borrow
+     * nothing, and the overlap is held to what the largest tile allows. Both bounds keep
+     * every tile sum and count far inside int32. */
     int32_t overlap = options->tile_overlap;
     if (overlap == NXE_SR_OVERLAP_DEFAULT)
         overlap = sr->meta.receptive_radius;
-    if (overlap < 0)
+    int32_t max_overlap = ((tile == NXE_SR_TILE_NONE ? MAX_TILE : tile) - 1) / 2;
+    if (overlap < 0 || (tile == NXE_SR_TILE_NONE && overlap > max_overlap))
         return sr_error(NXE_ERROR_INVALID_ARGUMENT,
-                        "nxe_sr_open: tile_overlap %d; expected >= 0 or NXE_SR_OVERLAP_DEFAULT",
-                        overlap);
-    if (tile != NXE_SR_TILE_NONE && tile - 2 * overlap < 1)
+                        "nxe_sr_open: tile_overlap %d; expected 0 to %d or "
+                        "NXE_SR_OVERLAP_DEFAULT (-1)",
+                        overlap, max_overlap);
+    if (overlap > max_overlap)
         return sr_error(NXE_ERROR_INVALID_ARGUMENT,
                         "nxe_sr_open: tile_size %d leaves nothing between overlaps of %d on each "
-                        "side (the model '%s' needs %d); use a larger tile",
-                        tile, overlap, sr->meta.name, sr->meta.receptive_radius);
+                        "side (the model '%s' needs %d); tile_overlap must be 0 to %d, or use a "
+                        "larger tile",
+                        tile, overlap, sr->meta.name, sr->meta.receptive_radius, max_overlap);
     sr->num_threads = options->num_threads;
     sr->tile_size = tile;
     sr->overlap = overlap;
@@ -356,9 +362,12 @@ static int32_t tile_side(int32_t n, int32_t limit, int32_t overlap)
 {
     if (limit == NXE_SR_TILE_NONE || n <= limit)
         return n;
-    int32_t inner = limit - 2 * overlap;
-    int32_t count = (n - 2 * overlap + inner - 1) / inner;
-    return (n - 2 * overlap + count - 1) / count + 2 * overlap;
+    /* apply_options holds 2 * overlap below limit and sr_check_frame n to MAX_SIDE: int64
+     * cannot overflow here, and the result lies between 2 * overlap + 1 and limit. */
+    int64_t inner = (int64_t)limit - 2 * (int64_t)overlap;
+    int64_t span = (int64_t)n - 2 * (int64_t)overlap;
+    int64_t count = (span + inner - 1) / inner;
+    return (int32_t)((span + count - 1) / count + 2 * (int64_t)overlap);
 }
 
 static nxe_status compile_tile(nxe_sr *sr, int32_t width, int32_t height)
@@ -428,16 +437,22 @@ static nxe_status size_buffers(nxe_sr *sr, int32_t width, int32_t height)
     sr->buffer = NULL;
     sr->frame_width = sr->frame_height = 0;
     int64_t s = sr->meta.scale;
-    int64_t lr = (int64_t)width * height, hr = lr * s * s;
-    int64_t scratch = nxe_image_upscale_scratch(height, (int32_t)(width * s));
-    /* Cubic upscaling also runs from chroma or LR planes to the LR size (s = 1 .. 2). */
-    int64_t lr_scratch = nxe_image_upscale_scratch(height, width);
-    if (lr_scratch > scratch)
-        scratch = lr_scratch;
-    int64_t total = PLANES * lr + PLANES * hr + scratch;
-    if ((uint64_t)total > SIZE_MAX / sizeof(float))
-        return sr_error(NXE_ERROR_OUT_OF_MEMORY, "nxe_sr_process: a %dx%d frame is too large",
-                        width, height);
+    int64_t lr, hr, planes, scratch = 0, total = 0;
+    bool fits = sr_mul(width, height, &lr) && sr_mul(lr, s * s, &hr) && sr_add(lr, hr, &planes) &&
+                sr_mul(planes, PLANES, &planes) && (int64_t)width * s <= INT32_MAX;
+    if (fits) {
+        scratch = nxe_image_upscale_scratch(height, (int32_t)(width * s));
+        /* Cubic upscaling also runs from chroma or LR planes to the LR size (s = 1 .. 2). */
+        int64_t lr_scratch = nxe_image_upscale_scratch(height, width);
+        if (lr_scratch > scratch)
+            scratch = lr_scratch;
+        fits = sr_add(planes, scratch, &total) && (uint64_t)total <= SIZE_MAX / sizeof(float);
+    }
+    if (!fits)
+        return sr_error(NXE_ERROR_OUT_OF_MEMORY,
+                        "nxe_sr_process: a %dx%d frame at scale %lld needs more float planes "
+                        "than memory can address",
+                        width, height, (long long)s);
     sr->buffer = malloc((size_t)total * sizeof(float));
     if (!sr->buffer)
         return sr_error(NXE_ERROR_OUT_OF_MEMORY,

@@ -3,6 +3,7 @@
 #ifndef NXE_SR_INTERNAL_H
 #define NXE_SR_INTERNAL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "nxe/nxe_sr.h"
@@ -12,6 +13,19 @@
 #else
 #define SR_PRINTF(fmt, args)
 #endif
+
+/* Checked int64 arithmetic for frame geometry: false, with *out unspecified, where the exact
+ * result does not fit. Sizes a caller's numbers could push past int64 (plane spans from
+ * strides, buffer totals) are formed with these; the tile loops work inside the bounds that
+ * sr_check_frame (sides to 32768) and the options check (overlap below half a tile) set. */
+static inline bool sr_mul(int64_t a, int64_t b, int64_t *out)
+{
+    return !__builtin_mul_overflow(a, b, out);
+}
+static inline bool sr_add(int64_t a, int64_t b, int64_t *out)
+{
+    return !__builtin_add_overflow(a, b, out);
+}
 
 /* Formats the message, records it for nxe_sr_last_error() and returns `status`. */
 nxe_status sr_error(nxe_status status, const char *fmt, ...) SR_PRINTF(2, 3);

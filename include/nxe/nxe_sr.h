@@ -154,7 +154,8 @@ typedef struct nxe_sr_frame {
     int32_t color_range;  /* enum nxe_sr_range */
     void *data[4];        /* planes, first row first; unused planes may be NULL */
     int64_t strides[4];   /* bytes from one row to the next; negative for bottom-up; the
-                             magnitude at least the row's bytes */
+                             magnitude at least the row's bytes, and every row's address
+                             (data + row x stride) representable */
 } nxe_sr_frame;
 /* clang-format off */
 #define NXE_SR_FRAME_INIT                                                                     \
@@ -204,7 +205,8 @@ typedef struct nxe_sr_options {
                               cut into equal tiles no larger than this */
     int32_t tile_overlap; /* input pixels of context a tile borrows from each neighbour, or
                               NXE_SR_OVERLAP_DEFAULT; below the receptive radius tiles may
-                              show seams; tile_size - 2 * overlap must stay >= 1 */
+                              show seams; 0 to (tile_size - 1) / 2, so that a tile keeps a
+                              pixel of its own (0 to 8191 with NXE_SR_TILE_NONE) */
     int32_t precision;    /* enum nxe_sr_precision */
 } nxe_sr_options;
 #define NXE_SR_OPTIONS_INIT                                                                        \
@@ -263,7 +265,8 @@ NXE_SR_API nxe_status nxe_sr_output_size(const nxe_sr *sr, int32_t width, int32_
  * new size first reconfigures the session; a call made while another thread's call on the
  * same session is in progress waits for it.
  * Returns NXE_OK; NXE_ERROR_INVALID_ARGUMENT (a NULL argument, a bad struct_size, side,
- * colour, NULL plane or stride smaller than a row, formats that differ),
+ * colour, NULL plane, stride smaller than a row or whose rows reach outside the address space,
+ * formats that differ),
  * NXE_ERROR_SHAPE_MISMATCH (an output that is not scale x the input), NXE_ERROR_UNSUPPORTED
  * (an unknown format) — in these cases `output` is not touched — or, once the frame has been
  * checked, NXE_ERROR_OUT_OF_MEMORY, NXE_ERROR_FORMAT (a model whose graph does not fit its

@@ -111,7 +111,10 @@ def read_png(path: str | Path) -> np.ndarray:
     bits = channels * depth
     row_bytes = (width * bits + 7) // 8
     inflater = zlib.decompressobj()
-    raw = inflater.decompress(b"".join(compressed), height * (row_bytes + 1) + 1)
+    try:
+        raw = inflater.decompress(b"".join(compressed), height * (row_bytes + 1) + 1)
+    except zlib.error as error:
+        raise ValueError(f"{path}: PNG image data does not decompress: {error}") from error
     rows = _unfilter(raw, width, height, max(1, bits // 8), row_bytes)
     if color == 3:
         if palette is None:
@@ -177,9 +180,19 @@ def read_image(path: str | Path) -> np.ndarray:
         return read_png(path)
     if image_module is None:
         raise ValueError(f"{path}: reading {suffix} files needs Pillow: pip install 'nxe[image]'")
-    with image_module.open(path) as image:
-        mode = image.mode if image.mode in ("L", "RGB", "RGBA") else "RGB"
-        return np.asarray(image.convert(mode))
+    # Pillow reports a corrupt file through many exception types that vary with the plugin and
+    # its version (OSError, SyntaxError, EOFError, struct.error, zlib.error, ...); the reader's
+    # contract is ValueError with the reason. A file that cannot be opened stays an OSError.
+    # Pillow's own pixel limit (DecompressionBombError) refuses headers claiming huge images
+    # before anything is allocated.
+    with open(path, "rb") as stream:
+        try:
+            with image_module.open(stream) as image:
+                mode = image.mode if image.mode in ("L", "RGB", "RGBA") else "RGB"
+                return np.asarray(image.convert(mode))
+        except Exception as error:
+            raise ValueError(f"{path}: cannot decode the image: {type(error).__name__}: "
+                             f"{error}") from error
 
 
 def write_image(path: str | Path, image: np.ndarray) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ._binding import PACKAGE_DIR, ffi, lib, sr_check, sr_library
+from .errors import InvalidArgumentError
 
 _NXE_SR_PTR_PTR = ffi.typeof("nxe_sr **")
 _NXE_SR_OPTIONS_PTR = ffi.typeof("nxe_sr_options *")
@@ -148,6 +149,16 @@ def _choice(table: dict[str, int], value: str, what: str) -> int:
     return table[value]
 
 
+def _int32(value: int, what: str) -> int:
+    """An option for an int32 field of nxe_sr_options; the library checks the range it
+    allows, this only what the field can hold."""
+    number = operator.index(value)
+    if not -2**31 <= number < 2**31:
+        raise InvalidArgumentError(f"{what} {number} does not fit the library's int32 option; "
+                                   f"see nxe_sr.h for its range")
+    return number
+
+
 class Upscaler:
     """An SR session: a model (built-in name or .nxm path) with its options. ``tile`` is the
     largest input tile side (0: the library's default, -1: never tile), ``overlap`` the
@@ -164,10 +175,10 @@ class Upscaler:
         self._sr = sr_library()
         options = ffi.new(_NXE_SR_OPTIONS_PTR)
         options.struct_size = ffi.sizeof("nxe_sr_options")
-        options.num_threads = operator.index(threads)
-        options.tile_size = operator.index(tile)
+        options.num_threads = _int32(threads, "threads")
+        options.tile_size = _int32(tile, "tile")
         options.tile_overlap = (lib.NXE_SR_OVERLAP_DEFAULT if overlap is None
-                                else operator.index(overlap))
+                                else _int32(overlap, "overlap"))
         options.precision = _choice(PRECISIONS, precision, "precision")
         out = ffi.new(_NXE_SR_PTR_PTR)
         sr_check(self._sr.nxe_sr_open(os.fsencode(model), options, out))

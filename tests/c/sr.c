@@ -2,6 +2,7 @@
  * sizes in one session, check that tiles give the untiled result byte for byte, that bad
  * frames and options get their status and a message in nxe_sr_last_error(), and that the
  * format table answers for every code. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,82 @@ static nxe_sr *open_model(const char *name, int32_t tile)
     nxe_sr *sr = NULL;
     EXPECT(nxe_sr_open(name, &options, &sr) == NXE_OK);
     return sr;
+}
+
+/* Options and frames at the int32 and int64 limits are refused with a message naming the
+ * field, or, where the contract allows them, upscale. */
+static void check_geometry_limits(nxe_sr *sr)
+{
+    /* 2 * overlap used to wrap: these opened, and the first tiled frame crashed. */
+    const int32_t overlaps[] = {1 << 30, INT32_MAX, 512};
+    for (int i = 0; i < 3; i++) {
+        nxe_sr_options options = NXE_SR_OPTIONS_INIT;
+        options.tile_overlap = overlaps[i];
+        nxe_sr *opened = NULL;
+        EXPECT(nxe_sr_open("espcn-x2", &options, &opened) == NXE_ERROR_INVALID_ARGUMENT);
+        EXPECT(opened == NULL && strstr(nxe_sr_last_error(), "must be 0 to 511") != NULL);
+    }
+    nxe_sr_options options = NXE_SR_OPTIONS_INIT;
+    options.tile_size = INT32_MAX;
+    nxe_sr *opened = NULL;
+    EXPECT(nxe_sr_open("espcn-x2", &options, &opened) == NXE_ERROR_INVALID_ARGUMENT);
+    EXPECT(strstr(nxe_sr_last_error(), "expected 8 to 16384") != NULL);
+    options.tile_size = 10;
+    options.tile_overlap = 4; /* the largest a 10-pixel tile allows */
+    EXPECT(nxe_sr_open("espcn-x2", &options, &opened) == NXE_OK);
+
+    frame_buffer in, out, want;
+    frame_alloc(&in, 29, 1);
+    frame_fill(&in, 5);
+    frame_alloc(&out, 58, 2);
+    frame_alloc(&want, 58, 2);
+    if (opened) {
+        EXPECT(nxe_sr_process(opened, &in.frame, &out.frame) == NXE_OK);
+        EXPECT(nxe_sr_process(sr, &in.frame, &want.frame) == NXE_OK);
+        for (int p = 0; p < 3; p++)
+            EXPECT(memcmp(out.planes[p], want.planes[p], frame_bytes(&out, p)) == 0);
+        nxe_sr_release(opened);
+    }
+    /* A one-row frame never steps a row: strides at the int64 limits are valid there. */
+    const int64_t limits[] = {INT64_MAX, -INT64_MAX};
+    for (int i = 0; i < 2; i++) {
+        nxe_sr_frame one_row = in.frame;
+        for (int p = 0; p < 3; p++)
+            one_row.strides[p] = limits[i];
+        memset(out.planes[0], 0, frame_bytes(&out, 0));
+        EXPECT(nxe_sr_process(sr, &one_row, &out.frame) == NXE_OK);
+        EXPECT(memcmp(out.planes[0], want.planes[0], frame_bytes(&out, 0)) == 0);
+    }
+    /* Strides whose rows reach past the address space, and sides past the limits. */
+    nxe_sr_frame bad = out.frame;
+    bad.strides[0] = INT64_MAX - 8; /* one stride down fits int64; the row's bytes past it do not */
+    EXPECT(nxe_sr_process(sr, &in.frame, &bad) == NXE_ERROR_INVALID_ARGUMENT);
+    EXPECT(strstr(nxe_sr_last_error(), "output plane 0 stride") != NULL &&
+           strstr(nxe_sr_last_error(), "reaches outside the address space") != NULL);
+    bad = out.frame;
+    bad.strides[1] = -INT64_MAX;
+    bad.strides[2] = INT64_MAX;
+    EXPECT(nxe_sr_process(sr, &in.frame, &bad) == NXE_OK); /* the chroma planes have one row */
+    bad.strides[0] = -INT64_MAX; /* two luma rows: one stride below the first wraps below 0 */
+    EXPECT(nxe_sr_process(sr, &in.frame, &bad) == NXE_ERROR_INVALID_ARGUMENT);
+    EXPECT(strstr(nxe_sr_last_error(), "reaches outside the address space") != NULL);
+    bad = out.frame;
+    bad.strides[0] = INT64_MIN;
+    EXPECT(nxe_sr_process(sr, &in.frame, &bad) == NXE_ERROR_INVALID_ARGUMENT);
+    nxe_sr_frame wide = in.frame;
+    wide.width = INT32_MAX;
+    EXPECT(nxe_sr_process(sr, &wide, &out.frame) == NXE_ERROR_INVALID_ARGUMENT);
+    EXPECT(strstr(nxe_sr_last_error(), "sides must be 1 to 32768") != NULL);
+    wide.width = 32768; /* the output would be 65536 wide */
+    for (int p = 0; p < 3; p++)
+        wide.strides[p] = 32768;
+    bad = out.frame;
+    bad.width = 65536;
+    EXPECT(nxe_sr_process(sr, &wide, &bad) == NXE_ERROR_INVALID_ARGUMENT);
+    EXPECT(strstr(nxe_sr_last_error(), "output frame is 65536x2") != NULL);
+    frame_free(&in);
+    frame_free(&out);
+    frame_free(&want);
 }
 
 int main(void)
@@ -149,6 +226,7 @@ int main(void)
     EXPECT(nxe_sr_open("espcn-x2", &options, &sr) == NXE_ERROR_INVALID_ARGUMENT);
     EXPECT(strstr(nxe_sr_last_error(), "tile_size 3") != NULL);
     EXPECT(nxe_sr_process(NULL, NULL, NULL) == NXE_ERROR_INVALID_ARGUMENT);
+    check_geometry_limits(tiled);
 
     nxe_sr_release(whole);
     nxe_sr_release(tiled);

@@ -1,9 +1,14 @@
-"""Writes small valid model files, compiled binaries and SR model metadata as seed corpora for
-the fuzzers: python tests/fuzz/make_seeds.py OUT_DIR  ->  OUT_DIR/model/*.nxm,
-OUT_DIR/binary/*.nxb, OUT_DIR/sr_metadata/*.json (the shipped SR models' metadata)"""
+"""Writes small valid model files, compiled binaries, SR model metadata, SR frame descriptions
+and image files as seed corpora for the fuzzers: python tests/fuzz/make_seeds.py OUT_DIR  ->
+OUT_DIR/model/*.nxm, OUT_DIR/binary/*.nxb, OUT_DIR/sr_metadata/*.json (the shipped SR models'
+metadata), OUT_DIR/sr_frames/* (inputs of fuzz_sr_frames.c), OUT_DIR/images/*.png|jpg|y4m
+(inputs of tools/fuzz_images.py)"""
 
+import io
 import json
+import struct
 import sys
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +43,133 @@ def seed_graphs():
     yield "variable", g
 
 
+# ---- SR frames: the byte layout fuzz_sr_frames.c decodes ----
+
+SIDES = [1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 16, 17, 24, 25]  # its small sides, in order
+TILES = [0, -1, 8, 9, 10, 12, 16, 24]
+OVERLAPS = [-1, 0, 1, 2, 3, 4, 5, 7]
+EXTREME_SIDE = {"int32_max": 244, "int32_min": 245, "past_limit": 243}  # selectors >= 240
+PLANES = {code: 1 if code == 1 or code >= 9 else 2 if code == 8 else 3 for code in range(1, 13)}
+
+
+def pick(table, value, escape):
+    """The selector byte for a table value, or the escape byte and the value as 8 bytes."""
+    if value in table:
+        return bytes([table.index(value)])
+    return bytes([escape]) + struct.pack(">q", value)
+
+
+def sr_frame_seed(fmt: int, width, height, *, tile=10, overlap=-1, precision=0, strides=b"",
+                  out_strides=b"", matrix=0, colour_range=0, out_size=b"\x00") -> bytes:
+    """Options, an input frame of format code `fmt`, its output (stride mode bytes per plane:
+    0 exact, 8 + pad padded, 10 + pad bottom-up, 13 + index an extreme, 14 + 8 bytes any)."""
+    def side(v):
+        return bytes([EXTREME_SIDE[v]]) if isinstance(v, str) else bytes([SIDES.index(v)])
+
+    return (pick(TILES, tile, 224) + pick(OVERLAPS, overlap, 224) + bytes([precision])
+            + bytes([fmt - 1]) + side(width) + side(height) + bytes([matrix, colour_range])
+            + (strides or bytes(PLANES.get(fmt, 0))) + b"\x00" + out_size
+            + bytes([matrix, colour_range]) + (out_strides or bytes(PLANES.get(fmt, 0)))
+            + b"\x2a" + bytes(32))
+
+
+def sr_frame_seeds():
+    for fmt in range(1, 13):
+        yield f"f{fmt}-13x9-tiled", sr_frame_seed(fmt, 13, 9)
+        yield f"f{fmt}-5x3-untiled", sr_frame_seed(fmt, 5, 3, tile=-1, matrix=1, colour_range=1)
+        yield f"f{fmt}-17x11-relax", sr_frame_seed(fmt, 17, 11, tile=12, overlap=4, precision=1)
+        planes = PLANES[fmt]
+        yield f"f{fmt}-padded-bottom-up", sr_frame_seed(
+            fmt, 11, 7, strides=b"\x08\x05\x0a\x03\x0a\x07"[:2 * planes],
+            out_strides=b"\x0a\x01\x08\x02\x0a\x00"[:2 * planes])
+    yield "overlap-2^30", sr_frame_seed(2, 25, 9, overlap=1 << 30)
+    yield "overlap-2^31-1", sr_frame_seed(2, 25, 9, overlap=(1 << 31) - 1)
+    yield "tile-int32-max", sr_frame_seed(1, 9, 9, tile=(1 << 31) - 1)
+    yield "width-int32-max", sr_frame_seed(1, "int32_max", 4)
+    yield "height-int32-min", sr_frame_seed(1, 4, "int32_min")
+    yield "side-past-limit", sr_frame_seed(9, "past_limit", 2)
+    yield "stride-int64-max", sr_frame_seed(1, 4, 4, strides=b"\x0d\x00")
+    yield "stride-minus-int64-max", sr_frame_seed(1, 4, 4, strides=b"\x0d\x02")
+    yield "stride-product-overflows", sr_frame_seed(
+        2, 9, 9, strides=b"\x0e" + struct.pack(">q", 1 << 61) + b"\x00\x00")
+    yield "output-too-wide", sr_frame_seed(2, 9, 9, out_size=b"\xf1")
+
+
+# ---- images: PNG of each colour type, depth and row filter, JPEG, Y4M of each colour space ----
+
+def _paeth(a: int, b: int, c: int) -> int:
+    p = a + b - c
+    pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+    return a if pa <= pb and pa <= pc else b if pb <= pc else c
+
+
+def png_bytes(rows: list[bytes], width: int, height: int, depth: int, color: int, bpp: int,
+              extra: list[tuple[bytes, bytes]] = ()) -> bytes:
+    """A PNG whose rows cycle through the five filter types (row y uses filter y % 5)."""
+    def chunk(kind, body):
+        crc = struct.pack(">I", zlib.crc32(kind + body))
+        return struct.pack(">I", len(body)) + kind + body + crc
+
+    raw, prior = bytearray(), bytes(len(rows[0]))
+    for y, row in enumerate(rows):
+        kind = y % 5
+        out = bytearray([kind])
+        for x, value in enumerate(row):
+            left = row[x - bpp] if x >= bpp else 0
+            up = prior[x]
+            upper_left = prior[x - bpp] if x >= bpp else 0
+            predictor = [0, left, up, (left + up) >> 1, _paeth(left, up, upper_left)][kind]
+            out.append((value - predictor) & 0xFF)
+        raw += out
+        prior = row
+    header = struct.pack(">IIBBBBB", width, height, depth, color, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
+            + b"".join(chunk(kind, body) for kind, body in extra)
+            + chunk(b"IDAT", zlib.compress(bytes(raw))) + chunk(b"IEND", b""))
+
+
+def image_seeds():
+    rng = np.random.default_rng(1)
+    for color, channels in ((0, 1), (2, 3), (4, 2), (6, 4)):
+        for depth in (8, 16):
+            width, height = 7, 6
+            data = rng.integers(0, 256, (height, width * channels * depth // 8), np.uint8)
+            yield (f"png-c{color}-d{depth}.png",
+                   png_bytes([r.tobytes() for r in data], width, height, depth, color,
+                             channels * depth // 8))
+    for depth in (1, 2, 4, 8):
+        width, height = 9, 5
+        row_bytes = (width * depth + 7) // 8
+        data = rng.integers(0, 256, (height, row_bytes), np.uint8)
+        palette = rng.integers(0, 256, 3 << depth, np.uint8).tobytes()
+        extra = [(b"PLTE", palette), (b"tRNS", bytes([0, 128, 255]))]
+        yield (f"png-palette-d{depth}.png",
+               png_bytes([r.tobytes() for r in data], width, height, depth, 3, 1, extra))
+    from PIL import Image
+
+    for mode, shape in (("L", (8, 8)), ("RGB", (9, 17, 3))):
+        buffer = io.BytesIO()
+        Image.fromarray(rng.integers(0, 256, shape, np.uint8)).save(buffer, "JPEG", quality=80)
+        yield f"jpeg-{mode.lower()}.jpg", buffer.getvalue()
+    buffer = io.BytesIO()
+    Image.fromarray(rng.integers(0, 256, (16, 16, 3), np.uint8)).save(buffer, "JPEG",
+                                                                      progressive=True)
+    yield "jpeg-progressive.jpg", buffer.getvalue()
+    from nxe import images
+
+    for tag, fmt in (("420jpeg", "yuv420p"), ("422", "yuv422p"), ("444", "yuv444p"),
+                     ("mono", "gray8"), ("420p10", "yuv420p10"), ("444p10", "yuv444p10")):
+        stream = io.BytesIO()
+        header = images.Y4mHeader(5, 3, fmt, "30000:1001", tag == "444", ("Ip", "A1:1"))
+        images.write_y4m_header(stream, header)
+        top = 1023 if fmt.endswith("10") else 255
+        dtype = np.uint16 if fmt.endswith("10") else np.uint8
+        for _ in range(2):
+            images.write_y4m_frame(stream, [rng.integers(0, top + 1, shape).astype(dtype)
+                                            for shape in nxe.sr.plane_shapes(fmt, 5, 3)])
+        yield f"y4m-{tag}.y4m", stream.getvalue()
+
+
 def main(out_dir: str) -> None:
     model_dir = Path(out_dir, "model")
     binary_dir = Path(out_dir, "binary")
@@ -52,6 +184,11 @@ def main(out_dir: str) -> None:
         with nxe.Model(nxe.sr.model_path(name)) as model:
             text = json.dumps(model.metadata, sort_keys=True, separators=(",", ":"))
         (metadata_dir / f"{name}.json").write_text(text)
+    for kind, seeds in (("sr_frames", sr_frame_seeds()), ("images", image_seeds())):
+        folder = Path(out_dir, kind)
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, data in seeds:
+            (folder / name).write_bytes(data)
 
 
 if __name__ == "__main__":
