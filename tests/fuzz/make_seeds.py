@@ -1,6 +1,7 @@
 """Writes small valid model files, compiled binaries and SR model metadata as seed corpora for
 the fuzzers: python tests/fuzz/make_seeds.py OUT_DIR  ->  OUT_DIR/model/*.nxm,
-OUT_DIR/binary/*.nxb, OUT_DIR/sr_metadata/*.json (the shipped SR models' metadata)"""
+OUT_DIR/binary/*.nxb, OUT_DIR/sr_metadata/*.json (the shipped SR models' metadata),
+OUT_DIR/graph/* (one byte string per registered op for tests/fuzz/fuzz_graph.c)"""
 
 import json
 import sys
@@ -38,6 +39,18 @@ def seed_graphs():
     yield "variable", g
 
 
+def write_graph_seeds(out_dir: str) -> None:
+    """One seed per registered op: fuzz_graph.c reads a byte for the op count (0: one op), four
+    big-endian bytes choosing the op by registry index, then the op's attributes, inputs and
+    outputs from bytes that are random here and mutated by the fuzzer."""
+    graph_dir = Path(out_dir, "graph")
+    graph_dir.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    for index, schema in enumerate(nxe.ops()):
+        rest = rng.integers(0, 256, 96, dtype=np.uint8).tobytes()
+        (graph_dir / schema["name"]).write_bytes(bytes([0]) + index.to_bytes(4, "big") + rest)
+
+
 def main(out_dir: str) -> None:
     model_dir = Path(out_dir, "model")
     binary_dir = Path(out_dir, "binary")
@@ -52,6 +65,7 @@ def main(out_dir: str) -> None:
         with nxe.Model(nxe.sr.model_path(name)) as model:
             text = json.dumps(model.metadata, sort_keys=True, separators=(",", ":"))
         (metadata_dir / f"{name}.json").write_text(text)
+    write_graph_seeds(out_dir)
 
 
 if __name__ == "__main__":
