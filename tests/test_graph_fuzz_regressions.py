@@ -1,6 +1,7 @@
 """Graphs the graph fuzzer (tests/fuzz/fuzz_graph.c) found crashing the compiler, each reduced to
-the op and shapes at fault: every one must now fail to compile with a status naming the op, and
-the same op on a shape that fits must still compile and compute what numpy computes."""
+the op and shapes at fault: every one must now fail with a shape error (naming the op where an
+op is at fault), and the same op on shapes that fit must still compile and compute what numpy
+computes."""
 
 import numpy as np
 import nxe
@@ -42,3 +43,22 @@ def test_expand_that_fits_still_computes_numpys_broadcast():
     data = np.arange(3, dtype=np.float32)
     with g.compile(threads=1) as exe:
         np.testing.assert_array_equal(exe.run(data)["y"], np.broadcast_to(data, (2, 3)))
+
+
+@pytest.mark.parametrize("shape", [(0, 12, 2**60), (12, 2**60, 0), (12, 0, 2**60)])
+def test_empty_tensor_whose_other_dims_overflow_is_refused_in_any_order(shape):
+    # The fuzzer's graph: Add of a [0, 12, 2^60] input; with zero elements it passed the size
+    # check, then the rule's strides (12 * 2^60) overflowed. Its reordering [12, 2^60, 0] was
+    # already refused; now every order is.
+    g = nxe.Graph()
+    with pytest.raises(nxe.ShapeMismatchError, match="too large"):
+        g.input("x", shape, "f32")
+
+
+def test_empty_tensor_with_dims_that_fit_still_compiles_and_runs():
+    g = nxe.Graph()
+    x = g.input("x", (0, 12, 5), "f32")
+    g.mark_output(g.Add(x, g.constant(np.ones(5, np.float32), name="one")), name="y")
+    with g.compile(threads=1) as exe:
+        y = exe.run(np.zeros((0, 12, 5), np.float32))["y"]
+    assert y.shape == (0, 12, 5)

@@ -93,15 +93,22 @@ NXE_API nxe_status nxe_dtype_from_dlpack(int32_t code, int32_t bits, int32_t *dt
 
 bool nxe_shape_numel(int32_t ndim, const int64_t *shape, int64_t *numel)
 {
+    /* The nonzero dimensions' product must fit even when a zero dimension empties the
+     * tensor: strides are products of them, and the answer must not depend on their order. */
     int64_t n = 1;
+    bool empty = false;
     for (int32_t i = 0; i < ndim; i++) {
         if (shape[i] < 0)
             return false;
-        if (shape[i] != 0 && n > INT64_MAX / shape[i])
+        if (shape[i] == 0) {
+            empty = true;
+            continue;
+        }
+        if (n > INT64_MAX / shape[i])
             return false;
         n *= shape[i];
     }
-    *numel = n;
+    *numel = empty ? 0 : n;
     return true;
 }
 
