@@ -62,3 +62,26 @@ def test_empty_tensor_with_dims_that_fit_still_compiles_and_runs():
     with g.compile(threads=1) as exe:
         y = exe.run(np.zeros((0, 12, 5), np.float32))["y"]
     assert y.shape == (0, 12, 5)
+
+
+def test_fully_connected_whose_packed_weights_overflow_is_an_out_of_memory_error():
+    # The fuzzer's graph: FullyConnected(x, x) with x of [1, 2^63 / 3] f32. The tensor's byte
+    # size fits in size_t, but packing W for the kernels rounds it up to whole panels, and that
+    # size overflowed while the compiler prepared the step.
+    g = nxe.Graph()
+    x = g.input("x", (1, INT64_MAX // 3), "f32")
+    g.mark_output(g.FullyConnected(x, x), name="y")
+    with pytest.raises(nxe.OutOfMemoryError, match="does not fit in memory once packed"):
+        g.compile(threads=1)
+
+
+def test_fully_connected_that_fits_still_computes_numpys_product():
+    rng = np.random.default_rng(0)
+    g = nxe.Graph()
+    x = g.input("x", (3, 7), "f32")
+    w = rng.standard_normal((5, 7)).astype(np.float32)
+    g.mark_output(g.FullyConnected(x, g.constant(w, name="w")), name="y")
+    data = rng.standard_normal((3, 7)).astype(np.float32)
+    with g.compile(threads=1) as exe:
+        # fp32 sums of 7 products of unit normals: 1e-5 covers their rounding
+        np.testing.assert_allclose(exe.run(data)["y"], data @ w.T, rtol=0, atol=1e-5)
