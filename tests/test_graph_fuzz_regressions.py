@@ -85,3 +85,16 @@ def test_fully_connected_that_fits_still_computes_numpys_product():
     with g.compile(threads=1) as exe:
         # fp32 sums of 7 products of unit normals: 1e-5 covers their rounding
         np.testing.assert_allclose(exe.run(data)["y"], data @ w.T, rtol=0, atol=1e-5)
+
+
+def test_matmul_of_a_constant_with_no_batches_packs_nothing():
+    # The fuzzer's graph: MatMul(w, w) for a constant w of [0, 16, 16]. Its empty batch made B
+    # look shared by every batch, and packing it read a 16 x 16 matrix from no data (a heap
+    # over-read that the sanitizer pass of .ci/run reports). The output is empty, as numpy's.
+    w = np.zeros((0, 16, 16), np.float32)
+    g = nxe.Graph()
+    c = g.constant(w, name="w")
+    g.mark_output(g.MatMul(c, c), name="y")
+    with g.compile(threads=1) as exe:
+        y = exe.run()["y"]
+    assert y.shape == (w @ w).shape

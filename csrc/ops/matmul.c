@@ -492,7 +492,9 @@ static nxe_status matmul_prepare(const void *params_in, const nxe_value *inputs,
     const nxe_gemm_kernel *kernel = packed_kernel(context);
     if (!kernel || inputs[0].dtype != NXE_DTYPE_F32)
         return NXE_OK;
-    bool shared_b = inputs[1].data != NULL;
+    /* With no batches B may be empty along a batch dimension and hold no K x N matrix to pack
+     * (its batch strides read 0, as for a shared B); nothing is computed either way. */
+    bool shared_b = inputs[1].data != NULL && p->batch_count > 0;
     int64_t expected = p->m * p->k;
     for (int32_t d = p->batch_ndim - 1; d >= 0; d--) {
         if (p->b_batch_strides[d] != 0 ||
