@@ -26,6 +26,7 @@ enum {
     MAX_TENSORS = 48,
     MAX_OPS = 8,
     MAX_VARIADIC = 3,
+    MAX_PARAMS = 16, /* more than any schema's inputs or outputs plus MAX_VARIADIC */
     MAX_CONSTANT_ELEMENTS = 256,
     /* Graphs whose plan (arena, constants, inputs and outputs) needs more than this are
      * compiled but not run: the fuzzer looks for wrong answers to bad input, not for slow
@@ -298,10 +299,12 @@ static nxe_tensor *choose_input(fuzz_graph *g, byte_source *src, const nxe_op_pa
     return index < 0 ? NULL : g->tensors[index];
 }
 
+/* The schema's count, with 1 to MAX_VARIADIC entries for a variadic last parameter. */
 static int32_t param_count(byte_source *src, const nxe_op_param_info *params, int32_t num)
 {
     if (num > 0 && params[num - 1].variadic)
-        return num - 1 + 1 + (int32_t)pick(src, MAX_VARIADIC);
+        num += (int32_t)pick(src, MAX_VARIADIC);
+    REQUIRE(num <= MAX_PARAMS);
     return num;
 }
 
@@ -355,19 +358,19 @@ static void add_op(fuzz_graph *g, byte_source *src, int32_t registry_count)
     REQUIRE(status == NXE_OK && op != NULL);
     set_attributes(op, info, src);
 
-    nxe_tensor *inputs[16] = {0};
+    nxe_tensor *inputs[MAX_PARAMS] = {0};
     int32_t num_inputs = param_count(src, info->inputs, info->num_inputs);
-    for (int32_t i = 0; i < num_inputs && i < 16; i++) {
+    for (int32_t i = 0; i < num_inputs; i++) {
         const nxe_op_param_info *param =
             &info->inputs[i < info->num_inputs ? i : info->num_inputs - 1];
         if (param->optional && next_byte(src) < 128)
             continue;
         inputs[i] = choose_input(g, src, param);
     }
-    nxe_tensor *outputs[16] = {0};
+    nxe_tensor *outputs[MAX_PARAMS] = {0};
     int32_t first_output = g->count;
     int32_t num_outputs = param_count(src, info->outputs, info->num_outputs);
-    for (int32_t i = 0; i < num_outputs && i < 16; i++) {
+    for (int32_t i = 0; i < num_outputs; i++) {
         nxe_tensor_spec spec = NXE_TENSOR_SPEC_INIT;
         spec.dtype = NXE_DTYPE_NONE;
         int64_t shape[NXE_MAX_RANK];
@@ -397,9 +400,10 @@ static void add_op(fuzz_graph *g, byte_source *src, int32_t registry_count)
         g->produced[i] = 1;
 }
 
-static size_t desc_bytes(const nxe_tensor_desc *desc)
+/* total + bytes, capped just above MAX_RUN_BYTES so that no sum of huge sizes wraps around. */
+static uint64_t add_bounded(uint64_t total, uint64_t bytes)
 {
-    return desc->data_size;
+    return total > MAX_RUN_BYTES || bytes > MAX_RUN_BYTES ? MAX_RUN_BYTES + 1 : total + bytes;
 }
 
 /* Runs a compiled graph on deterministic inputs when its plan is small. */
@@ -407,7 +411,7 @@ static void run_small(nxe_executable *exe)
 {
     nxe_memory_info memory = {.struct_size = sizeof memory};
     REQUIRE(nxe_executable_memory_info(exe, &memory) == NXE_OK);
-    uint64_t total = memory.arena_bytes + memory.constant_bytes;
+    uint64_t total = add_bounded(memory.arena_bytes, memory.constant_bytes);
     int32_t num_inputs = 0, num_outputs = 0;
     REQUIRE(nxe_executable_io_count(exe, &num_inputs, &num_outputs) == NXE_OK);
     nxe_tensor_desc *in = calloc((size_t)num_inputs + 1, sizeof *in);
@@ -415,13 +419,13 @@ static void run_small(nxe_executable *exe)
     REQUIRE(in && out);
     for (int32_t i = 0; i < num_inputs; i++) {
         REQUIRE(nxe_executable_input_desc(exe, i, &in[i], NULL) == NXE_OK);
-        total += desc_bytes(&in[i]);
+        total = add_bounded(total, in[i].data_size);
     }
     for (int32_t i = 0; i < num_outputs; i++) {
         REQUIRE(nxe_executable_output_desc(exe, i, &out[i], NULL) == NXE_OK);
-        total += desc_bytes(&out[i]);
+        total = add_bounded(total, out[i].data_size);
     }
-    if (total <= MAX_RUN_BYTES && memory.arena_bytes <= MAX_RUN_BYTES) {
+    if (total <= MAX_RUN_BYTES) {
         int ok = 1;
         for (int32_t i = 0; i < num_inputs && ok; i++) {
             int64_t numel = 1;
@@ -429,7 +433,7 @@ static void run_small(nxe_executable *exe)
                 numel *= in[i].shape[d];
             in[i].data = malloc(in[i].data_size ? in[i].data_size : 1);
             ok = in[i].data != NULL;
-            /* the descriptor names the DLPack type; refill through the byte width */
+            /* f32 inputs get small values of both signs, the others a pattern of ones */
             if (ok && in[i].dtype_code == NXE_DL_FLOAT && in[i].dtype_bits == 32)
                 fill_values(in[i].data, NXE_DTYPE_F32, numel, NULL);
             else if (ok)
