@@ -321,10 +321,6 @@ static nxe_status axis_run(const axis_params *p, const nxe_value *inputs, nxe_va
                            int32_t num_outputs, nxe_thread_pool *pool, nxe_range_fn fn,
                            double work_per_lane)
 {
-    /* An empty output has nothing to write, however many lanes its other dimensions count
-     * (a [0, 1, 2^60] input would walk 2^60 empty ones). */
-    if (nxe_value_numel(&outputs[0]) == 0)
-        return NXE_OK;
     axis_job job = {p, inputs[0].dtype, inputs[0].data, outputs[0].data,
                     num_outputs > 1 ? outputs[1].data : NULL};
     nxe_parallel_for(pool, p->outer * p->inner, nxe_parallel_grain(work_per_lane, REDUCE_TASK_WORK),
