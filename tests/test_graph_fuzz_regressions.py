@@ -112,3 +112,19 @@ def test_op_over_an_empty_input_with_a_huge_dim_returns_at_once(op, attrs):
     with g.compile(threads=1) as exe:
         y = exe.run(np.empty((0, 1, 2**60), np.float32))["y"]
     assert y.shape == (0, 1, 2**60)
+
+
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+def test_grid_sample_of_an_infinite_coordinate_on_a_one_pixel_axis_is_defined(padding_mode):
+    # The fuzzer's graph: GridSample with align_corners over a 1 x 1 input and an infinite grid
+    # coordinate: inf * (size - 1) made the sample position NaN, converted to an integer
+    # (undefined behaviour, which the sanitizer pass of .ci/run reports). Every output stays
+    # finite: the position is bounded like any far one.
+    g = nxe.Graph()
+    x = g.input("x", (1, 1, 1, 1), "f32")
+    grid = g.input("grid", (1, 1, 2, 2), "f32")
+    g.mark_output(g.GridSample(x, grid, align_corners=1, padding_mode=padding_mode), name="y")
+    coords = np.array([[[[np.inf, 0.0], [-np.inf, np.inf]]]], np.float32)
+    with g.compile(threads=1) as exe:
+        y = exe.run(np.ones((1, 1, 1, 1), np.float32), coords)["y"]
+    assert y.shape == (1, 1, 1, 2) and np.isfinite(y).all()
