@@ -49,7 +49,8 @@ size_t nxe_dtype_size(int32_t dtype);
 const char *nxe_dtype_name(int32_t dtype);
 bool nxe_dtype_valid(int32_t dtype);
 
-/* Element count of a shape; false when it overflows int64 or a dimension is negative. */
+/* Element count of a shape; false when a dimension is negative or the product of the nonzero
+ * dimensions overflows int64 (so [0, 2^40, 2^40] is refused as [2^40, 2^40, 0] is). */
 bool nxe_shape_numel(int32_t ndim, const int64_t *shape, int64_t *numel);
 /* Bytes of a dense tensor of `dtype` and that shape; false as nxe_shape_numel, or when the
  * byte count overflows size_t. */

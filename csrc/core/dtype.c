@@ -93,11 +93,21 @@ NXE_API nxe_status nxe_dtype_from_dlpack(int32_t code, int32_t bits, int32_t *dt
 
 bool nxe_shape_numel(int32_t ndim, const int64_t *shape, int64_t *numel)
 {
+    /* The nonzero dimensions' product must fit even when a zero dimension empties the
+     * tensor: strides are products of them, and the answer must not depend on their order. */
     int64_t n = 1;
-    for (int32_t i = 0; i < ndim; i++)
-        if (shape[i] < 0 || !nxe_checked_mul_i64(n, shape[i], &n))
+    bool empty = false;
+    for (int32_t i = 0; i < ndim; i++) {
+        if (shape[i] < 0)
             return false;
-    *numel = n;
+        if (shape[i] == 0) {
+            empty = true;
+            continue;
+        }
+        if (!nxe_checked_mul_i64(n, shape[i], &n))
+            return false;
+    }
+    *numel = empty ? 0 : n;
     return true;
 }
 

@@ -20,6 +20,15 @@ nxe_status nxe_broadcast_shapes(const nxe_node *node, int32_t ndim_a, const int6
         }
         out[i] = da == 1 ? db : da;
     }
+    /* Each operand's count fits in int64, yet their broadcast may not: reject it before any
+     * rule multiplies the dimensions out. */
+    int64_t numel;
+    if (!nxe_shape_numel(ndim, out, &numel)) {
+        char so[128];
+        return nxe_node_error(node, NXE_ERROR_SHAPE_MISMATCH,
+                              "broadcast shape %s has more elements than fit in 64 bits",
+                              nxe_shape_str(ndim, out, so, sizeof so));
+    }
     *ndim_out = ndim;
     return NXE_OK;
 }

@@ -401,6 +401,18 @@ static size_t packed_b_bytes(const gemm_prepared *p)
     return nxe_gemm_packed_bytes(p->kernel, p->k, p->n, p->kernel->nr);
 }
 
+/* Whether `slots` copies of B packed fit in memory: packing rounds K and N up to the kernel's
+ * units (at most 4 bytes an element), so a B whose size fits as a tensor (K near 2^63 over an
+ * empty A) may not fit packed. */
+static bool packed_b_fits(const gemm_prepared *p, int64_t slots)
+{
+    int64_t panels = p->n / p->kernel->nr + 1, k_padded, bytes;
+    return !__builtin_add_overflow(p->k, (int64_t)p->kernel->k_unit, &k_padded) &&
+           !__builtin_mul_overflow(panels, k_padded, &bytes) &&
+           !__builtin_mul_overflow(bytes, (int64_t)p->kernel->nr * 4, &bytes) &&
+           !__builtin_mul_overflow(bytes, slots, &bytes) && (uint64_t)bytes < SIZE_MAX - 64;
+}
+
 /* The prepared block for `shape`: B packed from `b` when it is given (a constant), else read in
  * place where an f32 kernel can, else packed at every run into workspace asked for here,
  * `slots` times. */
@@ -408,6 +420,10 @@ static nxe_status prepare_packed(const nxe_prepare_context *context, const gemm_
                                  const float *b, int64_t slots, void **prepared,
                                  size_t *workspace_bytes)
 {
+    if (!packed_b_fits(shape, slots))
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY,
+                         "a B of %lld x %lld does not fit in memory once packed for the kernels",
+                         (long long)shape->k, (long long)shape->n);
     const size_t bytes = b ? packed_b_bytes(shape) : 0;
     void *data;
     gemm_prepared *p = nxe_prepared_alloc(sizeof *p, bytes, &data);
@@ -476,7 +492,9 @@ static nxe_status matmul_prepare(const void *params_in, const nxe_value *inputs,
     const nxe_gemm_kernel *kernel = packed_kernel(context);
     if (!kernel || inputs[0].dtype != NXE_DTYPE_F32)
         return NXE_OK;
-    bool shared_b = inputs[1].data != NULL;
+    /* With no batches B may be empty along a batch dimension and hold no K x N matrix to pack
+     * (its batch strides read 0, as for a shared B); nothing is computed either way. */
+    bool shared_b = inputs[1].data != NULL && p->batch_count > 0;
     int64_t expected = p->m * p->k;
     for (int32_t d = p->batch_ndim - 1; d >= 0; d--) {
         if (p->b_batch_strides[d] != 0 ||

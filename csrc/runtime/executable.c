@@ -622,10 +622,22 @@ static void stage_inputs(const nxe_executable *exe, nxe_run_context *context,
     }
 }
 
+/* Whether every output of the step has no elements: then it has nothing to write, however many
+ * lanes its other dimensions count (a [0, 1, 2^60] input would walk 2^60 empty ones). */
+static bool outputs_empty(const nxe_exe_step *step)
+{
+    for (int32_t j = 0; j < step->num_outputs; j++)
+        if (nxe_value_numel(&step->output_values[j]) != 0)
+            return false;
+    return step->num_outputs > 0;
+}
+
 static nxe_status run_steps(const nxe_executable *exe, nxe_run_context *context, const char *where)
 {
     for (int32_t s = 0; s < exe->num_steps; s++) {
         const nxe_exe_step *step = &exe->steps[s];
+        if (outputs_empty(step))
+            continue;
         /* The step's descriptors are shared by every run: this run's copies carry its data. */
         nxe_value *inputs = context->values, *outputs = context->values + step->num_inputs;
         memcpy(inputs, step->input_values, sizeof(nxe_value) * (size_t)step->num_inputs);

@@ -251,9 +251,10 @@ static int32_t grid_axis_taps(const nxe_ref_grid_sample_config *c, float g, int6
             v = (float)grid_reflect(v, lo, hi);
     }
     /* Beyond a few pixels past the input every tap reads padding zeros; bounding v there
-     * keeps the integer conversions below defined without changing a result. */
+     * keeps the integer conversions below defined without changing a result. An infinite g
+     * over an axis of size 1 with align_corners makes v NaN (inf * 0): it is bounded too. */
     const float bound = (float)size + 8.0f;
-    v = v < -bound ? -bound : v > bound ? bound : v;
+    v = !(v >= -bound) ? -bound : v > bound ? bound : v;
     if (c->mode == NXE_REF_RESIZE_NEAREST) {
         index[0] = grid_tap_index(c, (int64_t)v, size, lo, hi);
         weight[0] = 1.0f;

@@ -1,8 +1,9 @@
-"""Writes small valid model files, compiled binaries, SR model metadata, SR frame descriptions
-and image files as seed corpora for the fuzzers: python tests/fuzz/make_seeds.py OUT_DIR  ->
-OUT_DIR/model/*.nxm, OUT_DIR/binary/*.nxb, OUT_DIR/sr_metadata/*.json (the shipped SR models'
-metadata), OUT_DIR/sr_frames/* (inputs of fuzz_sr_frames.c), OUT_DIR/images/*.png|jpg|y4m
-(inputs of tools/fuzz_images.py)"""
+"""Writes small valid model files, compiled binaries, SR model metadata, SR frame descriptions,
+image files and graph descriptions as seed corpora for the fuzzers:
+python tests/fuzz/make_seeds.py OUT_DIR  ->  OUT_DIR/model/*.nxm, OUT_DIR/binary/*.nxb,
+OUT_DIR/sr_metadata/*.json (the shipped SR models' metadata), OUT_DIR/sr_frames/* (inputs of
+fuzz_sr_frames.c), OUT_DIR/images/*.png|jpg|y4m (inputs of tools/fuzz_images.py),
+OUT_DIR/graph/* (one byte string per registered op for tests/fuzz/fuzz_graph.c)"""
 
 import io
 import json
@@ -170,6 +171,18 @@ def image_seeds():
         yield f"y4m-{tag}.y4m", stream.getvalue()
 
 
+def write_graph_seeds(out_dir: str) -> None:
+    """One seed per registered op: fuzz_graph.c reads a byte for the op count (0: one op), four
+    big-endian bytes choosing the op by registry index, then the op's attributes, inputs and
+    outputs from bytes that are random here and mutated by the fuzzer."""
+    graph_dir = Path(out_dir, "graph")
+    graph_dir.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    for index, schema in enumerate(nxe.ops()):
+        rest = rng.integers(0, 256, 96, dtype=np.uint8).tobytes()
+        (graph_dir / schema["name"]).write_bytes(bytes([0]) + index.to_bytes(4, "big") + rest)
+
+
 def main(out_dir: str) -> None:
     model_dir = Path(out_dir, "model")
     binary_dir = Path(out_dir, "binary")
@@ -189,6 +202,7 @@ def main(out_dir: str) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         for name, data in seeds:
             (folder / name).write_bytes(data)
+    write_graph_seeds(out_dir)
 
 
 if __name__ == "__main__":
