@@ -67,13 +67,14 @@ int main(void)
     const int64_t wide[3] = {(int64_t)1 << 31, (int64_t)1 << 31, 4};
     g = expand_graph(ctx, wide, 3, 1);
     EXPECT(nxe_graph_compile(g, &options, &exe), NXE_ERROR_SHAPE_MISMATCH,
-           "more bytes than a size can count");
+           "more elements than fit in 64 bits");
     nxe_graph_release(g);
 
     /* No elements, but strides that would wrap. */
     const int64_t empty[3] = {0, (int64_t)1 << 40, (int64_t)1 << 40};
     g = expand_graph(ctx, empty, 3, 1);
-    EXPECT(nxe_graph_compile(g, &options, &exe), NXE_ERROR_SHAPE_MISMATCH, "no elements");
+    EXPECT(nxe_graph_compile(g, &options, &exe), NXE_ERROR_SHAPE_MISMATCH,
+           "more elements than fit in 64 bits");
     nxe_graph_release(g);
 
     /* Limits from C: 16 floats out is 64 bytes per tensor, 3 ops. */
