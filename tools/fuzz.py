@@ -1,7 +1,8 @@
 """Fuzzes every entry point of untrusted bytes for a bounded number of executions and prints,
-per entry point, the executions, libFuzzer's final coverage (cov: edges, ft: features), the
-findings (crash, leak, timeout and out-of-memory files) and the time taken. Exits non-zero on
-any finding.
+per entry point, the executions, the final coverage, the findings (crash, leak, timeout and
+out-of-memory files) and the time taken. Exits non-zero on any finding. Coverage is libFuzzer's
+for the C harnesses (cov: edges, ft: features) and traced Python lines for the Python ones
+(images: cov lines of images.py, ft lines plus line pairs; onnx: cov lines of the importer).
 
 It builds the libFuzzer harnesses of tests/fuzz with clang (ASan+UBSan, `meson setup
 build/fuzz -Dfuzz=true`), writes their seeds with tests/fuzz/make_seeds.py (which needs the
@@ -54,7 +55,8 @@ class EntryPoint:
                     f"-max_len={self.max_len}", "-timeout=10", "-print_final_stats=1",
                     f"-artifact_prefix={artifacts}/", str(corpus), str(seeds / self.seeds)]
         arguments = [arg.format(runs=runs, seeds=seeds) for arg in self.python_args]
-        return [sys.executable, str(ROOT / self.harness), *arguments]
+        return [sys.executable, str(ROOT / self.harness), *arguments,
+                "--findings", str(artifacts / "findings")]
 
 
 # One row per entry point. The Python harnesses run about a thousand times slower per input
@@ -112,11 +114,18 @@ def make_seeds(seeds: Path) -> None:
 
 
 def parse_log(text: str, result: Result) -> None:
-    """Executions and coverage from libFuzzer's final statistics (atheris prints the same)."""
+    """Executions and coverage from the final statistics: libFuzzer's (cov: edges, ft:
+    features), fuzz_images.py's (lines of images.py, lines plus line pairs) and
+    fuzz_onnx.py's (lines of the importer package)."""
     executed = re.findall(r"stat::number_of_executed_units:\s*(\d+)", text)
+    executed += re.findall(r"^fuzz_images: (\d+) executions", text, re.M)
+    executed += re.findall(r"^executions: (\d+) in ", text, re.M)
     if executed:
         result.executions = executed[-1]
     coverage = re.findall(r"cov: (\d+) ft: (\d+)", text)
+    coverage += [(lines, str(int(lines) + int(pairs)))
+                 for lines, pairs in re.findall(r"^#\d+ lines: (\d+) pairs: (\d+)", text, re.M)]
+    coverage += [(lines, "-") for lines in re.findall(r"importer lines reached: (\d+)", text)]
     if coverage:
         result.cov, result.ft = coverage[-1]
 
@@ -141,6 +150,10 @@ def run_entry(entry: EntryPoint, runs: int, build: Path, seeds: Path) -> Result:
     parse_log(log_path.read_text(errors="replace"), result)
     result.findings = sorted(p.name for p in artifacts.iterdir()
                              if p.name.startswith(FINDING_PREFIXES))
+    # A Python harness saves each finding's input (with a .txt beside it) under findings/.
+    if (artifacts / "findings").is_dir():
+        result.findings += sorted(f"findings/{p.name}" for p in (artifacts / "findings").iterdir()
+                                  if p.suffix != ".txt")
     if process.returncode != 0 and not result.findings:
         result.findings = [f"exit status {process.returncode}, see {log_path}"]
     if result.findings:

@@ -5,7 +5,8 @@ memory blow-ups are caught. Any outcome other than success or an nxe.Error is a 
     python tools/fuzz_onnx.py --runs 100000 [--seed 1] [--timeout 20] [--memory-mb 4096]
                               [--findings DIR]
 
-Prints the executions, their rate and each finding; exits 1 when there are findings.
+Prints the executions, their rate, the importer's line coverage (lines of python/nxe/onnx
+reached by any input, traced in the worker) and each finding; exits 1 when there are findings.
 """
 
 from __future__ import annotations
@@ -272,20 +273,41 @@ def _worker(connection: Any, memory_bytes: int) -> None:
     import nxe
     import nxe.onnx
 
+    # Line coverage of the importer package: each answer carries the lines first reached.
+    package = os.path.dirname(nxe.onnx.__file__) + os.sep
+    seen: set[tuple[str, int]] = set()
+    fresh: list[tuple[str, int]] = []
+
+    def trace_lines(frame: Any, event: str, arg: Any) -> Any:
+        if event == "line":
+            line = (frame.f_code.co_filename, frame.f_lineno)
+            if line not in seen:
+                seen.add(line)
+                fresh.append(line)
+        return trace_lines
+
+    def trace_calls(frame: Any, event: str, arg: Any) -> Any:
+        return trace_lines if frame.f_code.co_filename.startswith(package) else None
+
     while True:
         try:
             data, feeds = connection.recv()
         except EOFError:
             return
+        fresh.clear()
+        sys.settrace(trace_calls)
         try:
             model = nxe.onnx.load(data, threads=1)
             if feeds is not None:
                 model.run(feeds)
-            connection.send(("ok", ""))
+            answer = ("ok", "")
         except nxe.Error as error:
-            connection.send(("error", type(error).__name__))
+            answer = ("error", type(error).__name__)
         except BaseException:  # noqa: BLE001 - anything else is what the fuzzer looks for
-            connection.send(("finding", traceback.format_exc(limit=8)))
+            answer = ("finding", traceback.format_exc(limit=8))
+        finally:
+            sys.settrace(None)
+        connection.send((*answer, list(fresh)))
 
 
 class Worker:
@@ -293,6 +315,7 @@ class Worker:
 
     def __init__(self, memory_bytes: int) -> None:
         self.memory_bytes = memory_bytes
+        self.lines: set[tuple[str, int]] = set()  # importer lines reached so far
         self._start()
 
     def _start(self) -> None:
@@ -308,7 +331,9 @@ class Worker:
         self.connection.send((data, feeds))
         if self.connection.poll(timeout):
             try:
-                return self.connection.recv()
+                outcome, detail, lines = self.connection.recv()
+                self.lines.update(lines)
+                return outcome, detail
             except EOFError:
                 pass
             self.process.join(5)
@@ -357,6 +382,9 @@ def main(argv: list[str] | None = None) -> int:
             outcome, detail = worker.run(mutated, make_feeds(rng, model, seed_feeds),
                                          args.timeout)
             counts[outcome] += 1
+            if (run + 1) % 10000 == 0:
+                print(f"#{run + 1} importer lines: {len(worker.lines)} "
+                      f"findings: {counts['finding']}", flush=True)
             if outcome != "finding":
                 continue
             signature = detail.strip().splitlines()[-1]
@@ -374,7 +402,8 @@ def main(argv: list[str] | None = None) -> int:
     executions = sum(counts.values())
     print(f"executions: {executions} in {elapsed:.1f} s ({executions / elapsed:.1f}/s); "
           f"imported and ran: {counts['ok']}; nxe errors: {counts['error']}; "
-          f"findings: {counts['finding']} ({len(findings)} distinct)")
+          f"findings: {counts['finding']} ({len(findings)} distinct); "
+          f"importer lines reached: {len(worker.lines)}")
     for signature, count in sorted(findings.items(), key=lambda item: -item[1]):
         print(f"  {count:6d}  {signature}")
     return 1 if findings else 0
