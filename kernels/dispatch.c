@@ -346,6 +346,14 @@ const nxe_kernel_table *nxe_kernels(void)
     return &nxe_cpu_detect()->table;
 }
 
+nxe_kernel_table nxe_kernels_replace(const nxe_kernel_table *table)
+{
+    pthread_once(&detect_once, detect);
+    const nxe_kernel_table previous = detected.table;
+    detected.table = *table;
+    return previous;
+}
+
 const char *nxe_isa_level_name(nxe_isa_level level)
 {
     return level_names[level];

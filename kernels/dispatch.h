@@ -76,6 +76,11 @@ const nxe_cpu_detection *nxe_cpu_detect(void);
 /* The table for this process (nxe_cpu_detect()->table). Never NULL. */
 const nxe_kernel_table *nxe_kernels(void);
 
+/* For tests that compare a level against the reference path in one process (the graph
+ * fuzzer): replaces this process's table with `table` and returns the one it replaces. Not
+ * thread-safe: no executable may be compiled, loaded or run while the table changes. */
+nxe_kernel_table nxe_kernels_replace(const nxe_kernel_table *table);
+
 /* "scalar", "avx2", ... */
 const char *nxe_isa_level_name(nxe_isa_level level);
 

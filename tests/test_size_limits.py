@@ -191,6 +191,29 @@ def test_max_ops_at_the_count_compiles_and_one_less_refuses_graph_model_and_bina
         nxe.VirtualMachine(binary, threads=1, limits=nxe.Limits(max_ops=2))
 
 
+def test_graph_limits_refuse_the_op_past_max_ops_and_are_the_compile_default():
+    g = nxe.Graph(limits=nxe.Limits(max_ops=2, max_tensor_bytes=15))
+    x = g.input("x", (4,), "f32")
+    y = g.Relu(x)
+    y = g.Relu(y)
+    with pytest.raises(nxe.InvalidGraphError,
+                       match=r"graph has 2 ops.*raise nxe_limits.max_ops with "
+                             r"nxe_context_set_limits"):
+        g.Relu(y)
+    g.mark_output(y, "y")
+    # 4 floats are above the graph's 15 bytes per tensor; limits given to compile come first.
+    with pytest.raises(nxe.ShapeMismatchError, match="nxe_limits.max_tensor_bytes"):
+        g.compile(threads=1)
+    with pytest.raises(nxe.ShapeMismatchError, match="nxe_limits.max_tensor_bytes"):
+        g.compile_to_binary(threads=1)
+    out = g.compile(threads=1, limits=nxe.Limits()).run({"x": -np.arange(4, dtype=np.float32)})
+    np.testing.assert_array_equal(out["y"], np.zeros(4, np.float32))
+    with pytest.raises(ValueError, match="negative"):
+        nxe.Graph(limits=nxe.Limits(max_ops=-1))
+    with pytest.raises(TypeError, match="nxe.Limits"):
+        nxe.Graph(limits={"max_ops": 2})
+
+
 def test_max_file_bytes_at_the_size_opens_and_one_byte_less_is_refused(tmp_path):
     g = relu_chain(1)
     for kind, data in (("model", nxe.save_model(g)), ("binary", g.compile_to_binary(threads=1))):

@@ -17,7 +17,33 @@ NXE_API nxe_status nxe_context_create(nxe_context **out)
     if (!ctx)
         return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "nxe_context_create: out of memory");
     atomic_init(&ctx->refcount, 1);
+    nxe_limits_resolve(NULL, "nxe_context_create", &ctx->limits); /* the defaults */
     *out = ctx;
+    return NXE_OK;
+}
+
+NXE_API nxe_status nxe_context_set_limits(nxe_context *ctx, const nxe_limits *limits)
+{
+    if (!ctx)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_context_set_limits: context is NULL");
+    nxe_limits resolved;
+    nxe_status status = nxe_limits_resolve(limits, "nxe_context_set_limits", &resolved);
+    if (status == NXE_OK)
+        ctx->limits = resolved;
+    return status;
+}
+
+NXE_API nxe_status nxe_context_get_limits(const nxe_context *ctx, nxe_limits *out)
+{
+    if (!ctx || !out)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_context_get_limits: %s is NULL",
+                         ctx ? "out" : "context");
+    if (out->struct_size < sizeof(nxe_limits))
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                         "nxe_context_get_limits: out->struct_size is %u, expected at least %zu "
+                         "(initialize with NXE_LIMITS_INIT)",
+                         out->struct_size, sizeof(nxe_limits));
+    *out = ctx->limits;
     return NXE_OK;
 }
 

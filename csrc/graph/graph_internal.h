@@ -11,6 +11,7 @@
 
 struct nxe_context {
     atomic_int refcount;
+    nxe_limits limits; /* resolved: what its graphs may grow to and compile with by default */
 };
 
 struct nxe_tensor {

@@ -47,6 +47,12 @@ NXE_API nxe_status nxe_graph_add_op(nxe_graph *graph, const char *op_type, const
         return nxe_error(NXE_ERROR_NOT_FOUND,
                          "nxe_graph_add_op: no op type '%s' is registered (see nxe_op_registry_*)",
                          op_type);
+    const nxe_limits *limits = &graph->context->limits;
+    if (graph->num_ops >= limits->max_ops)
+        return nxe_error(NXE_ERROR_INVALID_GRAPH,
+                         "nxe_graph_add_op: the graph has %d ops, the limit of its context "
+                         "(raise nxe_limits.max_ops with nxe_context_set_limits)",
+                         graph->num_ops);
     char generated[64];
     if (!name || !name[0]) {
         snprintf(generated, sizeof generated, "%s_%d", op_type, graph->num_ops);

@@ -212,7 +212,7 @@ NXE_API nxe_status nxe_graph_compile_to_binary(nxe_graph *graph, const nxe_compi
     if (!graph)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: graph is NULL", where);
     nxe_compile_request request;
-    nxe_status status = nxe_compile_request_from(options, where, &request);
+    nxe_status status = nxe_compile_request_from(graph, options, where, &request);
     if (status != NXE_OK)
         return status;
     request.serialize_only = true;

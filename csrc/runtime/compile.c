@@ -231,11 +231,11 @@ int32_t nxe_default_thread_count(void)
     return online < 1 ? 1 : online > 256 ? 256 : (int32_t)online;
 }
 
-nxe_status nxe_compile_request_from(const nxe_compile_options *options, const char *where,
-                                    nxe_compile_request *request)
+nxe_status nxe_compile_request_from(const nxe_graph *graph, const nxe_compile_options *options,
+                                    const char *where, nxe_compile_request *request)
 {
     *request = (nxe_compile_request){0};
-    const nxe_limits *limits = NULL;
+    const nxe_limits *limits = &graph->context->limits;
     if (options) {
         /* A 0.4 caller's options end after relax_precision. */
         if (options->struct_size <
@@ -246,7 +246,7 @@ nxe_status nxe_compile_request_from(const nxe_compile_options *options, const ch
                              where, options->struct_size, sizeof(nxe_compile_options));
         request->num_threads = options->num_threads;
         request->relax_precision = options->relax_precision;
-        if (options->struct_size >= sizeof(nxe_compile_options))
+        if (options->struct_size >= sizeof(nxe_compile_options) && options->limits)
             limits = options->limits;
     }
     nxe_status status = nxe_limits_resolve(limits, where, &request->limits);
@@ -310,7 +310,7 @@ NXE_API nxe_status nxe_graph_compile(nxe_graph *graph, const nxe_compile_options
     if (!graph)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: graph is NULL", where);
     nxe_compile_request request;
-    nxe_status status = nxe_compile_request_from(options, where, &request);
+    nxe_status status = nxe_compile_request_from(graph, options, where, &request);
     if (status == NXE_OK)
         status = nxe_compile_graph(graph, &request, out);
     if (status != NXE_OK)

@@ -112,9 +112,9 @@ typedef struct nxe_compile_request {
 } nxe_compile_request;
 
 /* Validates `options` (may be NULL; a 0.4 struct_size, without limits, is accepted) into a
- * request; `where` names the caller. */
-nxe_status nxe_compile_request_from(const nxe_compile_options *options, const char *where,
-                                    nxe_compile_request *request);
+ * request; `where` names the caller. Options without limits take `graph`'s context's. */
+nxe_status nxe_compile_request_from(const nxe_graph *graph, const nxe_compile_options *options,
+                                    const char *where, nxe_compile_request *request);
 nxe_status nxe_compile_graph(nxe_graph *graph, const nxe_compile_request *request,
                              nxe_executable **out);
 /* Worker threads for a thread-count option: 0 means one per online CPU. */

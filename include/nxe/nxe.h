@@ -189,6 +189,35 @@ typedef struct nxe_tensor_desc {
 _Static_assert(sizeof(nxe_tensor_desc) == 80, "nxe_tensor_desc must be 80 bytes");
 #endif
 
+/* ---- Resource limits ------------------------------------------------------------------
+ * What compiling a graph, loading a binary or opening a model file may take, so that hostile
+ * or careless input fails with a status instead of exhausting the process. Each field 0 means
+ * its default below; a value above the hard limit of the file formats (65,536 ops, 1 TiB per
+ * stored tensor) is capped there. A request beyond a limit fails before anything is allocated
+ * for it, with a message naming the limit, the size asked for and the field that raises it. */
+
+/* Defaults of the fields of nxe_limits: 1 TiB per tensor, 4 TiB per run of an executable and
+ * per file, 2^24 ops per graph. Since 0.5. */
+#define NXE_DEFAULT_MAX_TENSOR_BYTES 1099511627776ull
+#define NXE_DEFAULT_MAX_ARENA_BYTES 4398046511104ull
+#define NXE_DEFAULT_MAX_FILE_BYTES 4398046511104ull
+#define NXE_DEFAULT_MAX_OPS 16777216
+
+/* Since 0.5. */
+typedef struct nxe_limits {
+    uint32_t struct_size;      /* sizeof(nxe_limits) */
+    uint64_t max_tensor_bytes; /* bytes of one tensor, as declared or as a shape rule makes it:
+                                  NXE_ERROR_SHAPE_MISMATCH beyond it */
+    uint64_t max_arena_bytes;  /* bytes one run of an executable allocates: its arena plus its
+                                  staging buffer: NXE_ERROR_OUT_OF_MEMORY beyond it */
+    uint64_t max_file_bytes;   /* bytes of a model or binary file (or memory image) to open:
+                                  NXE_ERROR_INVALID_ARGUMENT beyond it */
+    int64_t max_ops;           /* ops of a graph to compile, or of a model's graph or a
+                                  binary's plan: NXE_ERROR_INVALID_GRAPH beyond it */
+} nxe_limits;
+/* Every field at its default. Since 0.5. */
+#define NXE_LIMITS_INIT {sizeof(nxe_limits), 0, 0, 0, 0}
+
 /* ---- Context --------------------------------------------------------------------------- */
 
 /* Opaque handles. Since 0.1. */
@@ -204,6 +233,15 @@ typedef struct nxe_executable nxe_executable;
 NXE_API nxe_status nxe_context_create(nxe_context **out);
 /* Graphs keep their context alive: releasing it while graphs exist is safe. Since 0.1. */
 NXE_API void nxe_context_release(nxe_context *ctx);
+/* Sets the limits (nxe_limits, above; NULL = every default) of the context's graphs: each
+ * graph refuses ops past max_ops as they are added (NXE_ERROR_INVALID_GRAPH), and a compile
+ * whose options carry no limits of their own uses these. Not while a graph of the context is
+ * being built or compiled in another thread. NXE_ERROR_INVALID_ARGUMENT (ctx is NULL, a short
+ * struct_size, a negative max_ops); the limits are then unchanged. Since 0.5. */
+NXE_API nxe_status nxe_context_set_limits(nxe_context *ctx, const nxe_limits *limits);
+/* The context's limits, each field resolved (never 0). `out->struct_size` must be set.
+ * NXE_ERROR_INVALID_ARGUMENT (a NULL argument or a short struct_size). Since 0.5. */
+NXE_API nxe_status nxe_context_get_limits(const nxe_context *ctx, nxe_limits *out);
 
 /* ---- Graphs and tensors ---------------------------------------------------------------- */
 
@@ -314,8 +352,9 @@ NXE_API nxe_status nxe_tensor_get_info(const nxe_tensor *tensor, nxe_tensor_info
 
 /* Adds an op of a registered type ("Conv2d", "Add", ...); `name` may be NULL (a name is
  * generated) and is copied. The op belongs to the graph. NXE_ERROR_INVALID_ARGUMENT (a NULL
- * argument), NXE_ERROR_NOT_FOUND (no such op type), NXE_ERROR_OUT_OF_MEMORY; *out is then NULL
- * and the graph unchanged. Since 0.1. */
+ * argument), NXE_ERROR_NOT_FOUND (no such op type), NXE_ERROR_INVALID_GRAPH (since 0.5: the
+ * graph already has the max_ops of its context's limits), NXE_ERROR_OUT_OF_MEMORY; *out is then
+ * NULL and the graph unchanged. Since 0.1. */
 NXE_API nxe_status nxe_graph_add_op(nxe_graph *graph, const char *op_type, const char *name,
                                     nxe_op **out);
 /* Removes an op from the graph, undoing its bindings (e.g. after a failed attribute or
@@ -393,44 +432,16 @@ NXE_API nxe_status nxe_op_registry_count(int32_t *count);
 NXE_API nxe_status nxe_op_registry_get(int32_t index, const nxe_op_info **info);
 NXE_API nxe_status nxe_op_registry_find(const char *op_type, const nxe_op_info **info);
 
-/* ---- Resource limits ------------------------------------------------------------------
- * What compiling a graph, loading a binary or opening a model file may take, so that hostile
- * or careless input fails with a status instead of exhausting the process. Each field 0 means
- * its default below; a value above the hard limit of the file formats (65,536 ops, 1 TiB per
- * stored tensor) is capped there. A request beyond a limit fails before anything is allocated
- * for it, with a message naming the limit, the size asked for and the field that raises it. */
-
-/* Defaults of the fields of nxe_limits: 1 TiB per tensor, 4 TiB per run of an executable and
- * per file, 2^24 ops per graph. Since 0.5. */
-#define NXE_DEFAULT_MAX_TENSOR_BYTES 1099511627776ull
-#define NXE_DEFAULT_MAX_ARENA_BYTES 4398046511104ull
-#define NXE_DEFAULT_MAX_FILE_BYTES 4398046511104ull
-#define NXE_DEFAULT_MAX_OPS 16777216
-
-/* Since 0.5. */
-typedef struct nxe_limits {
-    uint32_t struct_size;      /* sizeof(nxe_limits) */
-    uint64_t max_tensor_bytes; /* bytes of one tensor, as declared or as a shape rule makes it:
-                                  NXE_ERROR_SHAPE_MISMATCH beyond it */
-    uint64_t max_arena_bytes;  /* bytes one run of an executable allocates: its arena plus its
-                                  staging buffer: NXE_ERROR_OUT_OF_MEMORY beyond it */
-    uint64_t max_file_bytes;   /* bytes of a model or binary file (or memory image) to open:
-                                  NXE_ERROR_INVALID_ARGUMENT beyond it */
-    int64_t max_ops;           /* ops of a graph to compile, or of a model's graph or a
-                                  binary's plan: NXE_ERROR_INVALID_GRAPH beyond it */
-} nxe_limits;
-/* Every field at its default. Since 0.5. */
-#define NXE_LIMITS_INIT {sizeof(nxe_limits), 0, 0, 0, 0}
-
 /* ---- Compilation ----------------------------------------------------------------------- */
 
 /* Since 0.1, but for the fields marked otherwise. A struct_size of a 0.4 caller (without
- * `limits`) is accepted and means the defaults. */
+ * `limits`) is accepted and means the context's limits. */
 typedef struct nxe_compile_options {
     uint32_t struct_size;     /* sizeof(nxe_compile_options) */
     int32_t num_threads;      /* worker threads for the executable; 0 = one per online CPU */
     int32_t relax_precision;  /* nonzero: fp32 work may run in bf16 with fp32 accumulation */
-    const nxe_limits *limits; /* since 0.5: NULL = the defaults; borrowed for the call */
+    const nxe_limits *limits; /* since 0.5: NULL = the graph's context's limits
+                                 (nxe_context_set_limits); borrowed for the call */
 } nxe_compile_options;
 /* Since 0.1. */
 #define NXE_COMPILE_OPTIONS_INIT {sizeof(nxe_compile_options), 0, 0, NULL}

@@ -179,15 +179,22 @@ class Graph:
     Besides the generic ``op``, every registered op type is a method (``g.Conv2d(x, w, None,
     strides=[1, 1])``): inputs positionally in schema order, attributes as keywords.
     Calls from several threads take turns.
+
+    ``limits`` (nxe.Limits) bound the graph as it grows (``max_ops``: adding one op more
+    raises InvalidGraphError) and are what ``compile`` and ``compile_to_binary`` enforce when
+    they are given no limits of their own.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, limits: Limits | None = None) -> None:
         self._handle = None
         self._lock = threading.RLock()
+        limits_struct = c_limits(limits)  # checked before anything is created
         context = ffi.new("nxe_context **")
         check(lib.nxe_context_create(context))
+        status = lib.nxe_context_set_limits(context[0], limits_struct)
         graph = ffi.new("nxe_graph **")
-        status = lib.nxe_graph_create(context[0], graph)
+        if status == lib.NXE_OK:
+            status = lib.nxe_graph_create(context[0], graph)
         # The graph holds its own reference to the context.
         lib.nxe_context_release(context[0])
         check(status)
@@ -397,7 +404,8 @@ class Graph:
                 limits: Limits | None = None) -> Executable:
         """Infers shapes, validates and plans the graph. ``threads`` = 0 uses every online CPU;
         ``relax`` lets fp32 work run in bf16 with fp32 accumulation; ``limits`` (nxe.Limits)
-        bounds the op count, each tensor's bytes and a run's memory."""
+        bounds the op count, each tensor's bytes and a run's memory (None: the graph's own
+        limits, ``Graph(limits=...)``)."""
         self._require_open()
         options = ffi.new("nxe_compile_options *")
         options.struct_size = ffi.sizeof("nxe_compile_options")

@@ -101,6 +101,49 @@ int main(void)
         failures++;
     }
     nxe_graph_release(g);
+
+    /* The context's limits: a graph refuses the op past max_ops as it is added, and a compile
+     * without limits of its own enforces the context's. */
+    nxe_limits bad = NXE_LIMITS_INIT;
+    bad.max_ops = -1;
+    EXPECT(nxe_context_set_limits(ctx, &bad), NXE_ERROR_INVALID_ARGUMENT, "negative");
+    bad.struct_size = 8;
+    EXPECT(nxe_context_set_limits(ctx, &bad), NXE_ERROR_INVALID_ARGUMENT, "struct_size");
+    EXPECT(nxe_context_set_limits(NULL, &limits), NXE_ERROR_INVALID_ARGUMENT, "NULL");
+    nxe_limits got = NXE_LIMITS_INIT;
+    EXPECT(nxe_context_get_limits(ctx, &got), NXE_OK, NULL);
+    if (got.max_ops != NXE_DEFAULT_MAX_OPS || got.max_tensor_bytes != NXE_DEFAULT_MAX_TENSOR_BYTES) {
+        fprintf(stderr, "size_limits.c: a new context's limits are not the defaults\n");
+        failures++;
+    }
+    limits = (nxe_limits)NXE_LIMITS_INIT;
+    limits.max_ops = 2;
+    limits.max_tensor_bytes = 63;
+    EXPECT(nxe_context_set_limits(ctx, &limits), NXE_OK, NULL);
+    EXPECT(nxe_context_get_limits(ctx, &got), NXE_OK, NULL);
+    if (got.max_ops != 2 || got.max_tensor_bytes != 63 ||
+        got.max_arena_bytes != NXE_DEFAULT_MAX_ARENA_BYTES) {
+        fprintf(stderr, "size_limits.c: the context's limits did not read back\n");
+        failures++;
+    }
+    g = expand_graph(ctx, sixteen, 1, 2);
+    nxe_op *third = NULL;
+    EXPECT(nxe_graph_add_op(g, "Relu", "third", &third), NXE_ERROR_INVALID_GRAPH,
+           "raise nxe_limits.max_ops with nxe_context_set_limits");
+    options.limits = NULL; /* the context's: 16 floats are above 63 bytes */
+    EXPECT(nxe_graph_compile(g, &options, &exe), NXE_ERROR_SHAPE_MISMATCH,
+           "nxe_limits.max_tensor_bytes");
+    nxe_limits roomy = NXE_LIMITS_INIT; /* the compile's own limits come first */
+    options.limits = &roomy;
+    EXPECT(nxe_graph_compile(g, &options, &exe), NXE_OK, NULL);
+    nxe_executable_release(exe);
+    nxe_graph_release(g);
+    EXPECT(nxe_context_set_limits(ctx, NULL), NXE_OK, NULL);
+    EXPECT(nxe_context_get_limits(ctx, &got), NXE_OK, NULL);
+    if (got.max_ops != NXE_DEFAULT_MAX_OPS) {
+        fprintf(stderr, "size_limits.c: NULL limits did not restore the defaults\n");
+        failures++;
+    }
     nxe_context_release(ctx);
     if (failures)
         return 1;

@@ -1,7 +1,9 @@
 /* fuzz_graph.c — libFuzzer harness over the graph builder and compiler: the input bytes choose
  * a graph of registered ops (types, shapes with 0, 1 and huge dims, attributes within and
  * beyond their schemas, edges), built through the public API and compiled; what compiles runs
- * on small deterministic inputs. Every failure must be a status with a message, never a crash. */
+ * on small deterministic inputs, and fp32 plans again on the reference path (the kernel table's
+ * scalar row), whose outputs the machine's kernels must match. Every failure must be a status
+ * with a message, never a crash. */
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -10,6 +12,8 @@
 #include <string.h>
 
 #include <nxe/nxe.h>
+
+#include "dispatch.h" /* the reference path: the kernel table's scalar row */
 
 #define REQUIRE(cond)                                                                              \
     do {                                                                                           \
@@ -406,8 +410,135 @@ static uint64_t add_bounded(uint64_t total, uint64_t bytes)
     return total > MAX_RUN_BYTES || bytes > MAX_RUN_BYTES ? MAX_RUN_BYTES + 1 : total + bytes;
 }
 
-/* Runs a compiled graph on deterministic inputs when its plan is small. */
-static void run_small(nxe_executable *exe)
+/* IEEE half to float, for comparing f16 outputs. */
+static float half_to_float(uint16_t h)
+{
+    int exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+    float magnitude = exponent == 0    ? ldexpf((float)mantissa, -24)
+                      : exponent == 31 ? (mantissa ? NAN : INFINITY)
+                                       : ldexpf((float)(mantissa | 0x400), exponent - 25);
+    return (h & 0x8000) ? -magnitude : magnitude;
+}
+
+/* Element i of a floating-point output as a double; false for the other dtypes. */
+static int float_element(const nxe_tensor_desc *d, int64_t i, double *v)
+{
+    if ((uint64_t)i >= d->data_size / (size_t)(d->dtype_bits / 8 ? d->dtype_bits / 8 : 1))
+        return 0;
+    if (d->dtype_code == NXE_DL_FLOAT && d->dtype_bits == 32)
+        *v = ((const float *)d->data)[i];
+    else if (d->dtype_code == NXE_DL_FLOAT && d->dtype_bits == 64)
+        *v = ((const double *)d->data)[i];
+    else if (d->dtype_code == NXE_DL_FLOAT && d->dtype_bits == 16)
+        *v = half_to_float(((const uint16_t *)d->data)[i]);
+    else if (d->dtype_code == NXE_DL_BFLOAT && d->dtype_bits == 16) {
+        uint32_t bits = (uint32_t)((const uint16_t *)d->data)[i] << 16;
+        float f;
+        memcpy(&f, &bits, sizeof f);
+        *v = f;
+    } else
+        return 0;
+    return 1;
+}
+
+/* The machine's kernels against the reference path: integer and boolean outputs must match
+ * exactly; floating-point elements must be the same kind of non-finite value, or finite and
+ * within 1e-3 (2e-2 for 16-bit floats) of the output's largest finite reference magnitude
+ * plus one, as the kernels sum in other orders. */
+static void compare_outputs(const nxe_tensor_desc *got, const nxe_tensor_desc *want, int32_t n)
+{
+    for (int32_t o = 0; o < n; o++) {
+        REQUIRE(got[o].data_size == want[o].data_size && got[o].ndim == want[o].ndim);
+        double scratch;
+        if (want[o].data_size == 0)
+            continue;
+        if (!float_element(&want[o], 0, &scratch)) {
+            if (memcmp(got[o].data, want[o].data, want[o].data_size) != 0) {
+                fprintf(stderr, "fuzz_graph: output %d differs from the reference path\n", o);
+                __builtin_trap();
+            }
+            continue;
+        }
+        const int64_t count = (int64_t)(want[o].data_size / (size_t)(want[o].dtype_bits / 8));
+        double scale = 1.0;
+        for (int64_t i = 0; i < count; i++) {
+            double w;
+            float_element(&want[o], i, &w);
+            if (isfinite(w) && fabs(w) + 1.0 > scale)
+                scale = fabs(w) + 1.0;
+        }
+        const double tolerance = (want[o].dtype_bits == 16 ? 2e-2 : 1e-3) * scale;
+        for (int64_t i = 0; i < count; i++) {
+            double g, w;
+            float_element(&got[o], i, &g);
+            float_element(&want[o], i, &w);
+            const int same = isnan(w)   ? isnan(g)
+                             : isinf(w) ? g == w
+                                        : isfinite(g) && fabs(g - w) <= tolerance;
+            if (!same) {
+                fprintf(stderr,
+                        "fuzz_graph: output %d element %lld is %.9g, the reference path gives "
+                        "%.9g (tolerance %.3g)\n",
+                        o, (long long)i, g, w, tolerance);
+                __builtin_trap();
+            }
+        }
+    }
+}
+
+/* Outputs sized like `descs`, data allocated; NULL when out of memory. */
+static nxe_tensor_desc *alloc_outputs(const nxe_tensor_desc *descs, int32_t n)
+{
+    nxe_tensor_desc *out = calloc((size_t)n + 1, sizeof *out);
+    for (int32_t i = 0; out && i < n; i++) {
+        out[i] = descs[i];
+        out[i].data = malloc(out[i].data_size ? out[i].data_size : 1);
+        if (!out[i].data) {
+            while (i-- > 0)
+                free(out[i].data);
+            free(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+static void free_outputs(nxe_tensor_desc *out, int32_t n)
+{
+    for (int32_t i = 0; out && i < n; i++)
+        free(out[i].data);
+    free(out);
+}
+
+/* The same graph compiled again with this process's kernel table replaced by the scalar row
+ * (the reference path of every op), run on the same inputs; the outputs must agree. */
+static void check_against_reference(nxe_graph *graph, const nxe_compile_options *options,
+                                    const nxe_tensor_desc *in, int32_t num_inputs,
+                                    const nxe_tensor_desc *got, int32_t num_outputs)
+{
+    int32_t rows = 0;
+    const nxe_kernel_table *reference = &nxe_kernel_rows(&rows)[0];
+    if (nxe_kernels()->level == reference->level)
+        return; /* the machine runs the reference path already */
+    const nxe_kernel_table machine = nxe_kernels_replace(reference);
+    nxe_executable *exe = NULL;
+    nxe_status status = nxe_graph_compile(graph, options, &exe);
+    REQUIRE_MESSAGE(status);
+    nxe_tensor_desc *want = alloc_outputs(got, num_outputs);
+    if (exe && want) {
+        status = nxe_executable_run(exe, in, num_inputs, want, num_outputs);
+        REQUIRE_MESSAGE(status);
+        if (status == NXE_OK)
+            compare_outputs(got, want, num_outputs);
+    }
+    free_outputs(want, num_outputs);
+    nxe_executable_release(exe);
+    nxe_kernels_replace(&machine);
+}
+
+/* Runs a compiled graph on deterministic inputs when its plan is small, copying out and
+ * without copies, and (fp32 plans) against the reference path. */
+static void run_small(nxe_executable *exe, nxe_graph *graph, const nxe_compile_options *options)
 {
     nxe_memory_info memory = {.struct_size = sizeof memory};
     REQUIRE(nxe_executable_memory_info(exe, &memory) == NXE_OK);
@@ -415,15 +546,15 @@ static void run_small(nxe_executable *exe)
     int32_t num_inputs = 0, num_outputs = 0;
     REQUIRE(nxe_executable_io_count(exe, &num_inputs, &num_outputs) == NXE_OK);
     nxe_tensor_desc *in = calloc((size_t)num_inputs + 1, sizeof *in);
-    nxe_tensor_desc *out = calloc((size_t)num_outputs + 1, sizeof *out);
-    REQUIRE(in && out);
+    nxe_tensor_desc *descs = calloc((size_t)num_outputs + 1, sizeof *descs);
+    REQUIRE(in && descs);
     for (int32_t i = 0; i < num_inputs; i++) {
         REQUIRE(nxe_executable_input_desc(exe, i, &in[i], NULL) == NXE_OK);
         total = add_bounded(total, in[i].data_size);
     }
     for (int32_t i = 0; i < num_outputs; i++) {
-        REQUIRE(nxe_executable_output_desc(exe, i, &out[i], NULL) == NXE_OK);
-        total = add_bounded(total, out[i].data_size);
+        REQUIRE(nxe_executable_output_desc(exe, i, &descs[i], NULL) == NXE_OK);
+        total = add_bounded(total, descs[i].data_size);
     }
     if (total <= MAX_RUN_BYTES) {
         int ok = 1;
@@ -439,11 +570,8 @@ static void run_small(nxe_executable *exe)
             else if (ok)
                 memset(in[i].data, 1, in[i].data_size);
         }
-        for (int32_t i = 0; i < num_outputs && ok; i++) {
-            out[i].data = malloc(out[i].data_size ? out[i].data_size : 1);
-            ok = out[i].data != NULL;
-        }
-        if (ok) {
+        nxe_tensor_desc *out = ok ? alloc_outputs(descs, num_outputs) : NULL;
+        if (out) {
             nxe_status status = nxe_executable_run(exe, in, num_inputs, out, num_outputs);
             REQUIRE_MESSAGE(status);
             if (status == NXE_OK) {
@@ -452,15 +580,16 @@ static void run_small(nxe_executable *exe)
                 status = nxe_executable_run_nocopy(exe, in, num_inputs, zero_copy, num_outputs);
                 REQUIRE_MESSAGE(status);
                 free(zero_copy);
+                if (!options->relax_precision)
+                    check_against_reference(graph, options, in, num_inputs, out, num_outputs);
             }
         }
+        free_outputs(out, num_outputs);
         for (int32_t i = 0; i < num_inputs; i++)
             free(in[i].data);
-        for (int32_t i = 0; i < num_outputs; i++)
-            free(out[i].data);
     }
     free(in);
-    free(out);
+    free(descs);
 }
 
 /* A compiled graph also serializes and loads back. */
@@ -511,7 +640,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     REQUIRE_MESSAGE(status);
     REQUIRE((status == NXE_OK) == (exe != NULL));
     if (exe) {
-        run_small(exe);
+        run_small(exe, g.graph, &options);
         nxe_executable_release(exe);
         if (flags & 2)
             round_trip_binary(g.graph, &options);
