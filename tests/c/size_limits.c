@@ -112,7 +112,8 @@ int main(void)
     EXPECT(nxe_context_set_limits(NULL, &limits), NXE_ERROR_INVALID_ARGUMENT, "NULL");
     nxe_limits got = NXE_LIMITS_INIT;
     EXPECT(nxe_context_get_limits(ctx, &got), NXE_OK, NULL);
-    if (got.max_ops != NXE_DEFAULT_MAX_OPS || got.max_tensor_bytes != NXE_DEFAULT_MAX_TENSOR_BYTES) {
+    if (got.max_ops != NXE_DEFAULT_MAX_OPS ||
+        got.max_tensor_bytes != NXE_DEFAULT_MAX_TENSOR_BYTES) {
         fprintf(stderr, "size_limits.c: a new context's limits are not the defaults\n");
         failures++;
     }
