@@ -138,6 +138,31 @@ def test_graph_at_the_file_formats_op_limit_builds_saves_opens_and_runs():
         np.testing.assert_array_equal(vm["main"](x), x)
 
 
+def test_thousands_of_buffers_alive_at_once_plan_in_linear_time_and_reuse_memory():
+    # Two wide sections: 2,000 products of x, concatenated, then 2,000 products of that. Every
+    # product of a section is alive at once, so greedy placement would look at millions of
+    # pairs; the plan reuses slots by size class instead, and the second section's buffers
+    # take the first's. Each product has its own factor, so a slot shared by two live buffers
+    # shows in the result.
+    width, n = 4, 2_000
+    g = nxe.Graph()
+    x = g.input("x", (width,), "f32")
+    first = g.op("Concat", [g.Mul(x, g.constant(np.float32(i + 1))) for i in range(n)],
+                 axis=0)[0]
+    second = g.op("Concat", [g.Mul(first, g.constant(np.float32(-i))) for i in range(n)],
+                  axis=0)[0]
+    g.mark_output(second, "y")
+    exe = g.compile(threads=1)
+    xv = np.arange(1, width + 1, dtype=np.float32)
+    want = np.concatenate([np.concatenate([xv * (i + 1) for i in range(n)]) * -j
+                           for j in range(n)])
+    np.testing.assert_array_equal(exe.run({"x": xv})["y"], want)
+    # At most twice, per size class, the bytes alive at once: the second section's products
+    # (n of n * width floats) with the first concatenation.
+    alive = (n + 1) * n * width * 4
+    assert exe.memory_info()["arena_bytes"] <= 2 * alive
+
+
 # ---- nxe.Limits: each limit at its value and one past -------------------------------------
 
 def relu_chain(length, size=16):

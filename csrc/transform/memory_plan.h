@@ -13,7 +13,9 @@ typedef struct nxe_buffer_request {
 
 /* Gives each request a 64-byte aligned offset and the arena size they need together.
  * Larger buffers are placed first, each at the lowest offset that avoids every placed buffer
- * whose lifetime intersects its own. */
+ * whose lifetime intersects its own; where that would cost more than linear time (thousands
+ * of buffers alive at once), buffers reuse the freed slots of their power-of-two size class
+ * in step order instead. */
 nxe_status nxe_plan_memory(const nxe_buffer_request *requests, int32_t count, uint64_t *offsets,
                            uint64_t *arena_size);
 
