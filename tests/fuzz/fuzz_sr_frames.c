@@ -89,14 +89,29 @@ static bool options_valid(const nxe_sr_options *o)
 
 /* A session with these options for frames of this size, opened once and kept; NULL where
  * open must refuse the options. */
+static bool same_options(const nxe_sr_options *a, const nxe_sr_options *b)
+{
+    return a->tile_size == b->tile_size && a->tile_overlap == b->tile_overlap &&
+           a->precision == b->precision;
+}
+
 static nxe_sr *session_for(const nxe_sr_options *options, int32_t width, int32_t height)
 {
-    for (int i = 0; i < SESSIONS; i++)
-        if (sessions[i].sr && sessions[i].options.tile_size == options->tile_size &&
-            sessions[i].options.tile_overlap == options->tile_overlap &&
-            sessions[i].options.precision == options->precision && sessions[i].width == width &&
-            sessions[i].height == height)
+    int reusable = -1; /* a session with these options, compiled for another frame size */
+    for (int i = 0; i < SESSIONS; i++) {
+        if (!sessions[i].sr || !same_options(&sessions[i].options, options))
+            continue;
+        if (sessions[i].width == width && sessions[i].height == height)
             return sessions[i].sr;
+        reusable = i;
+    }
+    /* Recompiling a session for a new frame size costs less than opening one, which reads
+     * and verifies the model file again. */
+    if (reusable >= 0) {
+        sessions[reusable].width = width;
+        sessions[reusable].height = height;
+        return sessions[reusable].sr;
+    }
     nxe_sr *sr = (nxe_sr *)&next_session; /* open must overwrite it */
     nxe_status status = nxe_sr_open(FUZZ_SR_MODEL, options, &sr);
     if (!options_valid(options)) {
