@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -101,6 +102,7 @@ def test_chrome_trace_has_a_complete_event_per_step_per_run(exe, x, tmp_path):
     for event in events:
         assert {"name", "cat", "ph", "ts", "dur", "pid", "tid", "args"} <= set(event)
         assert event["ph"] == "X"
+        assert (event["pid"], event["tid"]) == (os.getpid(), threading.get_native_id())
     nodes = [e for e in events if e["cat"] == "Node"]
     runs = [e for e in events if e["cat"] == "Session"]
     assert len(runs) == RUNS

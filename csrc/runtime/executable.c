@@ -914,10 +914,15 @@ NXE_API nxe_status nxe_executable_get_profile(const nxe_executable *exe, nxe_pro
                          exe ? "count" : "exe");
     if (steps && capacity < 0)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: capacity is %d", where, capacity);
-    if (steps && steps[0].struct_size < sizeof(nxe_profile_step))
+    /* The stride of the caller's array: a later, larger struct keeps every element aligned. */
+    if (steps && capacity > 0 &&
+        (steps[0].struct_size < sizeof(nxe_profile_step) ||
+         steps[0].struct_size % _Alignof(nxe_profile_step) != 0))
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
-                         "%s: steps[0].struct_size is %u, expected at least %zu", where,
-                         steps[0].struct_size, sizeof(nxe_profile_step));
+                         "%s: steps[0].struct_size is %u, expected at least %zu and a multiple "
+                         "of %zu",
+                         where, steps[0].struct_size, sizeof(nxe_profile_step),
+                         _Alignof(nxe_profile_step));
     if (!exe->runs->profile)
         return nxe_error(NXE_ERROR_NOT_FOUND, "%s: the executable cannot run, so has no profile",
                          where);

@@ -597,11 +597,11 @@ typedef struct nxe_profile_step {
 /* Describes each step of the kept profile in steps[0 .. *count), in plan order; the elements
  * lie steps[0].struct_size bytes apart and each gets that struct_size back. With steps NULL
  * only *count is set (the plan's step count, nxe_memory_info.num_steps): two-call pattern.
- * NXE_ERROR_INVALID_ARGUMENT (exe or count NULL, a negative capacity, a steps[0].struct_size
- * short of the 0.5 struct), NXE_ERROR_NOT_FOUND (no run has been profiled since profiling was
- * turned on), NXE_ERROR_BUFFER_TOO_SMALL (capacity below the step count; *count is then the
- * count needed); on any other failure *count is 0, and on every failure the steps are
- * unchanged. Since 0.5. */
+ * NXE_ERROR_INVALID_ARGUMENT (exe or count NULL, a negative capacity, a positive capacity
+ * with a steps[0].struct_size short of the 0.5 struct or not a multiple of its alignment),
+ * NXE_ERROR_NOT_FOUND (no run has been profiled since profiling was turned on),
+ * NXE_ERROR_BUFFER_TOO_SMALL (capacity below the step count; *count is then the count needed);
+ * on any other failure *count is 0, and on every failure the steps are unchanged. Since 0.5. */
 NXE_API nxe_status nxe_executable_get_profile(const nxe_executable *exe, nxe_profile_step *steps,
                                               int32_t capacity, int32_t *count);
 

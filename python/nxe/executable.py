@@ -161,12 +161,14 @@ class ProfileStep:
 
 @dataclass(frozen=True)
 class RunProfile:
-    """One profiled run: its steps, when it began (``time.perf_counter_ns``) and its wall time
-    as the caller saw it, staging and copies included."""
+    """One profiled run: its steps, when it began (``time.perf_counter_ns``), its wall time as
+    the caller saw it (staging and copies included) and the native id of the thread it ran
+    on."""
 
     begin_ns: int
     wall_ns: int
     steps: tuple[ProfileStep, ...]
+    thread_id: int
 
 
 def _shape_text(shape: tuple[int, ...] | None) -> str:
@@ -228,11 +230,12 @@ class Profile:
         """The runs as Chrome trace events (chrome://tracing, Perfetto): a complete ("X")
         event of category "Node" per step of each run, inside one of category "Session" per
         run; times in microseconds from the first run's start."""
-        pid, tid = os.getpid(), threading.get_native_id()
+        pid = os.getpid()
         origin = self.runs[0].begin_ns if self.runs else 0
         events: list[dict[str, Any]] = []
         for number, run in enumerate(self.runs):
             begin_us = (run.begin_ns - origin) / 1e3
+            tid = run.thread_id
             events.append({"name": "run", "cat": "Session", "ph": "X", "ts": begin_us,
                            "dur": run.wall_ns / 1e3, "pid": pid, "tid": tid,
                            "args": {"run": number}})
@@ -460,7 +463,8 @@ class Executable:
                 begin = time.perf_counter_ns()
                 self.run(*args)
                 wall = time.perf_counter_ns() - begin
-                profiled.append(RunProfile(begin, wall, tuple(self.last_profile())))
+                profiled.append(RunProfile(begin, wall, tuple(self.last_profile()),
+                                           threading.get_native_id()))
         finally:
             self.set_profiling(False)
         return Profile(profiled)

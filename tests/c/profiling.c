@@ -233,6 +233,13 @@ static void test_profile(nxe_executable *exe)
     CHECK(count == num_steps);
     CHECK(steps[0].op_type == NULL); /* unchanged on failure */
     count = -1;
+    CHECK_STATUS(nxe_executable_get_profile(exe, steps, 0, &count), NXE_ERROR_BUFFER_TOO_SMALL);
+    CHECK(count == num_steps);
+    steps[0].struct_size = sizeof steps[0] + 4; /* would misalign the next element */
+    CHECK_STATUS(nxe_executable_get_profile(exe, steps, 8, &count), NXE_ERROR_INVALID_ARGUMENT);
+    CHECK(count == 0 && steps[0].op_type == NULL);
+    steps[0].struct_size = sizeof steps[0];
+    count = -1;
     CHECK_STATUS(nxe_executable_get_profile(exe, steps, 8, &count), NXE_OK);
     CHECK(count == num_steps);
     if (count == num_steps)
