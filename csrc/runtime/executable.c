@@ -1,5 +1,6 @@
 /* executable.c — running a compiled plan: checks the caller's descriptors, stages inputs,
- * calls each step's op and hands outputs back by copy (run) or in place (run_nocopy).
+ * calls each step's op and hands outputs back by copy (run) or in place (run_nocopy); times
+ * each step when profiling is on.
  *
  * Runs from several threads at once are each correct: a run takes a run context (its own
  * arena, workspace, staging and value descriptors) from the executable's pool, and the plan

@@ -3,9 +3,11 @@
 Inputs are checked here against the executable's own descriptions so a wrong array gets a
 message naming the input. Inputs may be numpy arrays, objects numpy reads (``__array__``,
 ``__array_interface__``, sequences) or DLPack producers (``__dlpack__``: PyTorch, JAX, CuPy on
-the CPU), which are read where they lie. run() returns fresh arrays the caller owns;
-run_nocopy() and create_input() return arrays living in the executable's staging buffer, which
-keep it alive. profile() times each step of the plan (nxe_executable_get_profile).
+the CPU), which are read where they lie when C-contiguous; like a numpy array, a strided one is
+copied once into C order, and its dtype must be the input's (no silent cast). run() returns
+fresh arrays the caller owns; run_nocopy() and create_input() return arrays living in the
+executable's staging buffer, which keep it alive. profile() times each step of the plan
+(nxe_executable_get_profile).
 
 Every call into the library releases the GIL. The library lets several threads use one
 executable at once (each run has its own memory), so no lock is taken here; each method reads
