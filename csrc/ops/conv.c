@@ -1,6 +1,7 @@
 /* conv.c — the conv op family: Conv1d/2d/3d, ConvTranspose1d/2d/3d and DepthToSpace. Schemas,
  * shape rules and lowering to kernels/ref/conv; no arithmetic on tensor data lives here. */
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ops/op_def.h"
@@ -933,6 +934,15 @@ static const nxe_op_attr_info depth_to_space_attrs[] = {
     {"layout", "Memory layout of X and Y, \"NCHW\" or \"NHWC\".", NXE_ATTR_STRING, "\"NCHW\""},
 };
 
+static void conv_kernel_name(const void *prepared_in, char *name, size_t size)
+{
+    const conv_prepared *prepared = prepared_in;
+    if (prepared->kernel)
+        snprintf(name, size, "%s", prepared->kernel->name);
+    else
+        snprintf(name, size, "f32-depthwise-%s", prepared->kernels->name);
+}
+
 #define CONV_DEF(op_name, id, summary, outputs_, infer_, run_, prepare_, run_prepared_)            \
     {NXE_INFO(op_name, summary, id##_inputs, outputs_, id##_attrs),                                \
      sizeof(conv_params),                                                                          \
@@ -940,7 +950,8 @@ static const nxe_op_attr_info depth_to_space_attrs[] = {
      run_,                                                                                         \
      prepare_,                                                                                     \
      run_prepared_,                                                                                \
-     NULL}
+     NULL,                                                                                         \
+     conv_kernel_name}
 
 static const nxe_op_def conv_defs[] = {
     CONV_DEF("Conv1d", conv1d,

@@ -2,6 +2,7 @@
  * Schemas, shape rules and lowering: onto the packed GEMM (kernels/gemm.h) wherever the level
  * has a microkernel, onto the reference GEMM of kernels/ref/matmul at the scalar level. */
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ops/op_def.h"
@@ -805,22 +806,30 @@ static const nxe_op_param_info fully_connected_outputs[] = {
     {"Y", "[..., N] = X @ W^T + B.", NXE_MASK_FLOAT, 0, 0},
 };
 
+static void gemm_kernel_name(const void *prepared, char *name, size_t size)
+{
+    snprintf(name, size, "%s", ((const gemm_prepared *)prepared)->kernel->name);
+}
+
 static const nxe_op_def matmul_defs[] = {
     {NXE_INFO_NOATTR("MatMul",
                      "Matrix product with numpy matmul semantics: batch dimensions broadcast, "
                      "1-D operands are promoted and their axis dropped.",
                      matmul_inputs, matmul_outputs),
-     sizeof(matmul_params), matmul_infer, matmul_run, matmul_prepare, matmul_run_prepared, NULL},
+     sizeof(matmul_params), matmul_infer, matmul_run, matmul_prepare, matmul_run_prepared, NULL,
+     gemm_kernel_name},
     {NXE_INFO("Gemm",
               "General matrix multiply Y = alpha * op(A) @ op(B) + beta * C on 2-D operands, "
               "op() optionally transposing.",
               gemm_inputs, gemm_outputs, gemm_attrs),
-     sizeof(gemm_params), gemm_infer, gemm_run, gemm_prepare, gemm_run_prepared, NULL},
+     sizeof(gemm_params), gemm_infer, gemm_run, gemm_prepare, gemm_run_prepared, NULL,
+     gemm_kernel_name},
     {NXE_INFO_NOATTR("FullyConnected",
                      "Dense layer Y = X @ W^T + B over the last dimension of X, with W stored "
                      "[out_features, in_features].",
                      fully_connected_inputs, fully_connected_outputs),
-     sizeof(gemm_params), fully_connected_infer, gemm_run, gemm_prepare, gemm_run_prepared, NULL},
+     sizeof(gemm_params), fully_connected_infer, gemm_run, gemm_prepare, gemm_run_prepared, NULL,
+     gemm_kernel_name},
 };
 
 const nxe_op_family nxe_ops_matmul = {matmul_defs,

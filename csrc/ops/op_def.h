@@ -90,6 +90,10 @@ typedef nxe_status (*nxe_op_run_prepared_fn)(const void *params, const void *pre
 typedef bool (*nxe_op_as_activation_fn)(const void *params, const nxe_value *inputs,
                                         int32_t num_inputs, nxe_epilogue *epilogue);
 
+/* With prepare: the name of the kernel a prepared step runs ("f32-gemm-8x48-avx512"), written
+ * NUL-terminated into name[size], for profiles (nxe_executable_get_profile). */
+typedef void (*nxe_op_kernel_name_fn)(const void *prepared, char *name, size_t size);
+
 typedef struct nxe_op_def {
     nxe_op_info info; /* the published schema */
     size_t params_size;
@@ -98,6 +102,7 @@ typedef struct nxe_op_def {
     nxe_op_prepare_fn prepare; /* optional, with run_prepared */
     nxe_op_run_prepared_fn run_prepared;
     nxe_op_as_activation_fn as_activation; /* optional */
+    nxe_op_kernel_name_fn kernel_name;     /* with prepare */
 } nxe_op_def;
 
 /* Each op family file exports a table; the registry (csrc/ops/registry.c) lists them. */

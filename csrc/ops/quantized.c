@@ -3,6 +3,7 @@
  * at run time; shape rules and lowering only, the arithmetic lives in kernels/ref/quantized. */
 #include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ops/op_def.h"
@@ -886,6 +887,11 @@ static const nxe_op_param_info dynamic_quantize_outputs[] = {
      NXE_MASK(NXE_DTYPE_U8), 0, 0},
 };
 
+static void qmatmul_kernel_name(const void *prepared, char *name, size_t size)
+{
+    snprintf(name, size, "%s", ((const qmatmul_prepared *)prepared)->kernel->name);
+}
+
 static const nxe_op_def quantized_defs[] = {
     {NXE_INFO_NOATTR("MatMulInteger",
                      "Integer matrix product of u8/i8 operands with zero points, accumulated in "
@@ -893,7 +899,7 @@ static const nxe_op_def quantized_defs[] = {
                      "broadcast as in MatMul.",
                      matmul_integer_inputs, matmul_integer_outputs),
      sizeof(qmatmul_params), matmul_integer_infer, qmatmul_run, qmatmul_prepare,
-     qmatmul_run_prepared},
+     qmatmul_run_prepared, NULL, qmatmul_kernel_name},
     {NXE_INFO_NOATTR("QLinearMatMul",
                      "Quantized matrix product: int32 accumulation of the zero-point-shifted "
                      "operands, then requantization to u8/i8 with the multiplier a_scale * "
@@ -901,7 +907,7 @@ static const nxe_op_def quantized_defs[] = {
                      "even and saturating. Scales and zero points are read at run time.",
                      qlinear_matmul_inputs, qlinear_matmul_outputs),
      sizeof(qmatmul_params), qlinear_matmul_infer, qmatmul_run, qmatmul_prepare,
-     qmatmul_run_prepared},
+     qmatmul_run_prepared, NULL, qmatmul_kernel_name},
     {NXE_INFO("ConvInteger",
               "2-D convolution (NCHW) of u8/i8 input and weights with zero points, accumulated "
               "in int32 (wrapping). Padding behaves as the input's zero point.",

@@ -1,5 +1,6 @@
 /* executable.c — running a compiled plan: checks the caller's descriptors, stages inputs,
- * calls each step's op and hands outputs back by copy (run) or in place (run_nocopy).
+ * calls each step's op and hands outputs back by copy (run) or in place (run_nocopy); times
+ * each step when profiling is on.
  *
  * Runs from several threads at once are each correct: a run takes a run context (its own
  * arena, workspace, staging and value descriptors) from the executable's pool, and the plan
@@ -21,6 +22,7 @@
 #define _POSIX_C_SOURCE 200809L /* pthread_rwlock_t */
 #include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #include "runtime/executable_internal.h"
 
@@ -37,6 +39,7 @@ struct nxe_run_context {
     void *workspace;
     uint8_t *staging;  /* [result area][input slots] */
     nxe_value *values; /* one step's input and output descriptors, filled in for each call */
+    uint64_t *timings; /* a profiled run's start and elapsed ns per step (2 * num_steps) */
     /* Guarded by the pool's lock. */
     bool busy; /* a run is using it */
     bool held; /* `holder` has run_nocopy results in it */
@@ -48,6 +51,10 @@ struct nxe_run_pool {
     nxe_run_context *contexts; /* busy or not */
     uint64_t created_used;     /* bytes of the created-input region handed out */
     nxe_run_stats stats;
+    bool profiling;              /* runs starting now record their step timings */
+    uint64_t profile_generation; /* counts the times profiling was turned on */
+    bool has_profile;            /* `profile` holds a run of this generation */
+    uint64_t *profile;           /* that run's timings, as a context's */
     /* Runs share it, or hold it alone when a step writes a variable; reading and writing a
      * variable by name take it too. */
     pthread_rwlock_t variables;
@@ -62,6 +69,7 @@ static void run_context_release(nxe_run_context *context)
     nxe_free(context->workspace);
     nxe_free(context->staging);
     nxe_free(context->values);
+    nxe_free(context->timings);
     nxe_free(context);
 }
 
@@ -79,9 +87,10 @@ static nxe_status run_context_create(const nxe_executable *exe, nxe_run_context 
         context->workspace = nxe_alloc(exe->workspace_bytes);
         context->staging = nxe_alloc((size_t)exe->io_bytes);
         context->values = nxe_alloc(sizeof(nxe_value) * (size_t)(values + 1));
+        context->timings = nxe_alloc(sizeof(uint64_t) * 2 * (size_t)(exe->num_steps + 1));
     }
     if (!context || !context->data || !context->arena || !context->workspace || !context->staging ||
-        !context->values) {
+        !context->values || !context->timings) {
         run_context_release(context);
         return nxe_error(NXE_ERROR_OUT_OF_MEMORY,
                          "out of memory for a run's %llu-byte arena, %zu-byte workspace and "
@@ -102,13 +111,15 @@ static nxe_status run_context_create(const nxe_executable *exe, nxe_run_context 
 }
 
 /* A context for a run on this thread: the one holding this thread's run_nocopy results, else
- * an idle one, else a new one. `*was_held` says whether it held results. */
+ * an idle one, else a new one. `*was_held` says whether it held results, `*profile` whether
+ * the run records its step timings: the profiling generation it belongs to, 0 for none. */
 static nxe_status acquire_run_context(nxe_executable *exe, const char *where, nxe_run_context **out,
-                                      bool *was_held)
+                                      bool *was_held, uint64_t *profile)
 {
     const pthread_t self = pthread_self();
     nxe_run_context *context = NULL;
     pthread_mutex_lock(&exe->runs->lock);
+    *profile = exe->runs->profiling ? exe->runs->profile_generation : 0;
     for (nxe_run_context *c = exe->runs->contexts; c; c = c->next) {
         if (c->held && pthread_equal(c->holder, self)) {
             context = c;
@@ -144,9 +155,11 @@ static nxe_status acquire_run_context(nxe_executable *exe, const char *where, nx
 }
 
 /* Gives the context back; `hold`: it keeps this thread's run_nocopy results. `delta` (NULL
- * for a failed run) is added to the statistics. */
+ * for a failed run) is added to the statistics. A run that recorded its step timings for the
+ * current profiling generation (`profile`) makes them the kept profile; one that began before
+ * profiling was last turned on does not. */
 static void release_run_context(nxe_executable *exe, nxe_run_context *context, bool hold,
-                                const nxe_run_stats *delta)
+                                const nxe_run_stats *delta, uint64_t profile)
 {
     nxe_run_pool *runs = exe->runs;
     pthread_mutex_lock(&runs->lock);
@@ -160,6 +173,10 @@ static void release_run_context(nxe_executable *exe, nxe_run_context *context, b
         runs->stats.inputs_in_place += delta->inputs_in_place;
         runs->stats.bytes_copied_in += delta->bytes_copied_in;
         runs->stats.bytes_copied_out += delta->bytes_copied_out;
+        if (profile != 0 && profile == runs->profile_generation) {
+            memcpy(runs->profile, context->timings, sizeof(uint64_t) * 2 * (size_t)exe->num_steps);
+            runs->has_profile = true;
+        }
     }
     pthread_mutex_unlock(&runs->lock);
 }
@@ -191,6 +208,7 @@ static void run_pool_release(nxe_run_pool *runs)
         run_context_release(runs->contexts);
         runs->contexts = next;
     }
+    nxe_free(runs->profile);
     pthread_rwlock_destroy(&runs->variables);
     pthread_mutex_destroy(&runs->lock);
     nxe_free(runs);
@@ -324,7 +342,8 @@ nxe_status nxe_executable_init_staging(nxe_executable *exe, uint64_t capacity, u
     /* Never zeroed as a whole: only what create_input hands out is cleared, so a large
      * capacity costs address space, not pages. */
     exe->created = nxe_alloc((size_t)(capacity - minimum));
-    if (!exe->output_offsets || !exe->input_offsets || !exe->created)
+    exe->runs->profile = nxe_alloc(sizeof(uint64_t) * 2 * (size_t)(exe->num_steps + 1));
+    if (!exe->output_offsets || !exe->input_offsets || !exe->created || !exe->runs->profile)
         return nxe_error(NXE_ERROR_OUT_OF_MEMORY,
                          "%s: out of memory for a %llu-byte staging "
                          "buffer",
@@ -632,35 +651,63 @@ static bool outputs_empty(const nxe_exe_step *step)
     return step->num_outputs > 0;
 }
 
-static nxe_status run_steps(const nxe_executable *exe, nxe_run_context *context, const char *where)
+/* Runs step `s` in `context`. */
+static nxe_status run_step(const nxe_executable *exe, nxe_run_context *context, int32_t s,
+                           const char *where)
 {
-    for (int32_t s = 0; s < exe->num_steps; s++) {
-        const nxe_exe_step *step = &exe->steps[s];
-        if (outputs_empty(step))
-            continue;
-        /* The step's descriptors are shared by every run: this run's copies carry its data. */
-        nxe_value *inputs = context->values, *outputs = context->values + step->num_inputs;
-        memcpy(inputs, step->input_values, sizeof(nxe_value) * (size_t)step->num_inputs);
-        memcpy(outputs, step->output_values, sizeof(nxe_value) * (size_t)step->num_outputs);
-        for (int32_t j = 0; j < step->num_inputs; j++)
-            if (step->input_ids[j] >= 0)
-                inputs[j].data = context->data[step->input_ids[j]];
-        for (int32_t j = 0; j < step->num_outputs; j++)
-            outputs[j].data = context->data[step->output_ids[j]];
-        nxe_status status =
-            step->prepared
-                ? step->node.def->run_prepared(step->params, step->prepared, &step->fused,
-                                               context->workspace, inputs, step->num_inputs,
-                                               outputs, step->num_outputs, exe->pool)
-                : step->node.def->run(step->params, inputs, step->num_inputs, outputs,
-                                      step->num_outputs, exe->pool);
-        if (status != NXE_OK) {
-            nxe_error_prefix("%s: op '%s' ('%s'): ", where, nxe_node_type(&step->node),
-                             step->node.name);
-            return status;
-        }
+    const nxe_exe_step *step = &exe->steps[s];
+    if (outputs_empty(step))
+        return NXE_OK;
+    /* The step's descriptors are shared by every run: this run's copies carry its data. */
+    nxe_value *inputs = context->values, *outputs = context->values + step->num_inputs;
+    memcpy(inputs, step->input_values, sizeof(nxe_value) * (size_t)step->num_inputs);
+    memcpy(outputs, step->output_values, sizeof(nxe_value) * (size_t)step->num_outputs);
+    for (int32_t j = 0; j < step->num_inputs; j++)
+        if (step->input_ids[j] >= 0)
+            inputs[j].data = context->data[step->input_ids[j]];
+    for (int32_t j = 0; j < step->num_outputs; j++)
+        outputs[j].data = context->data[step->output_ids[j]];
+    nxe_status status =
+        step->prepared ? step->node.def->run_prepared(step->params, step->prepared, &step->fused,
+                                                      context->workspace, inputs, step->num_inputs,
+                                                      outputs, step->num_outputs, exe->pool)
+                       : step->node.def->run(step->params, inputs, step->num_inputs, outputs,
+                                             step->num_outputs, exe->pool);
+    if (status != NXE_OK)
+        nxe_error_prefix("%s: op '%s' ('%s'): ", where, nxe_node_type(&step->node),
+                         step->node.name);
+    return status;
+}
+
+static uint64_t monotonic_ns(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+/* Runs every step; `profile`: records each step's start and elapsed time in the context's
+ * timings, one clock read per step (the step's share of the loop included), so that a run
+ * without profiling tests the flag once. */
+static nxe_status run_steps(const nxe_executable *exe, nxe_run_context *context, bool profile,
+                            const char *where)
+{
+    nxe_status status = NXE_OK;
+    if (!profile) {
+        for (int32_t s = 0; status == NXE_OK && s < exe->num_steps; s++)
+            status = run_step(exe, context, s, where);
+        return status;
     }
-    return NXE_OK;
+    const uint64_t begin = monotonic_ns();
+    uint64_t previous = begin;
+    for (int32_t s = 0; status == NXE_OK && s < exe->num_steps; s++) {
+        status = run_step(exe, context, s, where);
+        const uint64_t now = monotonic_ns();
+        context->timings[2 * s] = previous - begin;
+        context->timings[2 * s + 1] = now - previous;
+        previous = now;
+    }
+    return status;
 }
 
 /* One run in a context of its own. `outputs` are caller buffers to copy into, or, with
@@ -674,12 +721,13 @@ static nxe_status run(nxe_executable *exe, const nxe_tensor_desc *inputs, int32_
         return status;
     nxe_run_context *context;
     bool was_held;
-    status = acquire_run_context(exe, where, &context, &was_held);
+    uint64_t profile;
+    status = acquire_run_context(exe, where, &context, &was_held, &profile);
     if (status != NXE_OK)
         return status;
     status = check_inputs_outside_slots(exe, context, inputs, where);
     if (status != NXE_OK) {
-        release_run_context(exe, context, was_held, NULL);
+        release_run_context(exe, context, was_held, NULL, 0);
         return status;
     }
     nxe_run_stats delta = {0};
@@ -688,7 +736,7 @@ static nxe_status run(nxe_executable *exe, const nxe_tensor_desc *inputs, int32_
     else
         pthread_rwlock_rdlock(&exe->runs->variables);
     stage_inputs(exe, context, inputs, &delta);
-    status = run_steps(exe, context, where);
+    status = run_steps(exe, context, profile != 0, where);
     pthread_rwlock_unlock(&exe->runs->variables);
     for (int32_t i = 0; status == NXE_OK && i < num_outputs; i++) {
         const nxe_exe_tensor *t = &exe->tensors[exe->output_ids[i]];
@@ -703,7 +751,8 @@ static nxe_status run(nxe_executable *exe, const nxe_tensor_desc *inputs, int32_
             memmove(outputs[i].data, result, t->bytes);
         delta.bytes_copied_out += t->bytes;
     }
-    release_run_context(exe, context, nocopy && status == NXE_OK, status == NXE_OK ? &delta : NULL);
+    release_run_context(exe, context, nocopy && status == NXE_OK, status == NXE_OK ? &delta : NULL,
+                        profile);
     return status;
 }
 
@@ -801,5 +850,102 @@ NXE_API nxe_status nxe_executable_memory_info(const nxe_executable *exe, nxe_mem
     info->constant_bytes = exe->constant_bytes;
     info->num_threads = nxe_thread_pool_size(exe->pool);
     info->num_steps = exe->num_steps;
+    return NXE_OK;
+}
+
+/* ---- profiling ---- */
+
+NXE_API nxe_status nxe_executable_set_profiling(nxe_executable *exe, int32_t enable)
+{
+    const char *where = "nxe_executable_set_profiling";
+    if (!exe)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: exe is NULL", where);
+    if (!exe->created)
+        return nxe_error(NXE_ERROR_INVALID_STATE, "%s: the executable has no staging buffer",
+                         where);
+    pthread_mutex_lock(&exe->runs->lock);
+    if (enable && !exe->runs->profiling) {
+        exe->runs->profile_generation++;
+        exe->runs->has_profile = false;
+    }
+    exe->runs->profiling = enable != 0;
+    pthread_mutex_unlock(&exe->runs->lock);
+    return NXE_OK;
+}
+
+/* The first `ndim` dimensions of a value into a profile's shape, -1 for an absent value. */
+static int32_t profile_shape(const nxe_value *value, int64_t shape[NXE_MAX_RANK])
+{
+    if (!value || value->dtype == NXE_DTYPE_NONE)
+        return -1;
+    memcpy(shape, value->shape, sizeof(int64_t) * (size_t)value->ndim);
+    return value->ndim;
+}
+
+static void describe_profile_step(const nxe_executable *exe, int32_t s, const uint64_t *timings,
+                                  nxe_profile_step *out)
+{
+    const nxe_exe_step *step = &exe->steps[s];
+    *out = (nxe_profile_step){.struct_size = out->struct_size};
+    out->index = s;
+    out->op_type = nxe_node_type(&step->node);
+    out->op_name = step->node.name ? step->node.name : "";
+    if (step->prepared && step->node.def->kernel_name)
+        step->node.def->kernel_name(step->prepared, out->kernel, sizeof out->kernel);
+    else
+        memcpy(out->kernel, "reference", sizeof "reference");
+    out->num_inputs = step->num_inputs;
+    out->num_outputs = step->num_outputs;
+    out->input_ndim =
+        profile_shape(step->num_inputs > 0 ? &step->input_values[0] : NULL, out->input_shape);
+    out->output_ndim =
+        profile_shape(step->num_outputs > 0 ? &step->output_values[0] : NULL, out->output_shape);
+    out->start_ns = timings[2 * s];
+    out->elapsed_ns = timings[2 * s + 1];
+}
+
+NXE_API nxe_status nxe_executable_get_profile(const nxe_executable *exe, nxe_profile_step *steps,
+                                              int32_t capacity, int32_t *count)
+{
+    const char *where = "nxe_executable_get_profile";
+    if (count)
+        *count = 0;
+    if (!exe || !count)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", where,
+                         exe ? "count" : "exe");
+    if (steps && capacity < 0)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: capacity is %d", where, capacity);
+    /* The stride of the caller's array: a later, larger struct keeps every element aligned. */
+    if (steps && capacity > 0 &&
+        (steps[0].struct_size < sizeof(nxe_profile_step) ||
+         steps[0].struct_size % _Alignof(nxe_profile_step) != 0))
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                         "%s: steps[0].struct_size is %u, expected at least %zu and a multiple "
+                         "of %zu",
+                         where, steps[0].struct_size, sizeof(nxe_profile_step),
+                         _Alignof(nxe_profile_step));
+    if (!exe->runs->profile)
+        return nxe_error(NXE_ERROR_NOT_FOUND, "%s: the executable cannot run, so has no profile",
+                         where);
+    pthread_mutex_lock(&exe->runs->lock);
+    const bool has_profile = exe->runs->has_profile;
+    if (has_profile && steps && capacity >= exe->num_steps) {
+        const size_t stride = steps[0].struct_size;
+        for (int32_t s = 0; s < exe->num_steps; s++) {
+            nxe_profile_step *out = (nxe_profile_step *)((uint8_t *)steps + stride * (size_t)s);
+            out->struct_size = (uint32_t)stride;
+            describe_profile_step(exe, s, exe->runs->profile, out);
+        }
+    }
+    pthread_mutex_unlock(&exe->runs->lock);
+    if (!has_profile)
+        return nxe_error(NXE_ERROR_NOT_FOUND,
+                         "%s: no run has been profiled since profiling was turned on "
+                         "(nxe_executable_set_profiling)",
+                         where);
+    *count = exe->num_steps;
+    if (steps && capacity < exe->num_steps)
+        return nxe_error(NXE_ERROR_BUFFER_TOO_SMALL, "%s: the profile has %d steps, capacity is %d",
+                         where, exe->num_steps, capacity);
     return NXE_OK;
 }

@@ -36,7 +36,7 @@ typedef struct nxe_exe_constant {
 /* What changes while runs are under way (executable.c): the run contexts, each holding what
  * one run writes (arena, workspace, staging, the steps' value descriptors) so that runs from
  * several threads at once each have their own; the created inputs handed out; the statistics;
- * the locks. */
+ * the profiling flag and the kept profile; the locks. */
 typedef struct nxe_run_pool nxe_run_pool;
 
 struct nxe_executable {

@@ -556,6 +556,55 @@ typedef struct nxe_run_stats {
  * unchanged. Since 0.1. */
 NXE_API nxe_status nxe_executable_stats(const nxe_executable *exe, nxe_run_stats *stats);
 
+/* ---- Profiling --------------------------------------------------------------------------
+ * Per-step timing of runs, off by default. While it is on, each run (nxe_executable_run or
+ * nxe_executable_run_nocopy) reads the monotonic clock once per step, and the executable keeps
+ * the timings of the most recent successful run that recorded them, whichever thread ran it:
+ * with several threads running at once, a query returns one whole run, never a mix. Off, a run
+ * pays one test of the flag. A run follows the setting it found when it started. */
+
+/* Turns profiling on (enable nonzero) or off. Turning it on forgets the profile kept so far;
+ * turning it off keeps it for nxe_executable_get_profile. NXE_ERROR_INVALID_ARGUMENT (exe is
+ * NULL), NXE_ERROR_INVALID_STATE (no staging buffer: the executable cannot run); the setting
+ * is then unchanged. Since 0.5. */
+NXE_API nxe_status nxe_executable_set_profiling(nxe_executable *exe, int32_t enable);
+
+/* Capacity of nxe_profile_step.kernel, NUL included. Since 0.5. */
+#define NXE_PROFILE_KERNEL_CAPACITY 48
+
+/* One step of the plan (one kernel call: an op with any activation or residual addition folded
+ * into it) in the profiled run. Since 0.5. */
+typedef struct nxe_profile_step {
+    uint32_t struct_size; /* sizeof(nxe_profile_step): set in steps[0] by the caller */
+    int32_t index;        /* the step's position in the plan */
+    const char *op_type;  /* "Conv2d"; static storage */
+    const char *op_name;  /* the op's name in the graph; owned by the executable (valid until
+                             its release) */
+    char kernel[NXE_PROFILE_KERNEL_CAPACITY]; /* the microkernel a prepared step runs
+                                                 ("f32-gemm-8x48-avx512", "f32-depthwise-avx512"),
+                                                 else "reference": the op's own code, which may
+                                                 still call the vector kernels of its ISA level */
+    int32_t num_inputs; /* including a folded residual operand and absent optional inputs */
+    int32_t num_outputs;
+    int32_t input_ndim; /* of input 0; -1 when the step has none or it is absent */
+    int32_t output_ndim;
+    int64_t input_shape[NXE_MAX_RANK];  /* of input 0, input_ndim dimensions, the rest 0 */
+    int64_t output_shape[NXE_MAX_RANK]; /* of output 0, output_ndim dimensions, the rest 0 */
+    uint64_t start_ns;                  /* since the run's first step began */
+    uint64_t elapsed_ns; /* wall time of the step on the calling thread, workers included */
+} nxe_profile_step;
+
+/* Describes each step of the kept profile in steps[0 .. *count), in plan order; the elements
+ * lie steps[0].struct_size bytes apart and each gets that struct_size back. With steps NULL
+ * only *count is set (the plan's step count, nxe_memory_info.num_steps): two-call pattern.
+ * NXE_ERROR_INVALID_ARGUMENT (exe or count NULL, a negative capacity, a positive capacity
+ * with a steps[0].struct_size short of the 0.5 struct or not a multiple of its alignment),
+ * NXE_ERROR_NOT_FOUND (no run has been profiled since profiling was turned on),
+ * NXE_ERROR_BUFFER_TOO_SMALL (capacity below the step count; *count is then the count needed);
+ * on any other failure *count is 0, and on every failure the steps are unchanged. Since 0.5. */
+NXE_API nxe_status nxe_executable_get_profile(const nxe_executable *exe, nxe_profile_step *steps,
+                                              int32_t capacity, int32_t *count);
+
 /* ---- Compiled binaries (.nxb) -----------------------------------------------------------
  * A binary holds the plan, the weights, the memory plan, the I/O specs, the ISA and
  * kernel-ABI tag, the source model's fingerprint, checksums and the portable model it came

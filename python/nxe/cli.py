@@ -161,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     from .upscale import add_parser as add_upscale_parser
 
     add_upscale_parser(commands)
+    from .bench import add_parser as add_bench_parser
+    add_bench_parser(commands)
 
     args = parser.parse_args(argv)
     return args.handler(args)

@@ -1,8 +1,13 @@
 """nxe.Executable: a compiled graph that runs on numpy arrays.
 
 Inputs are checked here against the executable's own descriptions so a wrong array gets a
-message naming the input. run() returns fresh arrays the caller owns; run_nocopy() and
-create_input() return arrays living in the executable's staging buffer, which keep it alive.
+message naming the input. Inputs may be numpy arrays, objects numpy reads (``__array__``,
+``__array_interface__``, sequences) or DLPack producers (``__dlpack__``: PyTorch, JAX, CuPy on
+the CPU), which are read where they lie when C-contiguous; like a numpy array, a strided one is
+copied once into C order, and its dtype must be the input's (no silent cast). run() returns
+fresh arrays the caller owns; run_nocopy() and create_input() return arrays living in the
+executable's staging buffer, which keep it alive. profile() times each step of the plan
+(nxe_executable_get_profile).
 
 Every call into the library releases the GIL. The library lets several threads use one
 executable at once (each run has its own memory), so no lock is taken here; each method reads
@@ -11,8 +16,13 @@ the handle once, and a run under way keeps it alive through a concurrent ``close
 
 from __future__ import annotations
 
+import json
 import operator
+import os
+import threading
+import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +42,12 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 IoSpec = tuple[str, tuple[int, ...], str]
+
+# DLPack's DLDeviceType codes, for messages; kDLCPU (1) is the one nxe reads.
+_DLPACK_CPU = 1
+_DLPACK_DEVICES = {1: "cpu", 2: "cuda", 3: "cuda_host", 4: "opencl", 7: "vulkan", 8: "metal",
+                   9: "vpi", 10: "rocm", 11: "rocm_host", 13: "cuda_managed", 14: "oneapi",
+                   15: "webgpu", 16: "hexagon", 17: "maia"}
 
 _STATS_FIELDS = ("runs", "inputs_copied", "inputs_in_place", "bytes_copied_in",
                  "bytes_copied_out", "staging_bytes", "staging_used")
@@ -107,6 +123,145 @@ def _staging_array(owner: Any, desc: Any, io: _Io, what: str) -> np.ndarray:
     # Writable because DLPack consumers (numpy before DLPack 1.0, PyTorch) refuse read-only
     # arrays; the memory is the executable's own scratch, so writes harm nothing else.
     return np.asarray(_StagingMemory(owner, desc.data, io.shape, dtype))
+
+
+def _from_dlpack(value: Any, io: _Io, what: str) -> np.ndarray:
+    """A DLPack producer's tensor as a numpy array over the same memory. Only CPU memory is
+    read; the dtype must be one numpy has (not bfloat16, whose DLPack code numpy refuses)."""
+    device = getattr(value, "__dlpack_device__", None)
+    if device is not None:
+        device_type, device_id = (int(v) for v in device())
+        if device_type != _DLPACK_CPU:
+            where = _DLPACK_DEVICES.get(device_type, f"DLPack device type {device_type}")
+            raise InvalidArgumentError(
+                f"{what} '{io.name}': the tensor is on {where}:{device_id}; nxe reads CPU "
+                "memory, so move it there first (PyTorch: tensor.cpu())")
+    try:
+        return np.from_dlpack(value)
+    except (BufferError, RuntimeError, TypeError, ValueError) as error:
+        # numpy names the dtype when that is what it refuses ("Unsupported dtype in
+        # DLTensor"); a producer may refuse export too (PyTorch, a tensor requiring grad).
+        kind = DtypeMismatchError if "dtype" in str(error).lower() else InvalidArgumentError
+        raise kind(f"{what} '{io.name}' (expected {_dtypes.name_of(io.dtype)}): cannot be read "
+                   f"through DLPack: {error}") from error
+
+
+@dataclass(frozen=True)
+class ProfileStep:
+    """One step of the plan in one profiled run (nxe_profile_step): times in nanoseconds,
+    ``start_ns`` from the run's first step."""
+
+    index: int
+    op_type: str
+    op_name: str
+    kernel: str
+    input_shape: tuple[int, ...] | None  # of input 0; None when the step has none
+    output_shape: tuple[int, ...] | None  # of output 0
+    start_ns: int
+    elapsed_ns: int
+
+
+@dataclass(frozen=True)
+class RunProfile:
+    """One profiled run: its steps, when it began (``time.perf_counter_ns``), its wall time as
+    the caller saw it (staging and copies included) and the native id of the thread it ran
+    on."""
+
+    begin_ns: int
+    wall_ns: int
+    steps: tuple[ProfileStep, ...]
+    thread_id: int
+
+
+def _shape_text(shape: tuple[int, ...] | None) -> str:
+    return "-" if shape is None else "x".join(map(str, shape)) or "scalar"
+
+
+class Profile:
+    """Per-step times of one or more runs of an executable, as ``Executable.profile`` makes.
+
+    ``rows()`` averages each step over the runs; ``str(profile)`` is a table of them;
+    ``to_chrome_trace(path)`` writes every run's steps as Chrome trace events.
+    """
+
+    def __init__(self, runs: Sequence[RunProfile]) -> None:
+        self.runs = list(runs)
+
+    @property
+    def wall_ms(self) -> list[float]:
+        """Each run's wall time, milliseconds."""
+        return [run.wall_ns / 1e6 for run in self.runs]
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Per step, in plan order: op name, op type, kernel, input and output shape, mean
+        milliseconds over the runs and share of the steps' total time (0..1)."""
+        if not self.runs:
+            return []
+        count = len(self.runs)
+        steps = self.runs[0].steps
+        mean_ns = [sum(run.steps[i].elapsed_ns for run in self.runs) / count
+                   for i in range(len(steps))]
+        total = sum(mean_ns)
+        return [{"op_name": step.op_name, "op_type": step.op_type, "kernel": step.kernel,
+                 "input_shape": step.input_shape, "output_shape": step.output_shape,
+                 "ms": ns / 1e6, "share": ns / total if total > 0 else 0.0}
+                for step, ns in zip(steps, mean_ns)]
+
+    def table(self) -> str:
+        """The rows as an aligned text table, with a total line."""
+        header = ("#", "op", "type", "kernel", "input", "output", "ms", "share")
+        lines = [header]
+        rows = self.rows()
+        for i, row in enumerate(rows):
+            lines.append((str(i), row["op_name"] or "-", row["op_type"], row["kernel"],
+                          _shape_text(row["input_shape"]), _shape_text(row["output_shape"]),
+                          f"{row['ms']:.3f}", f"{100 * row['share']:.1f}%"))
+        total_ms = sum(row["ms"] for row in rows)
+        lines.append(("", "total", "", "", "", "", f"{total_ms:.3f}", "100.0%" if rows else ""))
+        widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+        numeric = {0, 6, 7}
+        return "\n".join(
+            "  ".join(cell.rjust(w) if i in numeric else cell.ljust(w)
+                      for i, (cell, w) in enumerate(zip(line, widths))).rstrip()
+            for line in lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def chrome_trace(self) -> dict[str, Any]:
+        """The runs as Chrome trace events (chrome://tracing, Perfetto): a complete ("X")
+        event of category "Node" per step of each run, inside one of category "Session" per
+        run; times in microseconds from the first run's start."""
+        pid = os.getpid()
+        origin = self.runs[0].begin_ns if self.runs else 0
+        events: list[dict[str, Any]] = []
+        for number, run in enumerate(self.runs):
+            begin_us = (run.begin_ns - origin) / 1e3
+            tid = run.thread_id
+            events.append({"name": "run", "cat": "Session", "ph": "X", "ts": begin_us,
+                           "dur": run.wall_ns / 1e3, "pid": pid, "tid": tid,
+                           "args": {"run": number}})
+            for step in run.steps:
+                events.append({
+                    "name": step.op_name or step.op_type, "cat": "Node", "ph": "X",
+                    "ts": begin_us + step.start_ns / 1e3, "dur": step.elapsed_ns / 1e3,
+                    "pid": pid, "tid": tid,
+                    "args": {"run": number, "step": step.index, "op_type": step.op_type,
+                             "kernel": step.kernel,
+                             "input_shape": None if step.input_shape is None
+                             else list(step.input_shape),
+                             "output_shape": None if step.output_shape is None
+                             else list(step.output_shape)}})
+        return {"traceEvents": events, "displayTimeUnit": "ms"}
+
+    def to_chrome_trace(self, path: str | os.PathLike[str]) -> None:
+        """Writes ``chrome_trace()`` as JSON to ``path``."""
+        with open(path, "w", encoding="utf-8") as file:
+            json.dump(self.chrome_trace(), file)
+
+
+def _profile_shape(ndim: int, shape: Any) -> tuple[int, ...] | None:
+    return None if ndim < 0 else tuple(int(d) for d in shape[0:ndim])
 
 
 class Executable:
@@ -191,6 +346,8 @@ class Executable:
     @staticmethod
     def _array_for(io: _Io, value: Any, what: str) -> np.ndarray:
         expected = _dtypes.numpy_of(io.dtype)
+        if not isinstance(value, np.ndarray) and hasattr(value, "__dlpack__"):
+            value = _from_dlpack(value, io, what)
         if isinstance(value, np.ndarray):
             if value.dtype != expected:
                 raise DtypeMismatchError(
@@ -263,6 +420,56 @@ class Executable:
                                             len(self._outputs)))
         return {io.name: _staging_array(handle, out_descs[i], io, "output")
                 for i, io in enumerate(self._outputs)}
+
+    # -- profiling -----------------------------------------------------------------------
+
+    def set_profiling(self, enable: bool) -> None:
+        """Turns per-step timing of runs on or off (off by default; off costs nothing).
+        Turning it on forgets the profile kept so far; ``last_profile`` reads it."""
+        handle = self._open_handle()
+        check(lib.nxe_executable_set_profiling(handle, 1 if enable else 0))
+
+    def last_profile(self) -> list[ProfileStep]:
+        """The steps of the most recent successful run made while profiling was on, from any
+        thread (NotFoundError when there is none since it was turned on)."""
+        handle = self._open_handle()
+        count = ffi.new("int32_t *")
+        check(lib.nxe_executable_get_profile(handle, ffi.NULL, 0, count))
+        steps = ffi.new("nxe_profile_step[]", max(count[0], 1))
+        steps[0].struct_size = ffi.sizeof("nxe_profile_step")
+        check(lib.nxe_executable_get_profile(handle, steps, count[0], count))
+        return [ProfileStep(index=int(step.index), op_type=text(step.op_type) or "",
+                            op_name=text(step.op_name) or "",
+                            kernel=ffi.string(step.kernel).decode("utf-8", "replace"),
+                            input_shape=_profile_shape(step.input_ndim, step.input_shape),
+                            output_shape=_profile_shape(step.output_ndim, step.output_shape),
+                            start_ns=int(step.start_ns), elapsed_ns=int(step.elapsed_ns))
+                for step in steps[0:count[0]]]
+
+    def profile(self, *args: Any, runs: int = 1, warmup: int = 1) -> Profile:
+        """Runs ``warmup`` times unprofiled, then ``runs`` times with profiling on, each like
+        ``run(*args)``, and returns every profiled run's steps. Profiling is off afterwards.
+
+        Each run's profile is read right after it; another thread running the executable at
+        the same time may have finished last, so profile from one thread at a time.
+        """
+        if operator.index(runs) < 1 or operator.index(warmup) < 0:
+            raise InvalidArgumentError(f"profile: runs must be >= 1 and warmup >= 0, got "
+                                       f"runs={runs}, warmup={warmup}")
+        for _ in range(warmup):
+            self.run(*args)
+        profiled = []
+        self.set_profiling(True)
+        try:
+            for _ in range(runs):
+                begin = time.perf_counter_ns()
+                self.run(*args)
+                wall = time.perf_counter_ns() - begin
+                profiled.append(RunProfile(begin, wall, tuple(self.last_profile()),
+                                           threading.get_native_id()))
+        finally:
+            self.set_profiling(False)
+        return Profile(profiled)
 
     # -- zero-copy inputs and statistics -------------------------------------------------
 
