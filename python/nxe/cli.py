@@ -84,11 +84,19 @@ class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
 
 class _Parser(argparse.ArgumentParser):
     """The command's parser and every subcommand's (add_subparsers makes its parsers of the
-    parent's class): defaults shown in --help. A usage error in a subcommand prints that
-    subcommand's usage, as argparse does for errors met while parsing its arguments."""
+    parent's class): defaults shown in --help, and a usage error in a subcommand reported with
+    that subcommand's usage."""
 
     def __init__(self, *args: Any, formatter_class: type = _Formatter, **kwargs: Any) -> None:
         super().__init__(*args, formatter_class=formatter_class, **kwargs)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        # argparse hands a subcommand's unknown arguments up to the top, which reports them
+        # with the top usage; refused here, they are reported where they were given.
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
 
 
 class _Version(argparse.Action):
