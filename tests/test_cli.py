@@ -60,11 +60,13 @@ def model_dir(tmp_path_factory):
 # -- --version ----------------------------------------------------------------------------
 
 
-def test_version_prints_the_package_library_and_api_versions():
+def test_version_prints_the_version_and_the_api_version():
     result = nxe_cli("--version")
     assert result.returncode == 0, result.stderr
     api = "{}.{}".format(*nxe.api_version())
-    assert result.stdout == f"nxe {package_version('nxe')} (library {nxe.version()}, API {api})\n"
+    assert result.stdout == f"nxe {nxe.version()} (API {api})\n"
+    # One number is the package's and the loaded library's.
+    assert package_version("nxe") == nxe.version()
 
 
 # -- nxe models ----------------------------------------------------------------------------
@@ -128,6 +130,15 @@ def test_a_reader_leaving_early_ends_the_output_quietly():
     result = subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=600)
     assert result.stdout.startswith("#")
     assert result.stderr == ""
+
+
+def test_ctrl_c_ends_a_command_with_a_line_and_status_130(monkeypatch, capsys):
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_info", interrupted)
+    assert cli.main(["info"]) == 130
+    assert capsys.readouterr().err == "nxe info: interrupted\n"
 
 
 # -- nxe model info ------------------------------------------------------------------------

@@ -100,24 +100,17 @@ class _Parser(argparse.ArgumentParser):
 
 
 class _Version(argparse.Action):
-    """--version: the package's version and the library's version and API version, read only
-    when asked for."""
+    """--version: the version (the package's and the library's, one number: the build takes
+    it from nxe.h) and the API version, read only when asked for."""
 
     def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS,
                  default: str = argparse.SUPPRESS, help: str | None = None) -> None:
         super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
 
     def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
-        from importlib.metadata import PackageNotFoundError
-        from importlib.metadata import version as package_version
-
         from . import api_version, version
 
-        try:
-            package = package_version("nxe")
-        except PackageNotFoundError:  # run from a source tree without installing
-            package = "not installed"
-        print(f"nxe {package} (library {version()}, API {'.'.join(map(str, api_version()))})")
+        print(f"nxe {version()} (API {'.'.join(map(str, api_version()))})")
         parser.exit()
 
 
@@ -130,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The command's parser with every subcommand registered."""
     parser = _Parser(prog="nxe", description="nxe inference engine")
     parser.add_argument("--version", action=_Version,
-                        help="print the package, library and API versions and exit")
+                        help="print the version and the API version and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     config = commands.add_parser("config", help="flags to compile and link C code against nxe")
@@ -169,6 +162,11 @@ def main(argv: list[str] | None = None) -> int:
         # Python from reporting the failed flush of stdout at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except KeyboardInterrupt:
+        # Ctrl-C ends a command with a line and the shell's status for SIGINT, not a traceback;
+        # a command that has something to undo does so on its way out.
+        print(f"nxe {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
