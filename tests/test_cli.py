@@ -151,6 +151,7 @@ def test_model_info_takes_a_built_in_name_as_its_file(name):
     assert by_name.returncode == 0, by_name.stderr
     report = json.loads(by_name.stdout)
     assert report == json.loads(by_path.stdout)
+    assert report["format"] == "nxm"
     with nxe.Model(nxe.sr.model_path(name)) as model:
         assert report["fingerprint"] == model.fingerprint
         assert report["metadata"] == model.metadata

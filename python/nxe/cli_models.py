@@ -240,6 +240,7 @@ def _model_report(path: Path, lazy: bool) -> dict[str, Any]:
         with Model(path, lazy=lazy) as model:
             return {
                 "file": str(path),
+                "format": "nxm",
                 "format_version": "{}.{}".format(*model.format_version),
                 "fingerprint": model.fingerprint,
                 "metadata": model.metadata,
