@@ -3,6 +3,10 @@
 Runs at build time: the C preprocessor flattens the headers, pycparser parses them and
 prints the declarations back, and the headers' integer #define constants are appended.
 Nothing here is edited by hand; a new public header only needs adding to the list.
+
+With --ffi-output it also writes cffi's out-of-line ABI module of those declarations: their
+parsed form, which the package loads instead of parsing the text at every import (parsing
+took about a third of `import nxe`).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from cffi import FFI
 from pycparser import c_ast, c_generator, c_parser
 
 # Fixed-width and size types normally come from <stdint.h>/<stddef.h>, which the headers skip
@@ -81,6 +86,8 @@ def main() -> None:
     split = argv.index("--")
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--output", type=Path, required=True)
+    parser.add_argument("--ffi-output", type=Path,
+                        help="also write the parsed declarations as the module nxe._ffi")
     parser.add_argument("--include-dir", type=Path, required=True)
     parser.add_argument("--headers", type=Path, nargs="+", required=True)
     args = parser.parse_args(argv[:split])
@@ -97,6 +104,11 @@ def main() -> None:
         f"FUNCTIONS = {functions_by_header!r}\n"
         f"CDEF = {cdef!r}\n"
     )
+    if args.ffi_output:
+        builder = FFI()
+        builder.cdef(cdef)
+        builder.set_source("nxe._ffi", None)
+        builder.emit_python_code(str(args.ffi_output))
 
 
 if __name__ == "__main__":

@@ -9,9 +9,8 @@ import os
 import sys
 from pathlib import Path
 
-from cffi import FFI
-
-from ._cdef import CDEF, FUNCTIONS
+from ._cdef import FUNCTIONS
+from ._ffi import ffi
 from .errors import error_for_status
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -27,9 +26,6 @@ SR_LIBRARY_PATH = LIB_DIR / f"libnxe_sr{_SUFFIX}"
 LIBRARY_PATH = Path(os.environ.get("NXE_LIBRARY") or LIBRARY_PATH)
 
 TENSOR_DESC_SIZE = 80
-
-ffi = FFI()
-ffi.cdef(CDEF)
 
 if not LIBRARY_PATH.is_file():
     raise ImportError(f"nxe: the bundled library {LIBRARY_PATH} is missing; reinstall the package")

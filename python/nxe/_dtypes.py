@@ -9,6 +9,10 @@ bits. Since API 0.2 np.uint16 names u16; bf16 is named "bf16" or given as ml_dty
 
 from __future__ import annotations
 
+import sys
+from functools import cache
+from typing import Any
+
 import numpy as np
 
 from ._binding import check, ffi, lib
@@ -44,13 +48,24 @@ _NUMPY_BY_CODE = {code: dt for _, code, dt, _ in _TABLE}
 # A numpy dtype names the dtype whose values it holds, never one whose raw bits it carries
 # (np.uint16 is u16, not bf16).
 _CODE_BY_NUMPY = {dt: code for _, code, dt, raw_bits in _TABLE if not raw_bits}
-try:
-    import ml_dtypes
 
-    BFLOAT16: np.dtype | None = np.dtype(ml_dtypes.bfloat16)
-    _CODE_BY_NUMPY[BFLOAT16] = lib.NXE_DTYPE_BF16
-except ImportError:  # optional: bf16 then only by name
-    BFLOAT16 = None
+
+@cache
+def _bfloat16() -> np.dtype | None:
+    """ml_dtypes.bfloat16 when that package is installed (optional: bf16 is then only a name).
+    Imported at first need, not with nxe: loading ml_dtypes takes about a second."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        return None
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def __getattr__(name: str) -> Any:
+    # BFLOAT16 is looked up on first use, so that importing nxe does not import ml_dtypes.
+    if name == "BFLOAT16":
+        return _bfloat16()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def code_of(dtype: str | np.dtype | type) -> int:
@@ -64,6 +79,9 @@ def code_of(dtype: str | np.dtype | type) -> int:
         numpy_dtype = None
     if numpy_dtype is not None and numpy_dtype in _CODE_BY_NUMPY:
         return _CODE_BY_NUMPY[numpy_dtype]
+    # A bfloat16 dtype can only exist once ml_dtypes is imported, so only then is it asked for.
+    if numpy_dtype is not None and "ml_dtypes" in sys.modules and numpy_dtype == _bfloat16():
+        return lib.NXE_DTYPE_BF16
     raise TypeError(f"{dtype!r} is not an nxe dtype; use one of {', '.join(NAMES)} "
                     "or the matching numpy dtype")
 

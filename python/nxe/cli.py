@@ -1,16 +1,21 @@
 """The `nxe` command: what a C program needs to build against this installation, the op
-reference, the README's example, what a model file holds, what the CPU offers, and upscaling
-images and video (nxe/upscale.py)."""
+reference, the README's example, what the CPU offers, which models there are and what one
+holds (nxe/cli_models.py), and upscaling images and video (nxe/upscale.py).
+
+Only what --help needs is imported here; each command imports what it uses when it runs
+(benchmarks/startup.py measures the start-up)."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
+import os
 import runpy
 import sys
-import textwrap
 from typing import Any
 
+from . import cli_models
 from ._binding import INCLUDE_DIR, LIB_DIR, PACKAGE_DIR, PKGCONFIG_DIR
 
 
@@ -49,61 +54,6 @@ def _example(args: argparse.Namespace) -> int:
     return 0
 
 
-def _format_quant(quant: dict[str, Any]) -> str:
-    kind = quant["type"]
-    if kind == "asymmetric":
-        return f"asymmetric(scale={quant['scale']:.6g}, zero_point={quant['zero_point']})"
-    if kind == "per_channel":
-        return f"per_channel(axis={quant['axis']}, {len(quant['scales'])} scales)"
-    if kind == "dynamic_fixed_point":
-        return f"dynamic_fixed_point({quant['fractional_length']})"
-    return kind
-
-
-def _model_info(args: argparse.Namespace) -> int:
-    from .errors import Error
-    from .model import Model
-
-    try:
-        with Model(args.file, lazy=args.lazy) as model:
-            tensors = model.tensors
-            report = {
-                "file": args.file,
-                "format_version": "{}.{}".format(*model.format_version),
-                "fingerprint": model.fingerprint,
-                "metadata": model.metadata,
-                "annotations": model.annotations,
-                "tensors": [dict(t, shape=list(t["shape"])) for t in tensors],
-            }
-    except (Error, OSError) as error:
-        print(f"nxe model info: {error}", file=sys.stderr)
-        return 1
-    if args.json:
-        print(json.dumps(report, indent=2, sort_keys=True))
-        return 0
-    print(f"file:         {report['file']}")
-    print(f"format:       {report['format_version']}")
-    print(f"fingerprint:  {report['fingerprint']}")
-    for key in ("metadata", "annotations"):
-        compact = json.dumps(report[key], sort_keys=True, ensure_ascii=False)
-        if len(compact) <= 100:
-            print(f"{key + ':':<13} {compact}")
-        else:
-            print(f"{key}:")
-            print(textwrap.indent(json.dumps(report[key], indent=2, sort_keys=True,
-                                             ensure_ascii=False), "  "))
-    total = sum(t["nbytes"] for t in tensors)
-    print(f"tensors:      {len(tensors)} stored, {total} bytes")
-    rows = [("name", "kind", "dtype", "shape", "quant", "bytes")]
-    rows += [(t["name"], t["kind"], t["dtype"], "[" + ", ".join(map(str, t["shape"])) + "]",
-              _format_quant(t["quant"]), str(t["nbytes"])) for t in tensors]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        cells = [cell.ljust(width) for cell, width in zip(row[:-1], widths)]
-        print("  " + "  ".join(cells + [row[-1].rjust(widths[-1])]))
-    return 0
-
-
 def _info(args: argparse.Namespace) -> int:
     from . import api_version, cpu_info, version
 
@@ -122,9 +72,59 @@ def _info(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="nxe", description="nxe inference engine")
-    commands = parser.add_subparsers(dest="command", required=True)
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows an option's default where it has one to show: not for flags, nor for options
+    whose absence means something the help text already says."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
+
+
+class _Parser(argparse.ArgumentParser):
+    """The command's parser and every subcommand's (add_subparsers makes its parsers of the
+    parent's class): defaults shown in --help, and a usage error in a subcommand reported with
+    that subcommand's usage."""
+
+    def __init__(self, *args: Any, formatter_class: type = _Formatter, **kwargs: Any) -> None:
+        super().__init__(*args, formatter_class=formatter_class, **kwargs)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        # argparse hands a subcommand's unknown arguments up to the top, which reports them
+        # with the top usage; refused here, they are reported where they were given.
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
+
+
+class _Version(argparse.Action):
+    """--version: the version (the package's and the library's, one number: the build takes
+    it from nxe.h) and the API version, read only when asked for."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS,
+                 default: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        from . import api_version, version
+
+        print(f"nxe {version()} (API {'.'.join(map(str, api_version()))})")
+        parser.exit()
+
+
+# The subcommands defined in modules of their own, each registering itself with the
+# command's subparsers through its add_parser(commands), in the order --help lists them.
+_COMMAND_MODULES = ("upscale", "bench")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command's parser with every subcommand registered."""
+    parser = _Parser(prog="nxe", description="nxe inference engine")
+    parser.add_argument("--version", action=_Version,
+                        help="print the version and the API version and exit")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     config = commands.add_parser("config", help="flags to compile and link C code against nxe")
     config.add_argument("--cflags", action="store_true", help="compiler flags (include path)")
@@ -147,25 +147,26 @@ def main(argv: list[str] | None = None) -> int:
     info.add_argument("--json", action="store_true", help="print one JSON object instead")
     info.set_defaults(handler=_info)
 
-    model = commands.add_parser("model", help="inspect model files (.nxm)")
-    model_commands = model.add_subparsers(dest="model_command", required=True)
-    info = model_commands.add_parser(
-        "info", help="print a model file's format version, fingerprint, metadata, annotations "
-        "and stored tensors (after verifying it)")
-    info.add_argument("file", help="the .nxm file")
-    info.add_argument("--json", action="store_true", help="print one JSON object instead")
-    info.add_argument("--lazy", action="store_true",
-                      help="skip the tensor-data checksum and the fingerprint recomputation")
-    info.set_defaults(handler=_model_info)
+    cli_models.add_parsers(commands)
+    for name in _COMMAND_MODULES:
+        importlib.import_module(f".{name}", __package__).add_parser(commands)
+    return parser
 
-    from .upscale import add_parser as add_upscale_parser
 
-    add_upscale_parser(commands)
-    from .bench import add_parser as add_bench_parser
-    add_bench_parser(commands)
-
-    args = parser.parse_args(argv)
-    return args.handler(args)
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except BrokenPipeError:
+        # The reader went away (`nxe models | head`): stop quietly, as other tools do, and keep
+        # Python from reporting the failed flush of stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except KeyboardInterrupt:
+        # Ctrl-C ends a command with a line and the shell's status for SIGINT, not a traceback;
+        # a command that has something to undo does so on its way out.
+        print(f"nxe {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

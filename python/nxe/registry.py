@@ -22,7 +22,7 @@ ATTR_TYPES = {
 
 
 def _dtype_names(mask: int) -> list[str]:
-    return [name for name in _dtypes.NAMES if mask & (1 << _dtypes.code_of(name))]
+    return [name for name in _dtypes.NAMES if mask & (1 << _dtypes._CODE_BY_NAME[name])]
 
 
 def _params(params, count: int) -> list[dict[str, Any]]:
