@@ -151,9 +151,7 @@ def _parse_png(data: bytes) -> tuple[tuple, np.ndarray | None, bytes | None, byt
     if not data.startswith(PNG_SIGNATURE):
         raise _Corrupt("not a PNG file")
     pos, header, palette, transparency, compressed = 8, None, None, None, []
-    while True:
-        if pos + 8 > len(data):
-            raise _Corrupt("truncated: the file ends before IEND")
+    while pos + 8 <= len(data):
         length, kind = struct.unpack(">I4s", data[pos:pos + 8])
         if pos + 12 + length > len(data):
             raise _Corrupt(f"truncated PNG chunk {kind!r}")
@@ -178,6 +176,9 @@ def _parse_png(data: bytes) -> tuple[tuple, np.ndarray | None, bytes | None, byt
             compressed.append(body)
         elif kind == b"IEND":
             break
+    else:
+        if compressed:
+            raise _Corrupt("truncated: the file ends before IEND")
     if not compressed:
         raise _Corrupt("PNG without IHDR or image data")
     return header, palette, transparency, b"".join(compressed)
