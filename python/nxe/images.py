@@ -123,9 +123,9 @@ def _unfilter(filtered: np.ndarray, bpp: int) -> np.ndarray:
     pixels = row_bytes // bpp
     line = filtered[:, 1:].reshape(height, pixels, bpp)
     out = np.empty_like(line)
-    # Bands about as tall as the image is wide keep the skewed copy within twice the band's
-    # size and the steps within twice the rows, whatever the image's shape.
-    band = min(height, max(pixels, 256))
+    # Bands as tall as the image is wide (1024 rows at least) bound the skewed copy by about
+    # twice the band's pixels and the steps by about the rows plus the columns.
+    band = min(height, max(pixels, 1024))
     prior = np.zeros((pixels, bpp), np.uint8)
     for top in range(0, height, band):
         rows = slice(top, min(height, top + band))
