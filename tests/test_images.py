@@ -4,8 +4,8 @@ back what it writes, and names the file in every decode error.
 
 The PNGs are written here, independently of the reader: by Pillow where it can write the kind,
 and chunk by chunk (zlib, struct, a filter type drawn per row, the Adam7 pass pattern as the
-PNG specification draws it) for every kind. Each test runs with Pillow importable and with
-Pillow made absent (its modules set to None in sys.modules, so `import PIL` fails)."""
+PNG specification draws it) for every kind. Each PNG test reads with Pillow importable and
+with Pillow made absent (its modules set to None in sys.modules, so `import PIL` fails)."""
 
 from __future__ import annotations
 
@@ -158,6 +158,15 @@ def expected_pixels(samples, depth, color, palette=None, transparency=None, keep
     if out.shape[2] == 2:
         return np.dstack([out[..., 0]] * 3 + [out[..., 1]])
     return out
+
+
+def test_16_bit_samples_round_to_the_nearest_8_bit_value():
+    every = np.arange(65536, dtype=np.uint16)
+    np.testing.assert_array_equal(images.to_uint8(every), np.rint(every / 257))
+    eight = np.arange(256, dtype=np.uint8)
+    assert images.to_uint8(eight) is eight
+    with pytest.raises(ValueError, match="expected uint8 or uint16 samples, got float32"):
+        images.to_uint8(np.zeros(3, np.float32))
 
 
 # ---- every colour type, bit depth, transparency and interlace ----

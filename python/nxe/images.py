@@ -1,7 +1,8 @@
 """Image and raw-video files for `nxe upscale`: PNG read and written by nxe itself (zlib from the
 standard library, whether or not Pillow is installed), JPEG through Pillow (the `image` extra),
-Y4M video streamed frame by frame. Files are untrusted input: a file that cannot be read as
-asked raises ImageFileError (a ValueError) whose message starts with the file's name.
+Y4M video streamed frame by frame. Files are untrusted input: one that cannot be read or
+written as asked raises ImageFileError (a ValueError) whose message starts with the file's name
+(a Y4M stream's name, '<stdin>' for standard input); one that cannot be opened stays an OSError.
 
 What `read_image` and `read_png` return, for every PNG colour type, bit depth and interlace:
 
