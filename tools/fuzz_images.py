@@ -1,8 +1,9 @@
 """Fuzzes the readers `nxe upscale` runs on untrusted files (python/nxe/images.py): PNG through
-nxe's own decoder and through read_image (Pillow where installed), JPEG through Pillow, and Y4M
-headers and frames. Each input must decode to what the reader promises or raise ValueError;
-any other exception, a crash of the interpreter or an input that runs past --timeout is a
-finding, saved with its traceback under --findings.
+nxe's own decoder (read_png and read_image, 8-bit and with keep_16bit), JPEG through Pillow,
+and Y4M headers and frames. Each input must decode to what the reader promises or raise
+images.ImageFileError whose message starts with the file's name; any other exception (a bare
+ValueError too), an unnamed error, a crash of the interpreter or an input that runs past
+--timeout is a finding, saved with its traceback under --findings.
 
     python tools/fuzz_images.py --runs N --seeds DIR [--timeout S] [--findings DIR]
 
@@ -42,17 +43,20 @@ Y4M_TOKENS = [b"W0", b"W-1", b"W1", b"W99999999999", b"W16385", b"H0", b"H1", b"
 
 # ---- the child: runs one input at a time ----
 
-def _check_image(array) -> None:
-    """What read_png and read_image promise: an 8-bit (H, W), (H, W, 3) or (H, W, 4) array."""
+def _check_image(array, dtypes=("uint8",)) -> None:
+    """What read_png and read_image promise: a uint8 (H, W), (H, W, 3) or (H, W, 4) array
+    (uint16 too where keep_16bit asks for 16-bit samples)."""
     import numpy as np
 
-    if not isinstance(array, np.ndarray) or array.dtype != np.uint8 or array.ndim not in (2, 3) \
-            or (array.ndim == 3 and array.shape[2] not in (3, 4)) or 0 in array.shape:
+    if not isinstance(array, np.ndarray) or array.dtype.name not in dtypes or \
+            array.ndim not in (2, 3) or (array.ndim == 3 and array.shape[2] not in (3, 4)) or \
+            0 in array.shape:
         raise AssertionError(f"reader returned {type(array).__name__} "
                              f"{getattr(array, 'dtype', '')} {getattr(array, 'shape', '')}")
 
 
 def _run_input(path: Path) -> None:
+    import numpy as np
     from nxe import images
     from nxe.sr import plane_shapes
 
@@ -70,6 +74,10 @@ def _run_input(path: Path) -> None:
         return
     if path.suffix == ".png":
         _check_image(images.read_png(path))
+        deep = images.read_png(path, keep_16bit=True)
+        _check_image(deep, ("uint8", "uint16"))
+        if not np.array_equal(images.to_uint8(deep), images.read_png(path)):
+            raise AssertionError("keep_16bit samples do not round to the 8-bit read")
     _check_image(images.read_image(path))
 
 
@@ -118,9 +126,10 @@ def child() -> None:
         sys.settrace(trace_calls)
         try:
             _run_input(path)
-        except ValueError:
-            pass
-        except BaseException as exc:  # everything but ValueError is what this looks for
+        except nxe.images.ImageFileError as exc:
+            if not str(exc).startswith(f"{path}: "):
+                error = f"unnamed: the message does not start with the file's name: {exc}"
+        except BaseException as exc:  # everything but ImageFileError is what this looks for
             error = "".join(traceback.format_exception(exc))
         finally:
             sys.settrace(None)
