@@ -23,6 +23,8 @@ CONVERTER_MODULES = (
 )
 
 _CONVERTERS: dict[tuple[str, str], Converter] = {}
+# Ops nxe runs only by folding them at import, with why any other node of them cannot run.
+_FOLD_ONLY: dict[tuple[str, str], str] = {}
 _loaded = False
 
 
@@ -53,6 +55,13 @@ def converter(*op_types: str, domain: str = "") -> Callable[[Converter], Convert
     return register
 
 
+def fold_only(op_type: str, why: str, domain: str = "") -> None:
+    """Declares an ONNX op that nxe runs only when its inputs are known at import, where the
+    importer folds it (e.g. an op whose output shape depends on its input values); a node of
+    it that does not fold is unsupported, and ``why`` says why in the error."""
+    _FOLD_ONLY[(_domain_key(domain), op_type)] = why
+
+
 def _load() -> None:
     global _loaded
     if _loaded:
@@ -66,6 +75,13 @@ def find(op_type: str, domain: str = "") -> Converter | None:
     """The converter of an ONNX op type, or None when there is none."""
     _load()
     return _CONVERTERS.get((_domain_key(domain), op_type))
+
+
+def fold_only_reason(op_type: str, domain: str = "") -> str | None:
+    """Why a node of a fold-only op (see fold_only) that does not fold cannot run; None for
+    other ops."""
+    _load()
+    return _FOLD_ONLY.get((_domain_key(domain), op_type))
 
 
 def supported() -> list[tuple[str, str]]:
