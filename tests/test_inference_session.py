@@ -36,20 +36,22 @@ def _init(name, array):
 
 
 def conv_net():
-    """Two convolutions with a symbolic batch and spatial size; one output declared, one not
-    (its shape comes from inference)."""
+    """Two convolutions with a symbolic batch and spatial size; one output declared, two not
+    (their shapes come from inference, one with dims inference cannot name)."""
     rng = np.random.default_rng(1)
     image = helper.make_tensor_value_info("image", TensorProto.FLOAT, ["N", 3, "H", "W"])
     features = helper.make_tensor_value_info("features", TensorProto.FLOAT, ["N", 4, "H", "W"])
+    strided = helper.make_tensor_value_info("strided", TensorProto.FLOAT, None)
     pooled = helper.make_tensor_value_info("pooled", TensorProto.FLOAT, None)
     nodes = [helper.make_node("Conv", ["image", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["c1"], ["features"]),
-             helper.make_node("Conv", ["features", "w2"], ["c2"], strides=[2, 2]),
-             helper.make_node("GlobalAveragePool", ["c2"], ["pooled"])]
+             helper.make_node("Conv", ["features", "w2"], ["strided"], strides=[2, 2]),
+             helper.make_node("GlobalAveragePool", ["strided"], ["pooled"])]
     weights = [_init("w1", rng.standard_normal((4, 3, 3, 3), np.float32) * 0.3),
                _init("b1", rng.standard_normal(4, np.float32) * 0.1),
                _init("w2", rng.standard_normal((2, 4, 3, 3), np.float32) * 0.3)]
-    model = _model(nodes, [image], [features, pooled], weights, producer_name="test-producer",
+    model = _model(nodes, [image], [features, strided, pooled], weights,
+                   producer_name="test-producer",
                    doc_string="a small conv net", model_version=7)
     model.graph.doc_string = "the graph"
     model.domain = "org.example"
@@ -148,9 +150,10 @@ def test_inputs_and_outputs_are_described_as_onnxruntime_describes_them(model):
 
 
 def test_symbolic_fixed_and_unnamed_dims_are_given_as_declared():
-    serialized = conv_net()[0].SerializeToString()
-    assert _meta(_nxe(serialized).get_inputs()) == [("image", ["N", 3, "H", "W"],
-                                                     "tensor(float)")]
+    session = _nxe(conv_net()[0].SerializeToString())
+    assert _meta(session.get_inputs()) == [("image", ["N", 3, "H", "W"], "tensor(float)")]
+    assert [o.shape for o in session.get_outputs()] == [["N", 4, "H", "W"], ["N", 2, None, None],
+                                                        ["N", 2, 1, 1]]
     session = _nxe(multi_output_model()[0].SerializeToString())
     assert _meta(session.get_inputs()) == [("a", [2, 3], "tensor(float)"),
                                            ("b", [2, None], "tensor(float)")]
@@ -225,6 +228,37 @@ def test_a_path_and_a_model_proto_load_as_bytes_do(tmp_path):
     expected = _ort(proto.SerializeToString()).run(None, feeds)
     for source in (path, str(path), proto):
         _assert_same(nxe.InferenceSession(source).run(None, feeds), expected)
+
+
+class _DLPackOnly:
+    """An array offered only through DLPack, as a tensor of another framework is."""
+
+    def __init__(self, array):
+        self._array = array
+
+    def __dlpack__(self, **kwargs):
+        return self._array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._array.__dlpack_device__()
+
+
+def test_feeds_may_be_objects_offering_only_dlpack():
+    serialized, make_inputs = multi_output_model()
+    serialized = serialized.SerializeToString()
+    feeds = make_inputs(np.random.default_rng(9))
+    expected = _ort(serialized).run(None, feeds)
+    session = _nxe(serialized)
+    _assert_same(session.run(None, {"a": _DLPackOnly(feeds["a"]), "b": feeds["b"]}), expected)
+    binding = session.io_binding()
+    binding.bind_input("a", _DLPackOnly(feeds["a"]))
+    binding.bind_input("b", feeds["b"])
+    binding.bind_output("positive")
+    session.run_with_iobinding(binding)
+    _assert_same(binding.get_outputs(), expected[3:])
+    # A list is taken as numpy takes it: Python floats are float64, refused as onnxruntime does.
+    with pytest.raises(nxe.DtypeMismatchError, match="input 'a': dtype float64"):
+        session.run(None, {"a": feeds["a"].tolist(), "b": feeds["b"]})
 
 
 # ---- I/O binding --------------------------------------------------------------------------
