@@ -90,15 +90,23 @@ def multi_output_model():
                                      "b": (rng.random((2, 3), np.float32) - 0.5) * 8})
 
 
+def _export_module():
+    """tools/export_onnx.py, which exports the real models of tests/test_onnx_real_models.py."""
+    script = Path(__file__).resolve().parents[1] / "tools" / "export_onnx.py"
+    spec = importlib.util.spec_from_file_location("export_onnx_for_sessions", script)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+export_onnx = _export_module()
+
+
 def espcn_model(tmp_path_factory):
     """The ESPCN x2 of tools/export_onnx.py, exported by PyTorch with a dynamic batch."""
-    script = Path(__file__).resolve().parents[1] / "tools" / "export_onnx.py"
-    spec = importlib.util.spec_from_file_location("export_onnx", script)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(spec.name, module)
-    spec.loader.exec_module(module)
-    path = module.export_espcn(tmp_path_factory.mktemp("espcn") / "espcn.onnx")
-    return path.read_bytes(), lambda rng, batch=1: module.sample_inputs("espcn", batch)
+    path = export_onnx.export_espcn(tmp_path_factory.mktemp("espcn") / "espcn.onnx")
+    return path.read_bytes(), lambda rng, batch=1: export_onnx.sample_inputs("espcn", batch)
 
 
 SMALL_MODELS = {"conv": conv_net, "tokens": token_model, "multi": multi_output_model}
@@ -259,6 +267,20 @@ def test_feeds_may_be_objects_offering_only_dlpack():
     # A list is taken as numpy takes it: Python floats are float64, refused as onnxruntime does.
     with pytest.raises(nxe.DtypeMismatchError, match="input 'a': dtype float64"):
         session.run(None, {"a": feeds["a"].tolist(), "b": feeds["b"]})
+
+
+def test_minilm_runs_through_the_session_as_through_onnxruntime(tmp_path):
+    # A PyTorch export full of Constant, Shape and Gather nodes, all folded or converted.
+    path = export_onnx.export_minilm(tmp_path / "minilm.onnx")
+    assert nxe.onnx.unsupported_nodes(path) == []
+    session, reference = _nxe(path.read_bytes()), _ort(path.read_bytes())
+    assert _meta(session.get_inputs()) == _meta(reference.get_inputs())
+    assert _meta(session.get_outputs()) == _meta(reference.get_outputs())
+    feeds = export_onnx.sample_inputs("minilm", 1)
+    [got], [expected] = session.run(None, feeds), reference.run(None, feeds)
+    assert got.shape == expected.shape == (1, 384)
+    # The bound of tests/test_onnx_real_models.py on these unit-length embeddings.
+    assert export_onnx.cosine_rows(got, expected).min() >= 0.99999
 
 
 # ---- I/O binding --------------------------------------------------------------------------

@@ -194,27 +194,23 @@ class InferenceSession:
                          for o, t in zip(graph.output, self._output_types())]
 
     def _output_types(self) -> list[onnx.TypeProto]:
-        """Each graph output's type: as declared, or where no shape is declared, as ONNX
-        shape inference has it, as onnxruntime reports it too. A symbolic dim that inference
-        invents (a name the model never uses) is left without a name, as onnxruntime has it."""
+        """Each graph output's type as onnxruntime reports it: the declared type merged with
+        what ONNX shape inference finds (an inferred size replaces a declared name or a
+        missing dim, and fills in an undeclared shape). A symbolic dim that inference invents
+        (a name the model never uses) is left without a name, as onnxruntime has it."""
         graph = self._model.proto.graph
-        undeclared = {o.name for o in graph.output if o.type.HasField("tensor_type")
-                      and not o.type.tensor_type.HasField("shape")}
-        if not undeclared:
-            return [o.type for o in graph.output]
         try:
             inferred = onnx.shape_inference.infer_shapes(self._model.proto_without_data)
-        except Exception:  # noqa: BLE001 - inference is a help; the declared type stays
+        except Exception:  # noqa: BLE001 - inference is a help; the declared types stay
             return [o.type for o in graph.output]
         named = {d.dim_param for v in list(graph.input) + list(graph.value_info)
                  + list(graph.output) for d in v.type.tensor_type.shape.dim}
         by_name = {}
         for output in inferred.graph.output:
-            if output.name in undeclared:
-                for dim in output.type.tensor_type.shape.dim:
-                    if dim.HasField("dim_param") and dim.dim_param not in named:
-                        dim.ClearField("dim_param")
-                by_name[output.name] = output.type
+            for dim in output.type.tensor_type.shape.dim:
+                if dim.HasField("dim_param") and dim.dim_param not in named:
+                    dim.ClearField("dim_param")
+            by_name[output.name] = output.type
         return [by_name.get(o.name, o.type) for o in graph.output]
 
     # -- description ---------------------------------------------------------------------
