@@ -6,6 +6,7 @@ what runs, and nxe.onnx loading lazily with a clear error when onnx is missing."
 import importlib.util
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -216,6 +217,19 @@ def test_threads_come_from_intra_op_num_threads():
     for got, expected in zip(two.run(None, feeds), one.run(None, feeds)):
         np.testing.assert_array_equal(got, expected)  # nxe's results do not depend on threads
     assert nxe.InferenceSession(serialized)._model.threads == 0  # 0: every online CPU
+
+
+def test_one_session_runs_from_several_threads_at_once():
+    serialized, make_inputs = conv_net()
+    session = _nxe(serialized.SerializeToString())
+    rng = np.random.default_rng(10)
+    # Four batch sizes, so the threads also compile concurrently.
+    feeds = [make_inputs(rng, batch) for batch in (1, 2, 3, 4) for _ in range(2)]
+    expected = [_ort(serialized.SerializeToString()).run(None, f) for f in feeds]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda f: session.run(None, f), feeds))
+    for g, e in zip(got, expected):
+        _assert_same(g, e)
 
 
 @pytest.mark.parametrize("providers", [None, ["CPUExecutionProvider"], ["NxeExecutionProvider"],

@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import math
 import os
+import threading
 import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -903,6 +904,7 @@ class OnnxModel:
         self.output_names = [o.name for o in model.graph.output]
         self._input_types = {i.name: i.type for i in model.graph.input}
         self._cache: OrderedDict[tuple[Any, ...], _Compiled] = OrderedDict()
+        self._lock = threading.Lock()
         self._cached_bytes = 0
         self.opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version
                        for o in model.opset_import}
@@ -1061,6 +1063,13 @@ class OnnxModel:
         key = (tuple(sorted(specs.items())),
                tuple((n, v.dtype.str, v.shape, v.tobytes()) for n, v in
                      sorted(parameters.items())))
+        # One thread at a time reads and fills the cache; runs go on outside the lock.
+        with self._lock:
+            return self._cached_compile(key, specs, parameters)
+
+    def _cached_compile(self, key: tuple[Any, ...],
+                        specs: dict[str, tuple[tuple[int, ...], str]],
+                        parameters: dict[str, np.ndarray]) -> _Compiled:
         compiled = self._cache.get(key)
         if compiled is not None:
             self._cache.move_to_end(key)
