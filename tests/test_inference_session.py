@@ -427,6 +427,16 @@ def test_feeds_are_checked_before_anything_is_compiled():
     assert _ort(serialized).run(None, {"x": np.ones((2, 3), np.float32)})[0].shape == (2, 6)
 
 
+def test_an_invalid_model_is_refused_when_the_session_is_made():
+    # Relu has no attributes; onnxruntime refuses the model on loading too.
+    node = helper.make_node("Relu", ["x"], ["y"], alpha=0.5)
+    serialized = _model([node], [_vi("x")], [_vi("y")]).SerializeToString()
+    with pytest.raises(nxe.InvalidGraphError, match="alpha"):
+        nxe.InferenceSession(serialized)
+    with pytest.raises(onnxruntime.capi.onnxruntime_pybind11_state.InvalidGraph):
+        _ort(serialized)
+
+
 def test_unknown_output_names_and_feeds_that_are_not_a_dict():
     serialized, make_inputs = multi_output_model()
     session = _nxe(serialized.SerializeToString())

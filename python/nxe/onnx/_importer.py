@@ -115,7 +115,7 @@ def onnx_type_name(elem_type: int) -> str:
         return f"type {elem_type}"
 
 
-def declared_dims(type_proto: onnx.TypeProto) -> list[int | str]:
+def _declared_dims(type_proto: onnx.TypeProto) -> list[int | str]:
     """The dims a tensor type declares: a fixed size, a symbolic name, or '?' for neither."""
     return [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?")
             for d in type_proto.tensor_type.shape.dim]
@@ -1038,7 +1038,7 @@ class OnnxModel:
             if declared.tensor_type.HasField("shape"):
                 dims = declared.tensor_type.shape.dim
                 if len(dims) != value.ndim:
-                    wanted = ", ".join(str(d) for d in declared_dims(declared))
+                    wanted = ", ".join(str(d) for d in _declared_dims(declared))
                     raise ShapeMismatchError(f"input {name!r}: rank {value.ndim}, expected "
                                              f"{len(dims)} ([{wanted}])")
                 for axis, (d, n) in enumerate(zip(dims, value.shape)):
@@ -1051,6 +1051,13 @@ class OnnxModel:
             raise UnsupportedError(f"unsupported: model input {name!r} has dtype {value.dtype}, "
                                    "which nxe does not have")
         return tuple(int(d) for d in value.shape), dtype
+
+    def check(self) -> None:
+        """Refuses, once, a model onnxruntime refuses as invalid (see _check_model), and the
+        node forms onnx's shape inference cannot survive: an InvalidGraphError."""
+        if not self._checked:
+            _check_model(self.proto)
+            self._checked = True
 
     def compile_for(self, feeds: dict[str, np.ndarray]) -> _Compiled:
         """The compiled executable for the shapes and dtypes of ``feeds`` (cached); inputs
@@ -1074,11 +1081,9 @@ class OnnxModel:
         if compiled is not None:
             self._cache.move_to_end(key)
             return compiled
-        if not self._checked:
-            # Checked on first compile, not at load: unsupported_nodes() lists what a model
-            # needs even when onnx's checker would refuse it (an op no opset defines).
-            _check_model(self.proto)
-            self._checked = True
+        # Checked on first compile, not at load: unsupported_nodes() lists what a model needs
+        # even when onnx's checker would refuse it (an op no opset defines).
+        self.check()
         compiled = self._compile(specs, parameters)
         self._cache[key] = compiled
         self._cached_bytes += compiled.nbytes

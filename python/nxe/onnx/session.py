@@ -175,7 +175,8 @@ class InferenceSession:
     ``path_or_bytes`` is a path, serialized model bytes or an onnx.ModelProto;
     ``sess_options`` a SessionOptions; ``providers`` None or a list naming only
     'CPUExecutionProvider' and 'NxeExecutionProvider' (any other is a ValueError). Each
-    distinct set of input shapes compiles on its first run (see nxe.onnx.load).
+    distinct set of input shapes compiles on its first run (see nxe.onnx.load). A model
+    onnx's checker refuses is an InvalidGraphError here, as onnxruntime refuses it on loading.
     """
 
     def __init__(self, path_or_bytes: str | os.PathLike[str] | bytes | onnx.ModelProto,
@@ -185,6 +186,8 @@ class InferenceSession:
         self._options = sess_options if sess_options is not None else SessionOptions()
         self._providers = _provider_names(providers, provider_options)
         self._model: OnnxModel = load(path_or_bytes, threads=self._options._threads())
+        # As onnxruntime does on loading; also keeps shape inference off hostile node forms.
+        self._model.check()
         graph = self._model.proto.graph
         declared = {i.name: i.type for i in graph.input}
         self._inputs = [NodeArg(name, _shape_list(declared[name]), _type_string(declared[name]))
