@@ -572,6 +572,18 @@ def test_a_fold_only_node_that_does_not_fold_says_why():
         nxe.onnx.load(model).run({"x": np.ones((2, 3), np.float32)})
 
 
+def test_an_op_is_either_fold_only_or_converted():
+    from nxe.onnx import registry
+
+    assert registry.find("NonZero") is None and registry.fold_only_reason("NonZero")
+    with pytest.raises(ValueError, match="'NonZero'.*fold-only"):
+        registry.converter("NonZero")(lambda ctx, node: None)
+    with pytest.raises(ValueError, match="'Relu'.*already has a converter"):
+        registry.fold_only("Relu", "never")
+    assert registry.find("NonZero") is None and registry.find("Relu") is not None
+    assert registry.fold_only_reason("Relu") is None
+
+
 # ---- lazy import --------------------------------------------------------------------------
 
 def _python(code):

@@ -49,6 +49,9 @@ def converter(*op_types: str, domain: str = "") -> Callable[[Converter], Convert
                 raise ValueError(f"ONNX op {op_type!r} (domain {domain!r}) already has a "
                                  f"converter: {_CONVERTERS[key].__module__}."
                                  f"{_CONVERTERS[key].__name__}")
+            if key in _FOLD_ONLY:
+                raise ValueError(f"ONNX op {op_type!r} (domain {domain!r}) is declared "
+                                 "fold-only; it cannot also have a converter")
             _CONVERTERS[key] = fn
         return fn
 
@@ -59,7 +62,11 @@ def fold_only(op_type: str, why: str, domain: str = "") -> None:
     """Declares an ONNX op that nxe runs only when its inputs are known at import, where the
     importer folds it (e.g. an op whose output shape depends on its input values); a node of
     it that does not fold is unsupported, and ``why`` says why in the error."""
-    _FOLD_ONLY[(_domain_key(domain), op_type)] = why
+    key = (_domain_key(domain), op_type)
+    if key in _CONVERTERS:
+        raise ValueError(f"ONNX op {op_type!r} (domain {domain!r}) already has a converter: "
+                         f"{_CONVERTERS[key].__module__}.{_CONVERTERS[key].__name__}")
+    _FOLD_ONLY[key] = why
 
 
 def _load() -> None:
