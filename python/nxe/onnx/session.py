@@ -5,9 +5,9 @@ CPU provider runs on nxe by changing the import.
     session = nxe.InferenceSession("model.onnx", providers=["CPUExecutionProvider"])
     [y] = session.run(None, {"x": x})
 
-Feeds are checked against the model's declared inputs before anything is compiled, and every
-refusal is an nxe.Error subclass whose message names the input (onnxruntime raises its own
-types for the same cases).
+Feeds are checked against the model's declared inputs before anything is compiled; a refused
+feed is an nxe.Error subclass whose message names the input (onnxruntime raises its own types
+for the same cases).
 """
 
 from __future__ import annotations
