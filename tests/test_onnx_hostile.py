@@ -173,7 +173,7 @@ def test_value_specialization_is_bounded_by_the_cache():
 
 def test_a_feed_of_the_wrong_dtype_names_the_input():
     model = _token_model(vocabulary=10, width=2)
-    with pytest.raises(nxe.DtypeMismatchError, match="'ids' is int64, got an array of float32"):
+    with pytest.raises(nxe.DtypeMismatchError, match="input 'ids': dtype float32, expected int64"):
         nxe.onnx.load(model).run({"ids": np.zeros((1, 2), np.float32)})
     with pytest.raises(ORT_REFUSALS):  # onnxruntime refuses it too
         _reference(model, {"ids": np.zeros((1, 2), np.float32)})
@@ -183,7 +183,7 @@ def test_a_feed_of_the_wrong_dtype_names_the_input():
 def test_a_feed_against_a_declared_static_dim_names_the_input(shape):
     model = _model([helper.make_node("Relu", ["x"], ["y"])], [_vi("x", shape=[2, 3])],
                    [_vi("y")])
-    with pytest.raises(nxe.ShapeMismatchError, match=r"'x' has shape \[2, 3\]"):
+    with pytest.raises(nxe.ShapeMismatchError, match=r"input 'x': (rank|dimension)"):
         nxe.onnx.load(model).run({"x": np.zeros(shape, np.float32)})
     with pytest.raises(ORT_REFUSALS):
         _reference(model, {"x": np.zeros(shape, np.float32)})

@@ -37,6 +37,17 @@ from .registry import ops
 from .vm import VirtualMachine
 
 
+def __getattr__(name: str) -> object:
+    # nxe.onnx needs the optional onnx package and takes long to import: loaded on first use.
+    # Its names stay out of __all__ so that `from nxe import *` works without onnx.
+    if name in ("onnx", "InferenceSession", "SessionOptions"):
+        from importlib import import_module
+
+        module = import_module(".onnx", __name__)
+        return module if name == "onnx" else getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def version() -> str:
     """Version of the loaded library, "MAJOR.MINOR.PATCH"."""
     return ffi.string(lib.nxe_version_string()).decode()

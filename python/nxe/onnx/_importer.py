@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import math
 import os
+import threading
 import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -114,6 +115,12 @@ def onnx_type_name(elem_type: int) -> str:
         return f"type {elem_type}"
 
 
+def _declared_dims(type_proto: onnx.TypeProto) -> list[int | str]:
+    """The dims a tensor type declares: a fixed size, a symbolic name, or '?' for neither."""
+    return [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?")
+            for d in type_proto.tensor_type.shape.dim]
+
+
 def nxe_dtype_of(array: np.ndarray) -> str | None:
     """nxe dtype name of a numpy array's dtype, None when nxe has no such dtype."""
     return _NXE_BY_NUMPY.get(np.dtype(array.dtype))
@@ -200,6 +207,12 @@ class ConversionContext:
     def invalid(self, why: str) -> InvalidGraphError:
         """The error to raise for a node the ONNX specification does not allow."""
         return _invalid(self.node, why)
+
+
+def _missing_label(node: onnx.NodeProto) -> str:
+    """A node without a converter, with why when its op runs only folded."""
+    why = registry.fold_only_reason(node.op_type, node.domain)
+    return _node_label(node) + (f" ({why})" if why else "")
 
 
 def _invalid(node: onnx.NodeProto, why: str) -> InvalidGraphError:
@@ -445,15 +458,6 @@ class _GraphBuilder:
         raise UnsupportedError(f"unsupported: no value for {name!r} (an input of a node that "
                                "could not be converted, or a name the graph never defines)")
 
-    def _foldable(self, node: onnx.NodeProto, known_names: set[str]) -> bool:
-        if node.op_type in _NONDETERMINISTIC and node.domain in ("", "ai.onnx"):
-            return False
-        inputs = [i for i in node.input if i]
-        if all(i in known_names for i in inputs):
-            return True
-        # Shapes are concrete (one compile per input shape), so Shape and Size always fold.
-        return node.op_type in ("Shape", "Size") and node.domain in ("", "ai.onnx")
-
     def plan(self, nodes: Sequence[onnx.NodeProto] | None = None) -> None:
         """Raises one UnsupportedError naming every node that would need a missing converter.
         An If node's taken branch is planned when it is inlined (see _inline_if)."""
@@ -463,12 +467,12 @@ class _GraphBuilder:
         for node in nodes:
             if _is_if(node) or _is_unrolled(node):
                 continue
-            if self._foldable(node, known_names):
+            if _foldable(node, known_names):
                 known_names.update(o for o in node.output if o)
             elif registry.find(node.op_type, node.domain) is None:
                 missing.append(node)
         if missing:
-            listed = "; ".join(_node_label(n) for n in missing)
+            listed = "; ".join(_missing_label(n) for n in missing)
             raise UnsupportedError(f"unsupported: {len(missing)} ONNX node(s) have no nxe "
                                    f"converter: {listed}")
 
@@ -491,7 +495,7 @@ class _GraphBuilder:
             self._inline_if(node)
         elif _is_unrolled(node):
             self._unroll(node)
-        elif self._foldable(node, known_names):
+        elif _foldable(node, known_names):
             values = self._fold(node)
             for name, value in zip(node.output, values):
                 if name:
@@ -900,6 +904,7 @@ class OnnxModel:
         self.output_names = [o.name for o in model.graph.output]
         self._input_types = {i.name: i.type for i in model.graph.input}
         self._cache: OrderedDict[tuple[Any, ...], _Compiled] = OrderedDict()
+        self._lock = threading.Lock()
         self._cached_bytes = 0
         self.opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version
                        for o in model.opset_import}
@@ -1018,7 +1023,7 @@ class OnnxModel:
             raise ValueError(f"missing model input(s) {missing}")
         return {name: np.asarray(value) for name, value in given.items()}
 
-    def _input_spec(self, name: str, value: np.ndarray) -> tuple[tuple[int, ...], str]:
+    def input_spec(self, name: str, value: np.ndarray) -> tuple[tuple[int, ...], str]:
         """(shape, nxe dtype) of a fed input, checked against its declared type and dims."""
         dtype = nxe_dtype_of(value)
         declared = self._input_types.get(name)
@@ -1028,17 +1033,18 @@ class OnnxModel:
                 raise UnsupportedError(f"unsupported: model input {name!r} has ONNX type "
                                        f"{onnx_type_name(elem)}, which nxe does not have")
             if _ONNX_TYPES[elem][0] != value.dtype:
-                raise DtypeMismatchError(f"model input {name!r} is {onnx_type_name(elem)}, "
-                                         f"got an array of {value.dtype}")
+                raise DtypeMismatchError(f"input {name!r}: dtype {value.dtype}, expected "
+                                         f"{_ONNX_TYPES[elem][0]}")
             if declared.tensor_type.HasField("shape"):
                 dims = declared.tensor_type.shape.dim
-                if len(dims) != value.ndim or any(
-                        d.HasField("dim_value") and d.dim_value != n
-                        for d, n in zip(dims, value.shape)):
-                    wanted = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?")
-                              for d in dims]
-                    raise ShapeMismatchError(f"model input {name!r} has shape {wanted}, got an "
-                                             f"array of shape {list(value.shape)}")
+                if len(dims) != value.ndim:
+                    wanted = ", ".join(str(d) for d in _declared_dims(declared))
+                    raise ShapeMismatchError(f"input {name!r}: rank {value.ndim}, expected "
+                                             f"{len(dims)} ([{wanted}])")
+                for axis, (d, n) in enumerate(zip(dims, value.shape)):
+                    if d.HasField("dim_value") and d.dim_value != n:
+                        raise ShapeMismatchError(f"input {name!r}: dimension {axis} is {n}, "
+                                                 f"expected {d.dim_value}")
         elif declared is not None:
             raise UnsupportedError(f"unsupported: model input {name!r} is not a tensor")
         if dtype is None:
@@ -1046,10 +1052,17 @@ class OnnxModel:
                                    "which nxe does not have")
         return tuple(int(d) for d in value.shape), dtype
 
+    def check(self) -> None:
+        """Refuses, once, a model onnxruntime refuses as invalid (see _check_model), and the
+        node forms onnx's shape inference cannot survive: an InvalidGraphError."""
+        if not self._checked:
+            _check_model(self.proto)
+            self._checked = True
+
     def compile_for(self, feeds: dict[str, np.ndarray]) -> _Compiled:
         """The compiled executable for the shapes and dtypes of ``feeds`` (cached); inputs
         that only carry parameters (see PARAMETER_INPUTS) add their values to the key."""
-        specs = {name: self._input_spec(name, value) for name, value in feeds.items()}
+        specs = {name: self.input_spec(name, value) for name, value in feeds.items()}
         parameters = {name: np.array(value) for name, value in feeds.items()
                       if name in self.parameter_inputs}
         for name in parameters:
@@ -1057,15 +1070,20 @@ class OnnxModel:
         key = (tuple(sorted(specs.items())),
                tuple((n, v.dtype.str, v.shape, v.tobytes()) for n, v in
                      sorted(parameters.items())))
+        # One thread at a time reads and fills the cache; runs go on outside the lock.
+        with self._lock:
+            return self._cached_compile(key, specs, parameters)
+
+    def _cached_compile(self, key: tuple[Any, ...],
+                        specs: dict[str, tuple[tuple[int, ...], str]],
+                        parameters: dict[str, np.ndarray]) -> _Compiled:
         compiled = self._cache.get(key)
         if compiled is not None:
             self._cache.move_to_end(key)
             return compiled
-        if not self._checked:
-            # Checked on first compile, not at load: unsupported_nodes() lists what a model
-            # needs even when onnx's checker would refuse it (an op no opset defines).
-            _check_model(self.proto)
-            self._checked = True
+        # Checked on first compile, not at load: unsupported_nodes() lists what a model needs
+        # even when onnx's checker would refuse it (an op no opset defines).
+        self.check()
         compiled = self._compile(specs, parameters)
         self._cache[key] = compiled
         self._cached_bytes += compiled.nbytes
@@ -1127,12 +1145,24 @@ class OnnxModel:
     def run(self, *args: Any, **kwargs: Any) -> dict[str, np.ndarray]:
         """Runs the model: inputs as one dict {name: array}, positionally in graph-input
         order, or as keywords. Returns {output name: array} in graph-output order."""
-        feeds = self._feeds(args, kwargs)
+        return self._run(self._feeds(args, kwargs), nocopy=False)
+
+    __call__ = run
+
+    def run_nocopy(self, feeds: dict[str, Any]) -> dict[str, np.ndarray]:
+        """Runs like ``run`` on a dict of every input, but each output the compiled graph
+        computes is a view into the executable's result buffer (see Executable.run_nocopy),
+        valid until this thread's next run of the same input shapes; outputs folded at import
+        or passed through from an input are copies."""
+        return self._run(self._feeds((feeds,), {}), nocopy=True)
+
+    def _run(self, feeds: dict[str, np.ndarray], nocopy: bool) -> dict[str, np.ndarray]:
         compiled = self.compile_for(feeds)
         results: dict[str, np.ndarray] = {}
         if compiled.executable is not None:
             names = [spec[0] for spec in compiled.executable.inputs if spec[0] in feeds]
-            results = compiled.executable.run({n: _to_nxe_array(feeds[n]) for n in names})
+            run = compiled.executable.run_nocopy if nocopy else compiled.executable.run
+            results = run({n: _to_nxe_array(feeds[n]) for n in names})
         elem_types = {o.name: o.type.tensor_type.elem_type for o in self.proto.graph.output}
         outputs = {}
         for name, source, detail in compiled.sources:
@@ -1144,26 +1174,93 @@ class OnnxModel:
                 outputs[name] = _from_nxe_array(results[detail], elem_types.get(name, 0))
         return outputs
 
-    __call__ = run
-
     @property
     def compiled_count(self) -> int:
         """How many compiled input-shape variants the cache holds."""
         return len(self._cache)
 
     def unsupported_nodes(self) -> list[tuple[str, str]]:
-        """(op type, node name) of every node without a converter, folding aside."""
-        result = []
-        nodes = list(self.proto.graph.node)
-        while nodes:
-            node = nodes.pop(0)
-            if _is_if(node) or _is_unrolled(node):  # inlined or unrolled: bodies checked
-                nodes[0:0] = _subgraph_nodes(node)
-            elif registry.find(node.op_type, node.domain) is None:
-                op = node.op_type if node.domain in ("", "ai.onnx") else \
-                    f"{node.domain}.{node.op_type}"
-                result.append((op, node.name))
+        """(op type, node name) of every node the importer cannot run: one that is not folded
+        at import and has no converter (a fold-only op among them), an If whose condition or
+        a Loop whose trip count or condition is only known at run time; the bodies of If,
+        Loop and Scan are looked into. Decided as the importer decides what folds: from the
+        initializers, the specialized inputs (see parameter_inputs), Constant nodes and
+        Shape/Size, whatever the input shapes."""
+        known = set(self.initializers) | set(self.parameter_inputs)
+        result: list[tuple[str, str]] = []
+        _unsupported_in(self.proto.graph, known, result)
         return result
+
+
+def _foldable(node: onnx.NodeProto, known_names: set[str]) -> bool:
+    """Whether the importer evaluates ``node`` at import, given the names known then."""
+    if node.op_type in _NONDETERMINISTIC and node.domain in ("", "ai.onnx"):
+        return False
+    inputs = [i for i in node.input if i]
+    if all(i in known_names for i in inputs):
+        return True
+    # Shapes are concrete (one compile per input shape), so Shape and Size always fold.
+    return node.op_type in _SHAPE_ONLY and node.domain in ("", "ai.onnx")
+
+
+def _unsupported_in(graph: onnx.GraphProto, known: set[str],
+                    result: list[tuple[str, str]]) -> None:
+    """Appends to ``result`` the nodes of ``graph`` the importer cannot run (see
+    OnnxModel.unsupported_nodes), adding to ``known`` the names that fold."""
+    for node in graph.node:
+        inputs = [i for i in node.input if i]
+        outputs = [o for o in node.output if o]
+        body_known = set(known)
+        if _is_if(node):
+            if not inputs or inputs[0] not in known:
+                result.append(_op_and_name(node))
+            # The branch taken depends on the condition's value: both are looked into.
+            branches_known = []
+            for attribute in node.attribute:
+                if attribute.name in ("then_branch", "else_branch"):
+                    inner = _with_initializers(attribute.g, body_known)
+                    _unsupported_in(attribute.g, inner, result)
+                    branches_known.append({o.name for o in attribute.g.output} <= inner)
+            if branches_known and all(branches_known):
+                known.update(outputs)
+        elif _is_unrolled(node):
+            body = next((a.g for a in node.attribute if a.name == "body"), None)
+            if node.op_type == "Loop":
+                padded = list(node.input) + [""] * max(0, 2 - len(node.input))
+                if any(name and name not in known for name in padded[:2]):
+                    result.append(_op_and_name(node))
+                # The iteration number and condition are known in every iteration; a
+                # loop-carried value is known where its initial value is.
+                sources = [None, None] + padded[2:]
+            else:
+                sources = [i if all(n in known for n in inputs) else "" for i in inputs]
+            if body is None:
+                continue
+            inner = _with_initializers(body, body_known)
+            for index, body_input in enumerate(body.input):
+                source = sources[index] if index < len(sources) else ""
+                if source is None or (source and source in known):
+                    inner.add(body_input.name)
+            _unsupported_in(body, inner, result)
+            if {o.name for o in body.output} <= inner:
+                known.update(outputs)
+        elif _foldable(node, known):
+            known.update(outputs)
+        elif registry.find(node.op_type, node.domain) is None:
+            result.append(_op_and_name(node))
+
+
+def _with_initializers(graph: onnx.GraphProto, known: set[str]) -> set[str]:
+    """``known`` and the initializers of subgraph ``graph``, as a new set."""
+    inner = set(known)
+    inner.update(t.name for t in graph.initializer)
+    inner.update(s.values.name for s in graph.sparse_initializer)
+    return inner
+
+
+def _op_and_name(node: onnx.NodeProto) -> tuple[str, str]:
+    op = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+    return op, node.name
 
 
 def _is_if(node: onnx.NodeProto) -> bool:

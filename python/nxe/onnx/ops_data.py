@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _dtypes
 from ..graph import Tensor
-from .registry import converter
+from .registry import converter, fold_only
 
 
 def _known(ctx: Any, index: int, what: str) -> np.ndarray | None:
@@ -278,21 +278,12 @@ def convert_size(ctx: Any, node: Any) -> list[np.ndarray]:
     return [np.array(int(np.prod(ctx.shape(0), dtype=np.int64)), dtype=np.int64)]
 
 
-@converter("Range")
-def convert_range(ctx: Any, node: Any) -> list[Any]:
-    raise ctx.unsupported("start, limit and delta must be known at import (the output length "
-                          "depends on their values)")
-
-
-@converter("ConstantOfShape")
-def convert_constant_of_shape(ctx: Any, node: Any) -> list[Any]:
-    raise ctx.unsupported("the shape must be known at import")
-
-
-@converter("NonZero")
-def convert_non_zero(ctx: Any, node: Any) -> list[Any]:
-    raise ctx.unsupported("the output shape depends on the input values, which are only known "
-                          "at run time")
+# The output shape of these depends on input values: they run only folded at import.
+fold_only("Range", "start, limit and delta must be known at import (the output length "
+                   "depends on their values)")
+fold_only("ConstantOfShape", "the shape must be known at import")
+fold_only("NonZero", "the output shape depends on the input values, which are only known at "
+                     "run time")
 
 
 # ---- Einsum -----------------------------------------------------------------------------------

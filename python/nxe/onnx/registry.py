@@ -23,6 +23,8 @@ CONVERTER_MODULES = (
 )
 
 _CONVERTERS: dict[tuple[str, str], Converter] = {}
+# Ops nxe runs only by folding them at import, with why any other node of them cannot run.
+_FOLD_ONLY: dict[tuple[str, str], str] = {}
 _loaded = False
 
 
@@ -47,10 +49,24 @@ def converter(*op_types: str, domain: str = "") -> Callable[[Converter], Convert
                 raise ValueError(f"ONNX op {op_type!r} (domain {domain!r}) already has a "
                                  f"converter: {_CONVERTERS[key].__module__}."
                                  f"{_CONVERTERS[key].__name__}")
+            if key in _FOLD_ONLY:
+                raise ValueError(f"ONNX op {op_type!r} (domain {domain!r}) is declared "
+                                 "fold-only; it cannot also have a converter")
             _CONVERTERS[key] = fn
         return fn
 
     return register
+
+
+def fold_only(op_type: str, why: str, domain: str = "") -> None:
+    """Declares an ONNX op that nxe runs only when its inputs are known at import, where the
+    importer folds it (e.g. an op whose output shape depends on its input values); a node of
+    it that does not fold is unsupported, and ``why`` says why in the error."""
+    key = (_domain_key(domain), op_type)
+    if key in _CONVERTERS:
+        raise ValueError(f"ONNX op {op_type!r} (domain {domain!r}) already has a converter: "
+                         f"{_CONVERTERS[key].__module__}.{_CONVERTERS[key].__name__}")
+    _FOLD_ONLY[key] = why
 
 
 def _load() -> None:
@@ -66,6 +82,13 @@ def find(op_type: str, domain: str = "") -> Converter | None:
     """The converter of an ONNX op type, or None when there is none."""
     _load()
     return _CONVERTERS.get((_domain_key(domain), op_type))
+
+
+def fold_only_reason(op_type: str, domain: str = "") -> str | None:
+    """Why a node of a fold-only op (see fold_only) that does not fold cannot run; None for
+    other ops."""
+    _load()
+    return _FOLD_ONLY.get((_domain_key(domain), op_type))
 
 
 def supported() -> list[tuple[str, str]]:
