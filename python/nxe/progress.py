@@ -52,8 +52,12 @@ class Progress:
         self._printed_at: float | None = None  # when the last plain line was written
         self._printed_done = 0
         tqdm = _tqdm(self.stream)
+        # Without a total, tqdm would show "2frame": the count goes in the postfix instead
+        # ("clip.y4m, 2 frames [00:01, 2.00frame/s]").
+        bar_format = None if total is not None else "{desc}{postfix} [{elapsed}, {rate_fmt}]"
         self._bar = None if tqdm is None else tqdm(
-            total=total, unit=unit, desc=desc, file=self.stream, dynamic_ncols=True)
+            total=total, unit=unit, desc=desc, file=self.stream, dynamic_ncols=True,
+            bar_format=bar_format, postfix=plural(0, unit))
 
     def __enter__(self) -> Progress:
         return self
@@ -68,6 +72,8 @@ class Progress:
     def update(self, count: int = 1) -> None:
         self.done += count
         if self._bar is not None:
+            if self.total is None:
+                self._bar.set_postfix_str(plural(self.done, self.unit), refresh=False)
             self._bar.update(count)
             return
         now = time.perf_counter()

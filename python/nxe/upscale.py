@@ -30,7 +30,7 @@ from typing import BinaryIO, TextIO
 import numpy as np
 
 from . import images, metrics
-from .errors import Error
+from .errors import Error, InvalidArgumentError
 from .progress import Progress, Working, plural
 
 VIDEO_SUFFIXES = {".y4m"}
@@ -295,12 +295,31 @@ class Runner:
         if self._up is None:
             from .sr import Upscaler
 
-            up = Upscaler(self.model, threads=self.args.threads, tile=self.args.tile,
-                          overlap=self.args.overlap, precision=self.args.precision)
+            try:
+                up = Upscaler(self.model, threads=self.args.threads, tile=self.args.tile,
+                              overlap=self.args.overlap, precision=self.args.precision)
+            except InvalidArgumentError:
+                self._check_tile_fits()
+                raise
             if self.args.scale is not None and up.scale != self.args.scale:
                 raise Refusal(f"--scale {self.args.scale}: {self.model} upscales x{up.scale}")
             self._up = up
         return self._up
+
+    def _check_tile_fits(self) -> None:
+        """Says in the command's words when --tile is too small for the overlap the model
+        needs by default (its receptive radius, which the library checks at open)."""
+        from .model import Model
+        from .sr import model_path
+
+        if self.args.tile <= 0 or self.args.overlap is not None:
+            return
+        with Model(model_path(self.model), lazy=True) as model:
+            radius = model.metadata.get("receptive_radius")
+        if isinstance(radius, int) and self.args.tile < 2 * radius + 1:
+            raise Refusal(f"--tile {self.args.tile}: {self.model} needs tiles of at least "
+                          f"{2 * radius + 1}, as they overlap by its receptive radius {radius} on "
+                          f"each side; give a larger --tile or a smaller --overlap")
 
     def image(self, job: Job, progress: Progress | None) -> None:
         image = images.read_image(job.input)
@@ -456,7 +475,13 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             os.makedirs(args.output, exist_ok=True)
             progress = Progress(len(jobs), "file", "upscaling")
         for job in jobs:
-            getattr(runner, job.kind)(job, progress)
+            try:
+                getattr(runner, job.kind)(job, progress)
+            except ValueError as error:
+                # Stream readers cannot name the file they read; say which one it was.
+                if job.input not in str(error):
+                    raise ValueError(f"{_shown(job.input, 'stdin')}: {error}") from error
+                raise
             if progress is not None:
                 progress.update()
     except KeyboardInterrupt:
