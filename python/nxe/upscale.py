@@ -21,20 +21,24 @@ import stat
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, TextIO
+from typing import TYPE_CHECKING, BinaryIO, TextIO
 
-import numpy as np
-
-from . import images, metrics
 from .errors import Error, InvalidArgumentError
 from .progress import Progress, Working, plural
 
+# numpy, the image modules and libnxe_sr load when a command runs, not when `nxe` builds its
+# parser: `nxe --help` stays quick.
+if TYPE_CHECKING:
+    import numpy as np
+
+    from . import images
+
 VIDEO_SUFFIXES = {".y4m"}
-NATIVE_SUFFIXES = images.IMAGE_SUFFIXES | VIDEO_SUFFIXES
 STDIO = "-"
 DEFAULT_FAMILY = "espcn"
 DEFAULT_SCALE = 2
@@ -129,10 +133,16 @@ def _check_options(args: argparse.Namespace) -> None:
 
 # ---- inputs and outputs ----
 
+def _image_suffixes() -> set[str]:
+    from .images import IMAGE_SUFFIXES
+
+    return IMAGE_SUFFIXES
+
+
 def _kind(suffix: str) -> str:
     if suffix in VIDEO_SUFFIXES:
         return "video"
-    return "image" if suffix in images.IMAGE_SUFFIXES else "ffmpeg"
+    return "image" if suffix in _image_suffixes() else "ffmpeg"
 
 
 def _suffix(path: str) -> str:
@@ -155,7 +165,7 @@ def _expand_inputs(inputs: list[str]) -> tuple[list[str], bool]:
         elif os.path.isdir(given):
             many = True
             found = sorted(str(p) for p in Path(given).iterdir()
-                           if p.is_file() and p.suffix.lower() in NATIVE_SUFFIXES)
+                           if p.is_file() and _kind(p.suffix.lower()) != "ffmpeg")
             if not found:
                 raise Refusal(f"{given}: no images or Y4M files in this folder")
             files += found
@@ -203,7 +213,7 @@ def _plan(inputs: list[str], output: str) -> list[Job]:
             raise Refusal(f"{unknown}: {_suffix(unknown) or 'suffix-less'} files go through an "
                           f"ffmpeg built with the nxe_sr filter (ffmpeg-filter/build.sh); none "
                           f"was found (set NXE_FFMPEG); nxe reads and writes "
-                          f"{', '.join(sorted(NATIVE_SUFFIXES))} itself")
+                          f"{', '.join(sorted(_image_suffixes() | VIDEO_SUFFIXES))} itself")
         if job.input != STDIO and job.output != STDIO and _same_file(job.input, job.output):
             raise Refusal(f"{job.output} is the input {job.input}; give another output")
     return jobs
@@ -214,7 +224,7 @@ def _shown(path: str, stream: str) -> str:
 
 
 def _suffixes_of(kind: str) -> set[str]:
-    return VIDEO_SUFFIXES if kind == "video" else images.IMAGE_SUFFIXES
+    return VIDEO_SUFFIXES if kind == "video" else _image_suffixes()
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -278,6 +288,8 @@ def _atomic(path: str) -> Iterator[str]:
 # ---- the work ----
 
 def _quality(out: np.ndarray, reference: np.ndarray, scale: int) -> tuple[float, float]:
+    from . import metrics
+
     y_out, y_ref = metrics.luma(out), metrics.luma(reference)
     return metrics.psnr(y_out, y_ref, border=scale), metrics.ssim(y_out, y_ref, border=scale)
 
@@ -322,6 +334,8 @@ class Runner:
                           f"each side; give a larger --tile or a smaller --overlap")
 
     def image(self, job: Job, progress: Progress | None) -> None:
+        from . import images
+
         image = images.read_image(job.input)
         h, w = image.shape[:2]
         reference = self._image_reference(w, h)
@@ -341,6 +355,8 @@ class Runner:
                       f"{ssim:.4f} (luma, border {up.scale} cropped)")
 
     def _image_reference(self, width: int, height: int) -> np.ndarray | None:
+        from . import images
+
         if not self.args.reference:
             return None
         reference = images.read_image(self.args.reference)
@@ -354,6 +370,10 @@ class Runner:
                           f"will be {width * scale}x{height * scale}")
 
     def video(self, job: Job, progress: Progress | None) -> None:
+        import numpy as np
+
+        from . import images, metrics
+
         with contextlib.ExitStack() as stack:
             if job.input == STDIO:
                 source: BinaryIO = sys.stdin.buffer
@@ -407,6 +427,8 @@ class Runner:
 
     def _video_reference(self, stack: contextlib.ExitStack, header: images.Y4mHeader,
                          total: int | None):
+        from . import images
+
         if not self.args.reference:
             return None
         reference = stack.enter_context(open(self.args.reference, "rb"))
@@ -518,19 +540,18 @@ def _words(error: Exception) -> str:
 
 
 def add_parser(commands) -> None:
-    from .sr import builtin_models
-
-    families = _families()
     upscale = commands.add_parser(
         "upscale", help="upscale images or video with a super-resolution model",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Upscales IN into OUT: PNG and JPEG images (JPEG needs Pillow) and Y4M video "
-        "natively, other containers through an ffmpeg with the nxe_sr filter. IN may be "
-        "'sample' for the photograph shipped with the package, a folder (its images and Y4M "
-        "files), several files, or - for Y4M on standard input; OUT is then a folder (created "
-        "if missing), or - for Y4M on standard output. The output's suffix is its format. "
-        "An existing output is overwritten only with -y (asked about on a terminal); the output "
-        "is never the input, and nothing is left behind by a failed or interrupted run.",
+        description=textwrap.fill(
+            "Upscales IN into OUT: PNG and JPEG images (JPEG needs Pillow) and Y4M video "
+            "natively, other containers through an ffmpeg with the nxe_sr filter. IN may be "
+            "'sample' for the photograph shipped with the package, a folder (its images and Y4M "
+            "files), several files, or - for Y4M on standard input; OUT is then a folder (created "
+            "if missing), or - for Y4M on standard output. The output's suffix is its format. "
+            "An existing output is overwritten only with -y (asked about on a terminal); the "
+            "output is never the input, and nothing is left behind by a failed or interrupted "
+            "run.", 79),
         epilog="examples:\n"
         "  nxe upscale photo.png -o photo-x2.png\n"
         "  nxe upscale -i photos/ -o big/ -m edsr -s 4\n"
@@ -542,9 +563,9 @@ def add_parser(commands) -> None:
                          help="output file, or folder for several inputs, or - for Y4M on "
                          "stdout")
     upscale.add_argument("-m", "--model", default=DEFAULT_FAMILY,
-                         help=f"model family ({', '.join(families)}), built-in model "
-                         f"({', '.join(builtin_models())}) or .nxm path "
-                         f"(default: %(default)s)")
+                         help="a family, whose model -s picks (built-in models are named "
+                         "FAMILY-xSCALE, such as espcn-x2; `nxe models` lists them), a built-in "
+                         "model's name, or an .nxm file (default: %(default)s)")
     upscale.add_argument("-s", "--scale", type=int, default=None,
                          help=f"which model of the family, by scale (default: {DEFAULT_SCALE} "
                          f"for a family, the model's own for a model)")
