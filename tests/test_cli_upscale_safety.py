@@ -200,6 +200,10 @@ def test_unknown_suffixes_without_ffmpeg_and_missing_inputs(tmp_path):
     for missing in ("absent.png", "absent.mp4", "absent.y4m", "absent"):
         result = run_nxe("upscale", missing, "-o", "out.png", cwd=tmp_path)
         assert result.returncode == 1 and f"{missing}: no such file" in result.stderr
+    result = run_nxe("upscale", "in.png", "-o", "nowhere/out.png", cwd=tmp_path)
+    assert result.returncode == 1
+    folder = Path(os.path.realpath(tmp_path)) / "nowhere"  # as the command's cwd names it
+    assert f"-o nowhere/out.png: there is no folder {folder}" in result.stderr
     assert snapshot(tmp_path) == before
 
 

@@ -216,6 +216,9 @@ def _plan(inputs: list[str], output: str) -> list[Job]:
                           f"{', '.join(sorted(_image_suffixes() | VIDEO_SUFFIXES))} itself")
         if job.input != STDIO and job.output != STDIO and _same_file(job.input, job.output):
             raise Refusal(f"{job.output} is the input {job.input}; give another output")
+    folder = os.path.dirname(os.path.abspath(output))
+    if not to_folder and output != STDIO and not os.path.isdir(folder):
+        raise Refusal(f"-o {output}: there is no folder {folder}")
     return jobs
 
 
@@ -240,10 +243,12 @@ def _same_file(a: str, b: str) -> bool:
 def _confirm_overwrites(jobs: list[Job], args: argparse.Namespace) -> None:
     """Refuses existing outputs unless -y; asks on a terminal as ffmpeg does."""
     for job in jobs:
-        if job.output == STDIO or not os.path.lexists(job.output) or args.yes:
+        if job.output == STDIO or not os.path.lexists(job.output):
             continue
         if os.path.isdir(job.output):
             raise Refusal(f"{job.output} is a folder; name the output file inside it")
+        if args.yes:
+            continue
         if args.no:
             raise Refusal(f"{job.output} already exists; not overwriting it (-n)")
         if STDIO != job.input and sys.stdin.isatty():
