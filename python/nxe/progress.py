@@ -57,7 +57,7 @@ class Progress:
         bar_format = None if total is not None else "{desc}{postfix} [{elapsed}, {rate_fmt}]"
         self._bar = None if tqdm is None else tqdm(
             total=total, unit=unit, desc=desc, file=self.stream, dynamic_ncols=True,
-            bar_format=bar_format, postfix=plural(0, unit))
+            bar_format=bar_format, postfix=None if total is not None else plural(0, unit))
 
     def __enter__(self) -> Progress:
         return self
