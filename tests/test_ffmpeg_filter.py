@@ -335,6 +335,7 @@ def test_nxe_upscale_takes_other_containers_through_ffmpeg(ffmpeg, tmp_path):
 
 
 def test_nxe_upscale_without_a_filtered_ffmpeg_says_how_to_get_one(tmp_path):
+    (tmp_path / "in.mkv").write_bytes(b"\x1aE\xdf\xa3")  # exists: a missing file is refused first
     result = subprocess.run(
         [sys.executable, "-m", "nxe", "upscale", str(tmp_path / "in.mkv"), "-o",
          str(tmp_path / "out.mkv")],
