@@ -112,3 +112,14 @@ def test_prefix_build_names_the_shared_libraries_by_the_api_version(tmp_path):
     sr_version = f"{lib.NXE_SR_API_VERSION_MAJOR}.{lib.NXE_SR_API_VERSION_MINOR}.0"
     file_names = {Path(name).name for target in targets for name in target["filename"]}
     assert {f"libnxe.so.{version}", f"libnxe_sr.so.{sr_version}"} <= file_names
+
+
+def test_every_module_of_the_source_tree_is_installed():
+    # python/meson.build lists the package's files one by one; a module left out of it is
+    # missing from every installation while the source tree looks complete.
+    source = REPO / "python" / "nxe"
+    installed = Path(nxe.__file__).parent
+    modules = sorted(p.relative_to(source) for p in source.rglob("*.py"))
+    assert modules
+    missing = [str(m) for m in modules if not (installed / m).is_file()]
+    assert missing == []
