@@ -82,6 +82,10 @@ class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+class RawDescriptionFormatter(argparse.RawDescriptionHelpFormatter, _Formatter):
+    """The same, for a subcommand whose description and epilog are laid out by hand."""
+
+
 class _Parser(argparse.ArgumentParser):
     """The command's parser and every subcommand's (add_subparsers makes its parsers of the
     parent's class): defaults shown in --help, and a usage error in a subcommand reported with

@@ -545,9 +545,11 @@ def _words(error: Exception) -> str:
 
 
 def add_parser(commands) -> None:
+    from .cli import RawDescriptionFormatter
+
     upscale = commands.add_parser(
         "upscale", help="upscale images or video with a super-resolution model",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=RawDescriptionFormatter,
         description=textwrap.fill(
             "Upscales IN into OUT: PNG and JPEG images (JPEG needs Pillow) and Y4M video "
             "natively, other containers through an ffmpeg with the nxe_sr filter. IN may be "
@@ -594,8 +596,9 @@ def add_parser(commands) -> None:
                          help="YUV matrix of the input, for RGB<->YUV conversion "
                          "(default: %(default)s)")
     upscale.add_argument("--codec", default="rawvideo",
-                         help="video encoder for containers written through ffmpeg (default: "
-                         "%(default)s, the one the minimal build of ffmpeg-filter/build.sh has)")
+                         help="video encoder for containers written through ffmpeg; rawvideo "
+                         "is the one the minimal build of ffmpeg-filter/build.sh has "
+                         "(default: %(default)s)")
     upscale.add_argument("--reference", metavar="HR",
                          help="print PSNR and SSIM of the output against this file")
     upscale.set_defaults(handler=functools.partial(run, parser=upscale))
