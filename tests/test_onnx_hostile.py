@@ -3,6 +3,10 @@
 # compile cache is bounded, and what onnxruntime refuses as invalid is refused here too.
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
+import textwrap
 import time
 import tracemalloc
 
@@ -295,6 +299,29 @@ def test_an_einsum_equation_outside_the_grammar_is_refused_promptly():
                    opset=12)
     with pytest.raises(nxe.InvalidGraphError, match="Einsum node 'sum_of'.*equation"):
         nxe.onnx.load(model).run({"x": np.array(1.0)})
+
+
+@pytest.mark.parametrize("batch_dims", [-1, -2**31])
+def test_a_negative_gathernd_batch_dims_is_refused_before_onnx_inference_sees_it(batch_dims):
+    # GatherND with batch_dims -2**31 crashed onnx's shape inference (found by fuzzing); the
+    # test runs in a child process so that a regression fails it rather than ending pytest.
+    nodes = [helper.make_node("GatherND", ["data", "indices"], ["y"], name="pick",
+                              batch_dims=batch_dims)]
+    model = _model(nodes, [_vi("data", TensorProto.INT32, [2, 2, 2]),
+                           _vi("indices", TensorProto.INT64, [2, 1])],
+                   [_vi("y", TensorProto.INT32)])
+    code = textwrap.dedent(f"""
+        import numpy as np, nxe, nxe.onnx
+        try:
+            nxe.onnx.load({model.SerializeToString()!r}).run(
+                {{"data": np.zeros((2, 2, 2), np.int32), "indices": np.zeros((2, 1), np.int64)}})
+        except nxe.InvalidGraphError as error:
+            print(type(error).__name__, error)
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"InvalidGraphError .*GatherND node 'pick'.*'batch_dims'", result.stdout)
 
 
 def _endless_loop_model(trip):

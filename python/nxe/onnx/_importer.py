@@ -1482,6 +1482,12 @@ def _check_before_inference(node: onnx.NodeProto) -> None:
         if not set(equation) <= _EINSUM_BYTES:
             raise _invalid(node, f"equation {equation!r} has characters outside letters, "
                                  "',', '->', '...' and spaces")
+    if node.op_type == "GatherND" and node.domain in ("", "ai.onnx"):
+        # onnx's inference indexes the shapes by it unchecked: a negative count crashes.
+        batch_dims = ConversionContext.attr(node, "batch_dims", 0)
+        if not 0 <= batch_dims < 2**31:
+            raise _invalid(node, f"attribute 'batch_dims' is {batch_dims}; it counts leading "
+                                 "axes, so it must be 0 or more")
     if node.op_type == "Split" and node.domain in ("", "ai.onnx"):
         count = ConversionContext.attr(node, "num_outputs")
         if count is not None and count != len(node.output):
