@@ -23,6 +23,7 @@ from ..errors import (
     DtypeMismatchError,
     Error,
     FormatError,
+    InvalidArgumentError,
     InvalidGraphError,
     OutOfMemoryError,
     ShapeMismatchError,
@@ -1011,16 +1012,17 @@ class OnnxModel:
             given = dict(args[0])
         else:
             if len(args) > len(self.input_names):
-                raise ValueError(f"the model takes {len(self.input_names)} inputs, got "
-                                 f"{len(args)} positionally")
+                raise InvalidArgumentError(f"the model takes {len(self.input_names)} inputs, "
+                                           f"got {len(args)} positionally")
             given = dict(zip(self.input_names, args))
             given.update(kwargs)
         unknown = [n for n in given if n not in self.input_names and n not in self.initializers]
         if unknown:
-            raise ValueError(f"unknown model input(s) {unknown}; inputs are {self.input_names}")
+            raise InvalidArgumentError(f"unknown model input(s) {unknown}; inputs are "
+                                       f"{self.input_names}")
         missing = [n for n in self.input_names if n not in given]
         if missing:
-            raise ValueError(f"missing model input(s) {missing}")
+            raise InvalidArgumentError(f"missing model input(s) {missing}")
         return {name: np.asarray(value) for name, value in given.items()}
 
     def input_spec(self, name: str, value: np.ndarray) -> tuple[tuple[int, ...], str]:
