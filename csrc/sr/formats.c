@@ -119,21 +119,19 @@ void sr_plane_geometry(const nxe_sr_format_desc *format, int32_t plane, int32_t 
 }
 
 /* Whether every row of a plane lies at an address: the rows reach |stride| x (rows - 1) bytes
- * below or above `data`, and a row's bytes past that, without wrapping around. */
+ * below or above `data`, and a row's bytes past that, without wrapping around, and the whole
+ * span is at most PTRDIFF_MAX bytes (pointer differences within it stay defined). */
 static bool plane_fits_address_space(const void *data, int64_t stride, int32_t rows,
                                      int64_t row_bytes)
 {
-    int64_t reach, end;
-    if (!sr_mul(stride < 0 ? -stride : stride, (int64_t)rows - 1, &reach))
+    int64_t reach, span;
+    if (!sr_mul(stride < 0 ? -stride : stride, (int64_t)rows - 1, &reach) ||
+        !sr_add(reach, row_bytes, &span) || span > PTRDIFF_MAX)
         return false;
     uintptr_t base = (uintptr_t)data;
-    if (stride < 0) {
-        if ((uint64_t)reach > base)
-            return false;
-        return (uint64_t)row_bytes <= UINTPTR_MAX - base && row_bytes <= PTRDIFF_MAX;
-    }
-    return sr_add(reach, row_bytes, &end) && end <= PTRDIFF_MAX &&
-           (uint64_t)end <= UINTPTR_MAX - base;
+    if (stride < 0) /* bottom-up: the rows go down from data, each row's bytes up */
+        return (uint64_t)reach <= base && (uint64_t)row_bytes <= UINTPTR_MAX - base;
+    return (uint64_t)span <= UINTPTR_MAX - base;
 }
 
 nxe_status sr_check_frame(const nxe_sr_frame *frame, const char *which,

@@ -132,6 +132,13 @@ static void check_geometry_limits(nxe_sr *sr)
     bad.strides[0] = -INT64_MAX; /* two luma rows: one stride below the first wraps below 0 */
     EXPECT(nxe_sr_process(sr, &in.frame, &bad) == NXE_ERROR_INVALID_ARGUMENT);
     EXPECT(strstr(nxe_sr_last_error(), "reaches outside the address space") != NULL);
+    /* Bottom-up from a high address: the rows stay above 0, but they span more than
+     * PTRDIFF_MAX bytes (found by fuzzing: this frame was written to). */
+    bad = out.frame;
+    bad.data[0] = (uint8_t *)(uintptr_t)0xc2c2c2c2c2c2c2c2u;
+    bad.strides[0] = -INT64_MAX;
+    EXPECT(nxe_sr_process(sr, &in.frame, &bad) == NXE_ERROR_INVALID_ARGUMENT);
+    EXPECT(strstr(nxe_sr_last_error(), "reaches outside the address space") != NULL);
     bad = out.frame;
     bad.strides[0] = INT64_MIN;
     EXPECT(nxe_sr_process(sr, &in.frame, &bad) == NXE_ERROR_INVALID_ARGUMENT);
