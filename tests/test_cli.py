@@ -13,6 +13,7 @@ import subprocess
 import sys
 from importlib.metadata import version as package_version
 
+import numpy as np
 import nxe
 import nxe.sr
 import pytest
@@ -166,17 +167,28 @@ def test_model_info_describes_a_compiled_binary(model_dir):
         info, inputs, outputs = vm.info(), vm.inputs, vm.outputs
     with nxe.Model(nxe.sr.model_path("espcn-x2")) as model:
         assert info["fingerprint"] == model.fingerprint
+    embedded = report["model"]["embedded"]
     assert report == {
         "file": str(path), "format": "nxb", "fingerprint": info["fingerprint"],
         "isa": info["isa"], "kernel_abi": info["kernel_abi"], "recompiled": info["recompiled"],
         "constants": info["num_constants"],
         "inputs": [{"name": n, "shape": list(s), "dtype": d} for n, s, d in inputs],
         "outputs": [{"name": n, "shape": list(s), "dtype": d} for n, s, d in outputs],
-        "model": {"embedded": True, "same_as": str(nxe.sr.model_path("espcn-x2"))}}
+        "model": {"embedded": embedded, "same_as": str(nxe.sr.model_path("espcn-x2"))}}
+    # The embedded model is what nxe.Model opens in the binary's place: the graph, its weights.
+    with nxe.Model(path) as model, nxe.Model(nxe.sr.model_path("espcn-x2")) as source:
+        assert embedded["fingerprint"] == model.fingerprint
+        assert embedded["tensors"] == [dict(t, shape=list(t["shape"])) for t in model.tensors]
+        assert sorted(t["name"] for t in model.tensors) == \
+            sorted(t["name"] for t in source.tensors)
+        for t in source.tensors:
+            np.testing.assert_array_equal(model.tensor(t["name"]), source.tensor(t["name"]))
     text = nxe_cli("model", "info", path).stdout
     assert f"fingerprint:  {info['fingerprint']}" in text
     assert f"ISA:          {info['isa']}, kernel ABI {info['kernel_abi']}" in text
-    assert "model:        embedded in the binary" in text
+    assert (f"model:        embedded in the binary; compiled from "
+            f"{nxe.sr.model_path('espcn-x2')}") in text
+    assert f"tensors:      {len(embedded['tensors'])} stored" in text
     # By name from the models folder, as `nxe models` lists it.
     by_name = nxe_cli("model", "info", "--json", "fast", env={"NXE_MODEL_DIR": str(model_dir)})
     assert json.loads(by_name.stdout) == report

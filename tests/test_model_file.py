@@ -439,7 +439,25 @@ def test_file_with_bytes_appended_is_a_format_error(saved):
 
 
 def test_wrong_magic_is_a_format_error(saved):
-    assert "wrong magic" in open_fails(b"NXEPLAN\0" + saved[8:])
+    assert "wrong magic" in open_fails(b"NXEMODEX" + saved[8:])
+    # A binary's magic makes it read as a binary, whose container this is not.
+    assert "header checksum mismatch" in open_fails(b"NXEPLAN\0" + saved[8:])
+
+
+def test_a_compiled_binary_opens_as_the_model_it_embeds(saved, tmp_path):
+    with nxe.Model(saved) as model:
+        binary = model.graph().compile_to_binary(threads=1)
+    path = tmp_path / "m.nxb"
+    path.write_bytes(binary)
+    with nxe.Model(saved) as source, nxe.Model(path) as embedded, nxe.Model(binary) as in_memory:
+        for opened in (embedded, in_memory):
+            assert [t["name"] for t in opened.tensors] == [t["name"] for t in source.tensors]
+            for t in source.tensors:
+                np.testing.assert_array_equal(opened.tensor(t["name"]), source.tensor(t["name"]))
+    # Its section is checked like any other: a flipped byte in it is refused.
+    data = bytearray(binary)
+    data[binary.index(b"NXEMODEL") + 200] ^= 1
+    assert "checksum mismatch in section type 17" in open_fails(bytes(data))
 
 
 def test_other_major_version_is_unsupported_and_says_which(saved):

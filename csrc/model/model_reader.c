@@ -47,7 +47,7 @@ static const char *section_name(uint32_t type)
 
 static const uint8_t *section_bytes(const nxe_model *model, const nxe_section *section)
 {
-    return model->file.data + section->offset;
+    return model->container.base + section->offset;
 }
 
 NXE_API void nxe_model_release(nxe_model *model)
@@ -387,10 +387,42 @@ static nxe_status verify_content(const nxe_model *model)
     return NXE_OK;
 }
 
+/* The bytes of the model file in `model->file`: the whole file, or, for a compiled binary,
+ * the model file it embeds (its EMBEDDED_MODEL section, checked unless lazy). */
+static nxe_status model_bytes(const nxe_model *model, bool lazy, const uint8_t **data, size_t *size)
+{
+    *data = model->file.data;
+    *size = model->file.size;
+    if (model->file.size < sizeof nxe_binary_magic ||
+        memcmp(model->file.data, nxe_binary_magic, sizeof nxe_binary_magic) != 0)
+        return NXE_OK;
+    nxe_container binary;
+    nxe_status status = nxe_container_parse(model->file.data, model->file.size, nxe_binary_magic,
+                                            model->what, &binary);
+    if (status != NXE_OK)
+        return status;
+    const nxe_section *embedded = nxe_container_find(&binary, NXE_SECTION_EMBEDDED_MODEL);
+    if (!embedded)
+        return nxe_error(NXE_ERROR_FORMAT,
+                         "%s: a compiled binary without an embedded model, so no model to open",
+                         model->what);
+    if (!lazy) {
+        status = nxe_container_verify(&binary, embedded, model->what);
+        if (status != NXE_OK)
+            return status;
+    }
+    *data = model->file.data + embedded->offset;
+    *size = (size_t)embedded->size;
+    return NXE_OK;
+}
+
 static nxe_status open_model(nxe_model *model, bool lazy)
 {
-    nxe_status status = nxe_container_parse(model->file.data, model->file.size, nxe_model_magic,
-                                            model->what, &model->container);
+    const uint8_t *data;
+    size_t size;
+    nxe_status status = model_bytes(model, lazy, &data, &size);
+    if (status == NXE_OK)
+        status = nxe_container_parse(data, size, nxe_model_magic, model->what, &model->container);
     if (status == NXE_OK)
         status = find_sections(model);
     if (status == NXE_OK)

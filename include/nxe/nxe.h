@@ -690,7 +690,7 @@ typedef struct nxe_model_options {
 #define NXE_MODEL_OPTIONS_INIT {sizeof(nxe_model_options), 0, NULL}
 
 /* Opens a model file (mapped read-only for the model's life); `options` may be NULL for
- * defaults. The caller releases the model with nxe_model_release. NXE_ERROR_INVALID_ARGUMENT
+ * defaults. A compiled binary (.nxb, since 0.5) opens as the model file it embeds. The caller releases the model with nxe_model_release. NXE_ERROR_INVALID_ARGUMENT
  * (a NULL argument, a short struct_size or a file above the limits' max_file_bytes),
  * NXE_ERROR_INVALID_GRAPH (a graph above max_ops), NXE_ERROR_SHAPE_MISMATCH (a stored tensor
  * above max_tensor_bytes), NXE_ERROR_IO (the file cannot be opened or

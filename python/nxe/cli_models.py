@@ -251,33 +251,35 @@ def _model_report(path: Path, lazy: bool) -> dict[str, Any]:
         raise Problem(error_words(error, path)) from None
 
 
-def _print_model_report(report: dict[str, Any]) -> None:
-    print(f"file:         {report['file']}")
-    print(f"format:       {report['format_version']}")
-    print(f"fingerprint:  {report['fingerprint']}")
+def _model_report_text(report: dict[str, Any]) -> str:
+    lines = [f"file:         {report['file']}",
+             f"format:       {report['format_version']}",
+             f"fingerprint:  {report['fingerprint']}"]
     for key in ("metadata", "annotations"):
         compact = json.dumps(report[key], sort_keys=True, ensure_ascii=False)
         if len(compact) <= 100:
-            print(f"{key + ':':<13} {compact}")
+            lines.append(f"{key + ':':<13} {compact}")
         else:
-            print(f"{key}:")
-            print(textwrap.indent(json.dumps(report[key], indent=2, sort_keys=True,
-                                             ensure_ascii=False), "  "))
+            lines.append(f"{key}:")
+            lines.append(textwrap.indent(json.dumps(report[key], indent=2, sort_keys=True,
+                                                    ensure_ascii=False), "  "))
     tensors = report["tensors"]
     total = sum(t["nbytes"] for t in tensors)
-    print(f"tensors:      {len(tensors)} stored, {total} bytes")
+    lines.append(f"tensors:      {len(tensors)} stored, {total} bytes")
     rows = [("name", "kind", "dtype", "shape", "quant", "bytes")]
     rows += [(t["name"], t["kind"], t["dtype"], "[" + ", ".join(map(str, t["shape"])) + "]",
               _format_quant(t["quant"]), str(t["nbytes"])) for t in tensors]
-    print(textwrap.indent(_table(rows, right={5}), "  "))
+    lines.append(textwrap.indent(_table(rows, right={5}), "  "))
+    return "\n".join(lines)
 
 
 def _binary_report(path: Path, lazy: bool, model_dir: Path | None) -> dict[str, Any]:
     with _open_binary(path, verify=not lazy) as vm:
         info = vm.info()
         inputs, outputs = vm.inputs, vm.outputs
-    # The library reads the embedded model only to recompile; what the binary says of it is
-    # its fingerprint, which names it when a listed model file has the same.
+    # The binary records the fingerprint of the model file it was compiled from, which names
+    # that file when a listed one has it; the model it embeds (the graph, saved again, which
+    # nxe.Model opens in the binary's place) is described too.
     rows, _ = model_rows(model_dir)
     origin = next((row for row in rows
                    if row.format == "nxm" and row.fingerprint == info["fingerprint"]), None)
@@ -291,7 +293,8 @@ def _binary_report(path: Path, lazy: bool, model_dir: Path | None) -> dict[str, 
         "constants": info["num_constants"],
         "inputs": [{"name": n, "shape": list(s), "dtype": d} for n, s, d in inputs],
         "outputs": [{"name": n, "shape": list(s), "dtype": d} for n, s, d in outputs],
-        "model": {"embedded": True, "same_as": None if origin is None else origin.path},
+        "model": {"embedded": _model_report(path, lazy),
+                  "same_as": None if origin is None else origin.path},
     }
 
 
@@ -309,7 +312,10 @@ def _print_binary_report(report: dict[str, Any]) -> None:
             print(f"{label:<13} {io['name']} [{', '.join(map(str, io['shape']))}] {io['dtype']}")
     same = report["model"]["same_as"]
     print("model:        embedded in the binary"
-          + (f"; the same model as {same}" if same else ""))
+          + (f"; compiled from {same}" if same else ""))
+    embedded = dict(report["model"]["embedded"],
+                    file=f"{report['file']}, its EMBEDDED_MODEL section")
+    print(textwrap.indent(_model_report_text(embedded), "  "))
 
 
 def _model_info(args: argparse.Namespace) -> int:
@@ -327,7 +333,7 @@ def _model_info(args: argparse.Namespace) -> int:
     elif binary:
         _print_binary_report(report)
     else:
-        _print_model_report(report)
+        print(_model_report_text(report))
     return 0
 
 
