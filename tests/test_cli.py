@@ -175,9 +175,10 @@ def test_model_info_describes_a_compiled_binary(model_dir):
         "inputs": [{"name": n, "shape": list(s), "dtype": d} for n, s, d in inputs],
         "outputs": [{"name": n, "shape": list(s), "dtype": d} for n, s, d in outputs],
         "model": {"embedded": embedded, "same_as": str(nxe.sr.model_path("espcn-x2"))}}
-    # The embedded model is what nxe.Model opens in the binary's place: the graph, its weights.
+    # The embedded model is what nxe.Model opens in the binary's place: the file's model.
     with nxe.Model(path) as model, nxe.Model(nxe.sr.model_path("espcn-x2")) as source:
-        assert embedded["fingerprint"] == model.fingerprint
+        assert embedded["fingerprint"] == model.fingerprint == info["fingerprint"]
+        assert embedded["metadata"] == source.metadata
         assert embedded["tensors"] == [dict(t, shape=list(t["shape"])) for t in model.tensors]
         assert sorted(t["name"] for t in model.tensors) == \
             sorted(t["name"] for t in source.tensors)

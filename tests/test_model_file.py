@@ -451,6 +451,10 @@ def test_a_compiled_binary_opens_as_the_model_it_embeds(saved, tmp_path):
     path.write_bytes(binary)
     with nxe.Model(saved) as source, nxe.Model(path) as embedded, nxe.Model(binary) as in_memory:
         for opened in (embedded, in_memory):
+            # An unedited graph from a file embeds that file's model: metadata and all.
+            assert opened.fingerprint == source.fingerprint
+            assert opened.metadata == source.metadata and opened.metadata
+            assert opened.annotations == source.annotations
             assert [t["name"] for t in opened.tensors] == [t["name"] for t in source.tensors]
             for t in source.tensors:
                 np.testing.assert_array_equal(opened.tensor(t["name"]), source.tensor(t["name"]))

@@ -99,6 +99,8 @@ NXE_API void nxe_graph_release(nxe_graph *graph)
     nxe_free(graph->tensors);
     nxe_free(graph->name_slots);
     nxe_free(graph->inferred);
+    nxe_free(graph->source_metadata);
+    nxe_free(graph->source_annotations);
     nxe_context_release(graph->context);
     nxe_free(graph);
 }

@@ -57,9 +57,13 @@ struct nxe_graph {
      * nxe_tensor_get_info; tensors added since report their declaration */
     nxe_value *inferred;
     int32_t num_inferred;
-    /* set when the graph was built from a model file: binaries are tagged with it */
+    /* set when the graph was built from a model file: binaries are tagged with it, and while
+     * the graph is unedited they embed it with the file's metadata and annotations (JSON,
+     * nxe_alloc'd, NUL-terminated), so that the embedded model is the file's model */
     bool has_source_fingerprint;
     uint8_t source_fingerprint[32];
+    char *source_metadata;
+    char *source_annotations;
 };
 
 /* Any successful edit makes the graph differ from the model file it was built from. */

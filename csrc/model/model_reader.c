@@ -559,6 +559,18 @@ NXE_API nxe_status nxe_model_fingerprint(const nxe_model *model, uint8_t fingerp
     return NXE_OK;
 }
 
+/* A JSON section as a NUL-terminated copy ("{}" for an absent one); NULL when out of memory. */
+static char *copy_text(const nxe_model *model, const nxe_section *section)
+{
+    const size_t size = section ? (size_t)section->size : 2;
+    char *text = nxe_alloc(size + 1);
+    if (text) {
+        memcpy(text, section ? (const char *)section_bytes(model, section) : "{}", size);
+        text[size] = '\0';
+    }
+    return text;
+}
+
 static nxe_status json_section(const nxe_model *model, const nxe_section *section,
                                const char **json, size_t *size, const char *where)
 {
@@ -670,6 +682,12 @@ NXE_API nxe_status nxe_model_build_graph(const nxe_model *model, nxe_context *ct
         nxe_graph_release(graph);
         nxe_error_prefix("%s: ", where);
         return status;
+    }
+    graph->source_metadata = copy_text(model, model->metadata);
+    graph->source_annotations = copy_text(model, model->annotations);
+    if (!graph->source_metadata || !graph->source_annotations) {
+        nxe_graph_release(graph);
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "%s: out of memory", where);
     }
     graph->has_source_fingerprint = true;
     memcpy(graph->source_fingerprint, model->fingerprint, 32);

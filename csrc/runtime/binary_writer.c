@@ -157,6 +157,18 @@ static void write_data(uint8_t *section, const data_layout *data)
 enum { PLAN_INDEX, DATA_INDEX, MODEL_INDEX, NUM_SECTIONS };
 
 /* Sizes every section and plans the file. */
+/* The embedded model of an unedited graph from a model file carries that file's metadata and
+ * annotations: it is then the same model, with the same fingerprint. */
+static nxe_model_write_options embedded_model_options(const nxe_graph *graph)
+{
+    nxe_model_write_options options = NXE_MODEL_WRITE_OPTIONS_INIT;
+    if (graph->has_source_fingerprint) {
+        options.metadata_json = graph->source_metadata;
+        options.annotations_json = graph->source_annotations;
+    }
+    return options;
+}
+
 static nxe_status plan_file(nxe_graph *graph, const nxe_executable *exe, const data_layout *data,
                             nxe_container_layout *layout)
 {
@@ -165,7 +177,8 @@ static nxe_status plan_file(nxe_graph *graph, const nxe_executable *exe, const d
     nxe_writer counter = nxe_writer_make(NULL, 0);
     write_plan(&counter, exe, data);
     size_t model_size = 0;
-    nxe_status status = nxe_graph_save_model(graph, NULL, NULL, &model_size);
+    const nxe_model_write_options options = embedded_model_options(graph);
+    nxe_status status = nxe_graph_save_model(graph, &options, NULL, &model_size);
     if (status != NXE_OK) {
         nxe_error_prefix("embedding the portable model: ");
         return status;
@@ -189,8 +202,9 @@ static nxe_status write_file(nxe_graph *graph, const nxe_executable *exe, const 
         return nxe_error(NXE_ERROR_INTERNAL, "the PLAN section changed size while written");
     write_data(file + layout->offsets[DATA_INDEX], data);
     size_t model_size = (size_t)layout->sizes[MODEL_INDEX];
+    const nxe_model_write_options options = embedded_model_options(graph);
     nxe_status status =
-        nxe_graph_save_model(graph, NULL, file + layout->offsets[MODEL_INDEX], &model_size);
+        nxe_graph_save_model(graph, &options, file + layout->offsets[MODEL_INDEX], &model_size);
     if (status != NXE_OK) {
         nxe_error_prefix("embedding the portable model: ");
         return status;
