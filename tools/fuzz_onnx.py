@@ -388,7 +388,10 @@ def main(argv: list[str] | None = None) -> int:
             if outcome != "finding":
                 continue
             signature = detail.strip().splitlines()[-1]
-            if signature not in findings:
+            # A crash or a hang says nothing of its cause, so each one's model is kept; other
+            # findings end in their exception, and the first model of each is kept.
+            silent = signature.startswith(("worker died", "hang"))
+            if signature not in findings or silent:
                 print(f"finding at run {run}: {model.graph.name}\n{detail}", flush=True)
                 if args.findings:
                     os.makedirs(args.findings, exist_ok=True)
