@@ -9,6 +9,8 @@
 
 #include <nxe/nxe.h>
 
+#include "f32_tensor.h"
+
 static int checks;
 static int failures;
 
@@ -51,15 +53,8 @@ static const int64_t y_shape[3] = {1, 3, 5};
 static nxe_tensor *add_tensor(nxe_graph *graph, const char *name, int32_t kind, int32_t ndim,
                               const int64_t *shape)
 {
-    nxe_tensor_spec spec = NXE_TENSOR_SPEC_INIT;
-    spec.name = name;
-    spec.kind = kind;
-    spec.dtype =
-        kind == NXE_TENSOR_TRANSIENT || kind == NXE_TENSOR_OUTPUT ? NXE_DTYPE_NONE : NXE_DTYPE_F32;
-    spec.ndim = ndim;
-    spec.shape = shape;
     nxe_tensor *tensor = NULL;
-    EXPECT_OK(nxe_graph_add_tensor(graph, &spec, &tensor));
+    EXPECT_OK(add_f32_tensor(graph, name, kind, ndim, shape, &tensor));
     return tensor;
 }
 

@@ -14,6 +14,8 @@
 
 #include <nxe/nxe.h>
 
+#include "f32_tensor.h"
+
 #define THREADS 8
 #define RUNS 100   /* per thread */
 #define SAMPLES 16 /* distinct inputs, each with its answer from a run alone */
@@ -67,15 +69,8 @@ static void fill(float *values, size_t count, uint32_t seed)
 static nxe_tensor *add_tensor(nxe_graph *graph, const char *name, int32_t kind, int32_t ndim,
                               const int64_t *shape)
 {
-    nxe_tensor_spec spec = NXE_TENSOR_SPEC_INIT;
-    spec.name = name;
-    spec.kind = kind;
-    spec.dtype =
-        kind == NXE_TENSOR_TRANSIENT || kind == NXE_TENSOR_OUTPUT ? NXE_DTYPE_NONE : NXE_DTYPE_F32;
-    spec.ndim = ndim;
-    spec.shape = shape;
     nxe_tensor *tensor = NULL;
-    EXPECT_OK(nxe_graph_add_tensor(graph, &spec, &tensor));
+    EXPECT_OK(add_f32_tensor(graph, name, kind, ndim, shape, &tensor));
     return tensor;
 }
 

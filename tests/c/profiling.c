@@ -13,6 +13,8 @@
 
 #include <nxe/nxe.h>
 
+#include "f32_tensor.h"
+
 #define THREADS 4
 #define RUNS 40 /* per thread */
 
@@ -52,15 +54,8 @@ static const char *const op_types[] = {"Conv2d", "Relu", "Conv2d", "Transpose"};
 static nxe_tensor *add_tensor(nxe_graph *graph, const char *name, int32_t kind, int32_t ndim,
                               const int64_t *shape)
 {
-    nxe_tensor_spec spec = NXE_TENSOR_SPEC_INIT;
-    spec.name = name;
-    spec.kind = kind;
-    spec.dtype =
-        kind == NXE_TENSOR_TRANSIENT || kind == NXE_TENSOR_OUTPUT ? NXE_DTYPE_NONE : NXE_DTYPE_F32;
-    spec.ndim = ndim;
-    spec.shape = shape;
     nxe_tensor *tensor = NULL;
-    CHECK_STATUS(nxe_graph_add_tensor(graph, &spec, &tensor), NXE_OK);
+    CHECK_STATUS(add_f32_tensor(graph, name, kind, ndim, shape, &tensor), NXE_OK);
     if (kind == NXE_TENSOR_CONSTANT && tensor) {
         size_t count = 1;
         for (int32_t i = 0; i < ndim; i++)
