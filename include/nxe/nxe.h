@@ -80,7 +80,7 @@ extern "C" {
  * declaration. The build reads all three from here (the meson project version, the shared
  * library's version, the Python package's version). Since 0.1; NXE_VERSION_PATCH since 0.4. */
 #define NXE_API_VERSION_MAJOR 0
-#define NXE_API_VERSION_MINOR 5
+#define NXE_API_VERSION_MINOR 6
 #define NXE_VERSION_PATCH 0
 /* Most dimensions a tensor may have. Since 0.1. */
 #define NXE_MAX_RANK 6
@@ -111,7 +111,10 @@ enum nxe_status_code {
     NXE_ERROR_IO = 10,
     NXE_ERROR_FORMAT = 11,  /* malformed or corrupted file */
     NXE_ERROR_RUNTIME = 12, /* data-dependent failure during a run (index out of range) */
-    NXE_ERROR_INTERNAL = 13
+    NXE_ERROR_INTERNAL = 13,
+    NXE_ERROR_BUSY = 14,     /* since 0.6: a queue or budget is full now; try again later */
+    NXE_ERROR_TIMEOUT = 15,  /* since 0.6: a deadline or wait time passed */
+    NXE_ERROR_CANCELLED = 16 /* since 0.6: the caller (or a shutdown) cancelled the work */
 };
 
 /* Message of the last failed call on this thread ("" if none). Owned by the library, valid
@@ -509,7 +512,11 @@ typedef struct nxe_memory_info {
     uint64_t transient_bytes; /* what those tensors would take without sharing */
     uint64_t constant_bytes;  /* constants and variables held by the executable */
     int32_t num_threads;
-    int32_t num_steps; /* kernel calls per run */
+    int32_t num_steps;       /* kernel calls per run */
+    uint64_t resident_bytes; /* since 0.6 (a 0.5 struct_size is accepted without it): bytes the
+                                executable holds now, measured: constants (mapped or owned),
+                                packed weights, and the arena, workspace and staging of every
+                                run context its pool holds */
 } nxe_memory_info;
 /* NXE_ERROR_INVALID_ARGUMENT (a NULL argument or a short struct_size); *info is then
  * unchanged. Since 0.1. */
