@@ -22,11 +22,16 @@ from pathlib import Path
 import numpy as np
 import nxe.sr
 import pytest
+from image_testing import textured_picture
 from nxe import images
 from PIL import Image
 
 NXE = Path(sys.executable).with_name("nxe")
 TIMEOUT_S = 600
+
+
+def picture(h=30, w=44, channels=3, seed=0):
+    return textured_picture(h, w, channels, seed)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -74,16 +79,6 @@ def on_terminal(*args, cwd, answer=None, env=None):
     finally:
         os.close(master)
     return status, output.decode()
-
-
-def picture(h=30, w=44, channels=3, seed=0):
-    rng = np.random.default_rng(seed)
-    yy, xx = np.meshgrid(np.linspace(0, 1, h), np.linspace(0, 1, w), indexing="ij")
-    base = 120 + 90 * np.sin(9 * xx) * np.cos(6 * yy)
-    shape = (h, w) if channels == 1 else (h, w, channels)
-    if channels > 1:
-        base = base[..., None] + 20 * np.arange(channels)
-    return np.clip(base + 15 * rng.standard_normal(shape), 0, 255).astype(np.uint8)
 
 
 def write_clip(path, frames, width=40, height=24, truncate_last=False):

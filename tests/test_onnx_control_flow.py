@@ -6,6 +6,7 @@ import nxe
 import nxe.onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from onnx_testing import value_info as _vi
 
 F = TensorProto.FLOAT
 
@@ -15,10 +16,6 @@ def _model(nodes, inputs, outputs, opset, initializers=()):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 7
     return model
-
-
-def _vi(name, elem=F, shape=None):
-    return helper.make_tensor_value_info(name, elem, shape)
 
 
 def _scan_body(outer_name):

@@ -13,9 +13,10 @@ import tracemalloc
 import numpy as np
 import nxe
 import nxe.onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from onnx_testing import onnxruntime_outputs as _reference
+from onnx_testing import value_info as _vi
 from onnxruntime.capi.onnxruntime_pybind11_state import Fail, InvalidArgument, InvalidGraph
 
 # Peak Python-visible allocation (numpy reports to tracemalloc) allowed while refusing a
@@ -32,16 +33,6 @@ def _model(nodes, inputs, outputs, initializers=(), opset=17):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 8
     return model
-
-
-def _vi(name, elem=TensorProto.FLOAT, shape=None):
-    return helper.make_tensor_value_info(name, elem, shape)
-
-
-def _reference(model, feeds):
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    names = [o.name for o in session.get_outputs()]
-    return dict(zip(names, session.run(None, feeds)))
 
 
 def _refused_within_budget(model, feeds, error, *parts, **options):

@@ -7,9 +7,10 @@ import numpy as np
 import nxe
 import nxe.onnx
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from onnx_testing import onnxruntime_outputs as _reference
+from onnx_testing import value_info as _vi
 
 RTOL = 1e-5
 ATOL = 1e-6
@@ -22,16 +23,6 @@ def _model(nodes, inputs, outputs, initializers=(), opset=17, domains=()):
     model = helper.make_model(graph, opset_imports=opsets)
     model.ir_version = 8 if opset <= 17 else 10
     return model
-
-
-def _vi(name, elem=TensorProto.FLOAT, shape=None):
-    return helper.make_tensor_value_info(name, elem, shape)
-
-
-def _reference(model, feeds):
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    names = [o.name for o in session.get_outputs()]
-    return dict(zip(names, session.run(None, feeds)))
 
 
 def _check(model, feeds, rtol=RTOL, atol=ATOL):

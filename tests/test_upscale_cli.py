@@ -14,19 +14,14 @@ from pathlib import Path
 import numpy as np
 import nxe.sr
 import pytest
+from image_testing import textured_picture
 from nxe import images, metrics
 from PIL import Image
 from skimage.metrics import peak_signal_noise_ratio, structural_similarity
 
 
 def photo(h=45, w=67, channels=3, seed=0):
-    rng = np.random.default_rng(seed)
-    yy, xx = np.meshgrid(np.linspace(0, 1, h), np.linspace(0, 1, w), indexing="ij")
-    base = 120 + 90 * np.sin(9 * xx) * np.cos(6 * yy)
-    shape = (h, w) if channels == 1 else (h, w, channels)
-    if channels > 1:
-        base = base[..., None] + 20 * np.arange(channels)
-    return np.clip(base + 15 * rng.standard_normal(shape), 0, 255).astype(np.uint8)
+    return textured_picture(h, w, channels, seed)
 
 
 @pytest.mark.parametrize("mode,channels", [("L", 1), ("RGB", 3), ("RGBA", 4)])
