@@ -233,7 +233,10 @@ def test_a_failure_midway_leaves_no_partial_output(tmp_path):
     assert names(tmp_path) == ["cut.y4m", "out.y4m"]  # and the temporary file is gone
 
 
-def test_ctrl_c_exits_130_and_leaves_no_file(tmp_path):
+@pytest.mark.parametrize("stop,code,said", [(signal.SIGINT, 130, "interrupted"),
+                                             (signal.SIGTERM, 143, "terminated")])
+def test_ctrl_c_or_sigterm_exits_128_plus_the_signal_and_leaves_no_file(tmp_path, stop, code,
+                                                                        said):
     frames = 300
     write_clip(tmp_path / "long.y4m", frames, width=160, height=120)
     process = subprocess.Popen([str(NXE), "upscale", "long.y4m", "-o", "out.y4m", "-j", "1"],
@@ -244,14 +247,14 @@ def test_ctrl_c_exits_130_and_leaves_no_file(tmp_path):
         assert re.match(rf"long\.y4m: 1/{frames} frames", started), started
         # While it runs, the output is only a temporary file beside the final name.
         during = names(tmp_path)
-        process.send_signal(signal.SIGINT)
+        process.send_signal(stop)
         stdout, stderr = process.communicate(timeout=TIMEOUT_S)
     finally:
         process.kill()
     assert len(during) == 2 and re.fullmatch(r"\.out\.y4m\..*\.part\.y4m", during[0]), during
-    assert process.returncode == 130, stderr
+    assert process.returncode == code, stderr
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
-    assert stderr.splitlines()[-1] == "nxe upscale: interrupted; no output was left"
+    assert stderr.splitlines()[-1] == f"nxe upscale: {said}; no output was left"
     assert names(tmp_path) == ["long.y4m"]
     assert stdout == ""
 

@@ -17,6 +17,7 @@ import functools
 import os
 import re
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -45,6 +46,7 @@ DEFAULT_SCALE = 2
 # nxe_sr_options.tile_size's range (nxe_sr.h); the header states it in prose only.
 MIN_TILE, MAX_TILE = 8, 16384
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for a command stopped by Ctrl-C
+EXIT_TERMINATED = 143  # 128 + SIGTERM, as for a command a service manager or `kill` stopped
 
 
 class Refusal(Exception):
@@ -474,7 +476,24 @@ class Runner:
             progress.write(text, self.report)
 
 
+class _Terminated(BaseException):
+    """SIGTERM, raised where the program is so that the unwinding removes temporary files as
+    Ctrl-C's KeyboardInterrupt does."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise _Terminated
+
+
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        return _run(args, parser)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     inputs = [*args.inputs, *(args.input or [])]
     if not inputs:
         parser.error("give an input: IN or -i IN")
@@ -515,6 +534,10 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         _end_bar(progress)
         print("nxe upscale: interrupted; no output was left", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except _Terminated:
+        _end_bar(progress)
+        print("nxe upscale: terminated; no output was left", file=sys.stderr)
+        return EXIT_TERMINATED
     except BrokenPipeError:
         # The reader of -o - went away: nothing more can be written, and Python's own flush of
         # stdout at exit would fail again.
