@@ -566,3 +566,33 @@ def test_bf16_attention_matches_f32_attention_rounded():
                          threads=1).run(wide)["y"]
     assert got.dtype == np.dtype(ml_dtypes.bfloat16)
     np.testing.assert_array_equal(got, want.astype(ml_dtypes.bfloat16))
+
+
+def test_an_imported_model_saves_as_a_model_file_that_runs_without_onnx(tmp_path):
+    rng = _rng()
+    w = rng.standard_normal((4, 6)).astype(np.float32)
+    b = rng.standard_normal(6).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]),
+             helper.make_node("Add", ["h", "b"], ["a"]),
+             helper.make_node("Relu", ["a"], ["y"])]
+    model = _model(nodes, [_vi("x", shape=["batch", 4])], [_vi("y", shape=["batch", 6])],
+                   [("w", w), ("b", b)])
+    x = rng.standard_normal((5, 4)).astype(np.float32)
+    written = nxe.onnx.load(model).save_model(tmp_path / "m.nxm", {"x": x},
+                                              metadata={"name": "scorer"})
+    assert (tmp_path / "m.nxm").read_bytes() == written
+    with nxe.Model(tmp_path / "m.nxm") as saved:
+        assert saved.metadata["source"] == "onnx" and saved.metadata["name"] == "scorer"
+        graph = saved.graph()
+    actual = graph.compile().run({"x": x})["y"]
+    np.testing.assert_allclose(actual, _reference(model, {"x": x})["y"], rtol=RTOL, atol=ATOL)
+
+
+def test_saving_refuses_outputs_a_model_file_cannot_compute(tmp_path):
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Relu", ["x"], ["y"])]
+    model = _model(nodes, [_vi("x", shape=[2, 3])],
+                   [_vi("s", TensorProto.INT64), _vi("y")])
+    with pytest.raises(nxe.UnsupportedError, match="output 's' is computed at import"):
+        nxe.onnx.load(model).save_model(tmp_path / "m.nxm",
+                                        {"x": np.zeros((2, 3), np.float32)})
+    assert not (tmp_path / "m.nxm").exists()

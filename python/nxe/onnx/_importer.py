@@ -1098,6 +1098,17 @@ class OnnxModel:
 
     def _compile(self, specs: dict[str, tuple[tuple[int, ...], str]],
                  parameters: dict[str, np.ndarray]) -> _Compiled:
+        graph, sources, builder = self._build_graph(specs, parameters)
+        marked = any(source == "output" for _, source, _ in sources)
+        executable = graph.compile(threads=self.threads) if marked else None
+        graph.close()
+        return _Compiled(executable, sources, builder)
+
+    def _build_graph(self, specs: dict[str, tuple[tuple[int, ...], str]],
+                     parameters: dict[str, np.ndarray]
+                     ) -> tuple[Graph, list[tuple[str, str, Any]], _GraphBuilder]:
+        """The nxe graph of the model for these input shapes, and where each ONNX output comes
+        from: ("output", graph output name), ("feed", input name) or ("value", array)."""
         # An initializer fed by the caller is a runtime input (IR < 4 lets inputs override).
         overridden = [n for n in specs if n in self.initializers]
         builder = _GraphBuilder(self, specs)
@@ -1140,9 +1151,38 @@ class OnnxModel:
                 graph.mark_output(tensor, name)
                 marked[tensor] = name
                 sources.append((name, "output", name))
-        executable = graph.compile(threads=self.threads) if marked else None
-        graph.close()
-        return _Compiled(executable, sources, builder)
+        return graph, sources, builder
+
+    def save_model(self, path: str | os.PathLike[str], inputs: dict[str, Any],
+                   metadata: dict[str, Any] | None = None) -> bytes:
+        """Writes the model, specialized to the shapes and dtypes of ``inputs`` (example
+        arrays, whose values are not used), as an nxe model file (.nxm) that nxe's executor
+        and engine run without onnx; returns the file's bytes. ``metadata`` is merged into the
+        file's metadata, which records ``"source": "onnx"`` and the ONNX producer. An output
+        the importer computes at import or passes through from an input, and an input that
+        only carries parameters (see parameter_inputs), cannot be expressed in the file:
+        UnsupportedError naming it."""
+        from ..model import save_model
+
+        self.check()
+        feeds = self._feeds((inputs,), {})
+        specs = {name: self.input_spec(name, value) for name, value in feeds.items()}
+        fixed = sorted(set(specs) & self.parameter_inputs)
+        if fixed:
+            raise UnsupportedError(f"unsupported: input(s) {fixed} only carry parameters the "
+                                   "importer folds; a model file cannot take them at run time")
+        graph, sources, _ = self._build_graph(specs, {})
+        try:
+            for name, source, _ in sources:
+                if source != "output":
+                    what = "computed at import" if source == "value" else "an input passed on"
+                    raise UnsupportedError(f"unsupported: model output {name!r} is {what}; a "
+                                           "model file holds only what the graph computes")
+            described = {"source": "onnx", "producer": self.proto.producer_name,
+                         "kind": "tensor", **(metadata or {})}
+            return save_model(graph, path, metadata=described)
+        finally:
+            graph.close()
 
     def run(self, *args: Any, **kwargs: Any) -> dict[str, np.ndarray]:
         """Runs the model: inputs as one dict {name: array}, positionally in graph-input
