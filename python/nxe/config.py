@@ -526,7 +526,9 @@ class _Reader:
         if not path:
             self.error(place, "empty: give the model's file")
             return path
-        resolved = base / Path(path).expanduser()
+        # Lexically normalized, so that the path names the file as written: a symbolic link
+        # stays the link the config names.
+        resolved = Path(os.path.normpath(base / Path(path).expanduser()))
         if kind == "super_resolution" and not resolved.exists() and _is_builtin_model(path):
             return path
         if check_files and not resolved.is_file():
