@@ -8,8 +8,6 @@ import argparse
 import json
 import os
 import sys
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,6 +61,9 @@ def call_server(url: str, method: str, route: str, api_key: str | None,
                 timeout: float = _CONNECT_TIMEOUT_S) -> Answer:
     """Sends one request; an HTTP error status is an Answer too. Raises NoServer when
     nothing answers at `url`."""
+    import urllib.error
+    import urllib.request
+
     headers = {"Accept": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
@@ -255,10 +256,10 @@ def engine_models(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([row.__dict__ for row in rows], indent=2))
     else:
-        table = [("NAME", "KIND", "STATE", "RESIDENT", "IDLE S", "REQUESTS", "PATH")]
+        table = [("NAME", "KIND", "STATE", "RESIDENT", "IDLE", "REQUESTS", "PATH")]
         table += [(row.name, row.kind or "-", row.state,
                    "-" if row.resident_bytes is None else _size(row.resident_bytes),
-                   "-" if row.idle_s is None else f"{row.idle_s:.1f}",
+                   "-" if row.idle_s is None else f"{row.idle_s:.1f}s",
                    "-" if row.requests is None else str(row.requests), row.path or "-")
                   for row in rows]
         print(_table(table, right={3, 4, 5}))
