@@ -173,9 +173,14 @@ def test_serve_refuses_a_bad_config_with_its_errors(folder):
 
 
 FAKE_SERVER = """
-import json, sys, types
+import json, os, sys, types
+import nxe.errors
 server = types.ModuleType("nxe.server")
 def run_server(config, *, host=None, port=None, api_key=None):
+    if os.environ.get("FAKE_RAISE") == "import":
+        raise ImportError("the server needs uvicorn and FastAPI: pip install 'nxe[serve]'")
+    if os.environ.get("FAKE_RAISE") == "engine":
+        raise nxe.errors.IoError("scorer: cannot read m.nxm")
     print(json.dumps({"path": str(config.path), "models": [m.name for m in config.models],
                       "host": host, "port": port, "api_key": api_key}))
     return 7
@@ -198,6 +203,19 @@ def test_serve_hands_the_config_and_the_overrides_to_the_server(folder):
     result = subprocess.run([sys.executable, "-c", FAKE_SERVER, "serve", "--config", str(path)],
                             capture_output=True, text=True, timeout=600)
     assert json.loads(result.stdout)["host"] is None  # the config's own
+
+
+@pytest.mark.parametrize("fault,words", [
+    ("import", "nxe serve: the server needs uvicorn and FastAPI: pip install 'nxe[serve]'\n"),
+    ("engine", "nxe serve: scorer: cannot read m.nxm\n"),
+])
+def test_serve_reports_a_server_that_cannot_start_in_a_line(folder, fault, words):
+    path = write_config(folder)
+    result = subprocess.run([sys.executable, "-c", FAKE_SERVER, "serve", "--config", str(path)],
+                            capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "FAKE_RAISE": fault})
+    assert result.returncode == 1
+    assert result.stderr == words
 
 
 # -- a server for nxe reload and nxe models ------------------------------------------------

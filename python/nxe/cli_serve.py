@@ -114,12 +114,19 @@ def _serve(args: argparse.Namespace) -> int:
     config = _load(args, "serve", check_files=True)
     if config is None:
         return 2
+    from .errors import Error
+
     try:
         from .server import run_server
+
+        return run_server(config, host=args.host, port=args.port, api_key=args.api_key)
     except ImportError as error:
+        # The server's packages are an extra; the message names it.
         print(f"nxe serve: {error}", file=sys.stderr)
-        return 1
-    return run_server(config, host=args.host, port=args.port, api_key=args.api_key)
+    except Error as error:
+        # The engine refused the models (a file it cannot read): nothing was served.
+        print(f"nxe serve: {error}", file=sys.stderr)
+    return 1
 
 
 # -- nxe reload ----------------------------------------------------------------------------
