@@ -12,8 +12,12 @@ from __future__ import annotations
 from ._binding import ffi, lib
 from ._dtypes import NAMES as DTYPES
 from .cpu import cpu_info
+from .engine import ApplyReport, Engine, EngineStats, ModelInfo, ModelSpec, Request, RequestTiming
 from .errors import (
     BufferTooSmallError,
+    BusyError,
+    CancelledError,
+    DeadlineError,
     DtypeMismatchError,
     Error,
     FormatError,
@@ -63,8 +67,14 @@ __version__ = version()
 
 __all__ = [
     "DTYPES",
+    "ApplyReport",
     "BufferTooSmallError",
+    "BusyError",
+    "CancelledError",
+    "DeadlineError",
     "DtypeMismatchError",
+    "Engine",
+    "EngineStats",
     "Error",
     "Executable",
     "FormatError",
@@ -76,8 +86,12 @@ __all__ = [
     "IoError",
     "Limits",
     "Model",
+    "ModelInfo",
+    "ModelSpec",
     "NotFoundError",
     "OutOfMemoryError",
+    "Request",
+    "RequestTiming",
     "RunError",
     "ShapeMismatchError",
     "Tensor",
