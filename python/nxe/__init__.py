@@ -12,7 +12,6 @@ from __future__ import annotations
 from ._binding import ffi, lib
 from ._dtypes import NAMES as DTYPES
 from .cpu import cpu_info
-from .engine import ApplyReport, Engine, EngineStats, ModelInfo, ModelSpec, Request, RequestTiming
 from .errors import (
     BufferTooSmallError,
     BusyError,
@@ -40,13 +39,20 @@ from .model import Model, save_model
 from .registry import ops
 from .vm import VirtualMachine
 
+# The engine's names, from nxe.engine on first use: a program that never makes an Engine does
+# not pay for its import.
+_ENGINE_NAMES = ("ApplyReport", "Engine", "EngineStats", "ModelInfo", "ModelSpec", "Request",
+                 "RequestTiming")
+
 
 def __getattr__(name: str) -> object:
+    from importlib import import_module
+
+    if name in _ENGINE_NAMES:
+        return getattr(import_module(".engine", __name__), name)
     # nxe.onnx needs the optional onnx package and takes long to import: loaded on first use.
     # Its names stay out of __all__ so that `from nxe import *` works without onnx.
     if name in ("onnx", "InferenceSession", "SessionOptions"):
-        from importlib import import_module
-
         module = import_module(".onnx", __name__)
         return module if name == "onnx" else getattr(module, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
