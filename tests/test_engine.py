@@ -367,6 +367,25 @@ def test_super_resolution_from_a_model_file_and_an_unknown_name(tmp_path, engine
     assert [m.name for m in engine.models()] == ["file"]
 
 
+def test_super_resolution_reloads_a_replaced_file_and_measures_what_it_holds(tmp_path, engine):
+    path = tmp_path / "sr.nxm"
+    path.write_bytes(nxe.sr.model_path("espcn-x2").read_bytes())
+    spec = ModelSpec("sr", "super_resolution", str(path))
+    assert engine.apply([spec]).added == 1
+    engine.run("sr", {"image": image_of(1, 8, 8, 3)})
+    small = engine.model_info("sr").resident_bytes
+    # A larger frame needs larger planes: the measured size grows with it.
+    engine.run("sr", {"image": image_of(1, 64, 96, 3)})
+    assert engine.model_info("sr").resident_bytes > small
+    path.write_bytes(nxe.sr.model_path("espcn-x3").read_bytes())
+    assert engine.apply([spec]) == nxe.ApplyReport(0, 1, 0, 0)
+    image = image_of(3, 10, 12, 4)
+    got = engine.run("sr", {"image": image})["image"]
+    with nxe.sr.Upscaler("espcn-x3", threads=1) as upscaler:
+        np.testing.assert_array_equal(got, upscaler.upscale(image))
+    assert got.shape == (30, 36, 4)
+
+
 # ---- desired state ----------------------------------------------------------------------------
 
 
