@@ -1,6 +1,7 @@
 """The `nxe` command: what a C program needs to build against this installation, the op
 reference, the README's example, what the CPU offers, which models there are and what one
-holds (nxe/cli_models.py), and upscaling images and video (nxe/upscale.py).
+holds (nxe/cli_models.py), upscaling images and video (nxe/upscale.py), and the engine's
+server, its config file and the running server's models (nxe/cli_serve.py).
 
 Only what --help needs is imported here; each command imports what it uses when it runs
 (benchmarks/startup.py measures the start-up)."""
@@ -15,11 +16,23 @@ import runpy
 import sys
 from typing import Any
 
-from . import cli_models
+from . import cli_models, cli_serve
 from ._binding import INCLUDE_DIR, LIB_DIR, PACKAGE_DIR, PKGCONFIG_DIR
 
 
 def _config(args: argparse.Namespace) -> int:
+    flags = args.prefix or args.pkgconfig_path or args.cflags or args.libs
+    if args.action is not None:
+        if flags:
+            print(f"nxe config {args.action}: the build flags (--cflags, --libs, "
+                  "--pkgconfig-path, --prefix) are a command of their own", file=sys.stderr)
+            return 2
+        from .cli_serve import config_command
+
+        return config_command(args)
+    if args.config is not None:
+        print("nxe config: --config goes with show or check", file=sys.stderr)
+        return 2
     words = []
     if args.prefix:
         words.append(str(PACKAGE_DIR))
@@ -31,8 +44,8 @@ def _config(args: argparse.Namespace) -> int:
         # The rpath lets the program find libnxe.so here without LD_LIBRARY_PATH.
         words.append(f"-L{LIB_DIR} -Wl,-rpath,{LIB_DIR} -lnxe")
     if not words:
-        print("nxe config: give at least one of --cflags, --libs, --pkgconfig-path, --prefix",
-              file=sys.stderr)
+        print("nxe config: give show or check (the engine's config file), or at least one of "
+              "--cflags, --libs, --pkgconfig-path, --prefix", file=sys.stderr)
         return 2
     print(" ".join(words))
     return 0
@@ -120,7 +133,7 @@ class _Version(argparse.Action):
 
 # The subcommands defined in modules of their own, each registering itself with the
 # command's subparsers through its add_parser(commands), in the order --help lists them.
-_COMMAND_MODULES = ("upscale", "bench")
+_COMMAND_MODULES = ("upscale", "bench", "cli_serve")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -130,7 +143,15 @@ def build_parser() -> argparse.ArgumentParser:
                         help="print the version and the API version and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    config = commands.add_parser("config", help="flags to compile and link C code against nxe")
+    config = commands.add_parser(
+        "config", help="show or check the engine's config file; flags to compile and link C "
+        "code against nxe",
+        description="`nxe config show` prints the effective config (defaults filled in, the "
+        "API key masked), `nxe config check` validates it (each error with its line). With "
+        "flags instead, it prints what a C program needs to build against this installation.")
+    config.add_argument("action", nargs="?", choices=("show", "check"),
+                        help="print or validate the config file")
+    config.add_argument("--config", help=cli_serve.CONFIG_HELP)
     config.add_argument("--cflags", action="store_true", help="compiler flags (include path)")
     config.add_argument("--libs", action="store_true", help="linker flags, rpath included")
     config.add_argument("--pkgconfig-path", action="store_true",

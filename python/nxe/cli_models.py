@@ -1,4 +1,5 @@
 """`nxe models` and `nxe model info`: which models there are and what one holds.
+(`nxe models` with an engine's config lists that engine's models instead: nxe/cli_serve.py.)
 
 The listing is one table of rows gathered from sources: the SR models built into the package,
 then the model files (.nxm) and compiled binaries (.nxb) installed in a models folder
@@ -186,6 +187,10 @@ def _table(rows: list[tuple[str, ...]], right: set[int]) -> str:
 
 
 def _models(args: argparse.Namespace) -> int:
+    from . import cli_serve
+
+    if cli_serve.uses_config(args):
+        return cli_serve.engine_models(args)
     rows, problems = model_rows(model_dir_of(args))
     if args.json:
         print(json.dumps([asdict(row) for row in rows], indent=2))
@@ -342,10 +347,15 @@ def add_parsers(commands: Any) -> None:
     dir_help = f"a models folder of .nxm and .nxb files (default: ${MODEL_DIR_VARIABLE})"
     models = commands.add_parser(
         "models", help="list the built-in models and those installed in a models folder, with "
-        "kind, scale, size and fingerprint",
+        "kind, scale, size and fingerprint; with a config, the engine's models and their state",
         description="List the built-in models and the .nxm/.nxb files of a models folder "
-        f"(--dir, else ${MODEL_DIR_VARIABLE}).")
+        f"(--dir, else ${MODEL_DIR_VARIABLE}). With an engine's config (--config, "
+        "$NXE_CONFIG, or ./nxe.toml when there is one, unless --dir is given), list the "
+        "engine's models and their state instead: from the server the config names, or from "
+        "the config when no server answers.")
     models.add_argument("--dir", help=dir_help)
+    models.add_argument("--config", help="an engine's config file (default: $NXE_CONFIG, else "
+                        "./nxe.toml when there is one)")
     models.add_argument("--json", action="store_true", help="print a JSON list instead")
     models.set_defaults(handler=_models)
 
