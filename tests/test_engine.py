@@ -337,7 +337,7 @@ def test_super_resolution_options_reach_the_session(engine):
 
 @pytest.mark.parametrize("inputs,error,words", [
     ({"pixels": np.zeros((4, 4, 3), np.uint8)}, nxe.InvalidArgumentError, "'image'"),
-    ({"image": np.zeros((4, 4, 3), np.float32)}, nxe.DtypeMismatchError, "uint8"),
+    ({"image": np.zeros((4, 4, 3), np.float32)}, nxe.DtypeMismatchError, "uint8, got float32"),
     ({"image": np.zeros((4, 12), np.uint8)}, nxe.ShapeMismatchError, "rank 2"),
     ({"image": np.zeros((4, 4, 2), np.uint8)}, nxe.ShapeMismatchError, "2 channels"),
     ({"image": np.zeros((0, 4, 3), np.uint8)}, nxe.ShapeMismatchError, "1 to 32768"),
