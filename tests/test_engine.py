@@ -132,6 +132,10 @@ def test_submit_returns_a_request_to_wait_on_and_poll(tmp_path, engine):
     timing = request.timing
     assert timing.batch_size == 1 and timing.loaded_model
     assert timing.queued_s >= 0 and timing.run_s > 0
+    # A strided view is read as the array it shows.
+    strided = x_of(6, width=2 * WIDTH)[:, ::2]
+    np.testing.assert_allclose(engine.run("mlp", {"x": strided})["y"],
+                               direct(path, {"x": np.ascontiguousarray(strided)})["y"], **TOL)
     # The next request finds the model loaded.
     assert engine.run("mlp", {"x": x}) and not engine.submit("mlp", {"x": x}).timing.loaded_model
     request.release()
@@ -255,6 +259,8 @@ def test_unknown_model_bad_inputs_and_closed_engine(tmp_path):
         engine.run("mlp", {"x": x_of(0, width=WIDTH + 1)})
     with pytest.raises(nxe.Error):
         engine.run("mlp", {"x": x_of(0).astype(np.float64)})
+    with pytest.raises(nxe.DtypeMismatchError, match="input 'x'"):
+        engine.submit("mlp", {"x": np.zeros((1, WIDTH), np.complex64)})
     with pytest.raises(nxe.InvalidArgumentError, match="evict_policy"):
         nxe.Engine(evict_policy="random")
     with pytest.raises(nxe.InvalidArgumentError):
