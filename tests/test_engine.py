@@ -10,6 +10,7 @@ may differ, within the same bound. super_resolution answers are uint8 and must b
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import subprocess
@@ -293,6 +294,27 @@ def test_the_engine_module_loads_on_first_use():
              "assert nxe.Engine is nxe.engine.Engine and 'nxe.engine' in sys.modules\n"
              "assert set(nxe.__all__) >= {'Engine', 'ModelSpec', 'BusyError'}")
     subprocess.run([sys.executable, "-c", probe], check=True, timeout=600)
+
+
+def test_dropped_requests_and_engines_are_released_safely(tmp_path):
+    path = save_mlp(tmp_path, "mlp", seed=5)
+    engine = nxe.Engine(num_threads=1)
+    engine.add_model(tensor_spec("mlp", path))
+    for i in range(50):
+        engine.submit("mlp", {"x": x_of(i)})  # dropped at once: released, so cancelled
+    gc.collect()
+    assert wait_for(lambda: engine.stats().queue_depth == 0)
+    stats = engine.stats()
+    assert stats.completed + stats.failed == 50
+    # Requests with a callback live until it ran, though nothing else holds them, and an
+    # engine dropped with them queued is released: each callback still runs exactly once.
+    finished = []
+    for i in range(20):
+        engine.submit("mlp", {"x": x_of(i)}, callback=lambda r: finished.append(r.status))
+    engine = None
+    gc.collect()
+    assert len(finished) == 20
+    assert set(finished) <= {0, nxe.CancelledError.status}
 
 
 def test_new_statuses_have_their_classes():
