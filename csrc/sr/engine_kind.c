@@ -1,6 +1,7 @@
 /* engine_kind.c — the engine's "super_resolution" kind (nxe_sr_engine_register): a model is an
  * nxe_sr session, a request one packed RGB or RGBA image through nxe_sr_process. It uses
- * libnxe's public engine ABI only; every callback runs on the engine's worker thread. */
+ * libnxe's public engine ABI only. Every callback runs on the engine's worker thread but the
+ * fingerprint, which runs on the thread adding or applying models and touches no session. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
