@@ -77,7 +77,7 @@ struct engine_model {
     char error[NXE_ENGINE_ERROR_CAPACITY];
     void *instance;
     uint64_t resident_bytes;
-    uint64_t known_bytes; /* measured at the last load: what the next load will take */
+    uint64_t known_bytes; /* measured right after the last load: what the next load takes */
     double last_active;   /* monotonic: loaded or last batch ended (LRU order, idleness) */
     double loaded_at;     /* monotonic: the last load */
     int32_t queued;       /* requests and jobs waiting or running on this version */
@@ -654,12 +654,20 @@ static nxe_status ensure_resident(nxe_engine *engine, engine_model *model, char 
     if (model->instance)
         return NXE_OK;
     const nxe_engine_options *o = &engine->options;
-    /* Room for what it took last time; a model that was too big alone gets loaded and measured
-     * again instead (its file may have changed). */
-    uint64_t expected = o->max_resident_bytes == 0 || model->known_bytes <= o->max_resident_bytes
-                            ? model->known_bytes
-                            : 0;
-    nxe_status status = make_room(engine, model, expected, message, size);
+    /* A version measured too big alone stays too big: its file is the one fingerprinted when
+     * it was added, and a changed file comes back as a new version, measured afresh. */
+    if (o->max_resident_bytes > 0 && model->known_bytes > o->max_resident_bytes) {
+        snprintf(message, size,
+                 "model '%s' holds %llu bytes once loaded, more than max_resident_bytes %llu "
+                 "allows",
+                 model->name, (unsigned long long)model->known_bytes,
+                 (unsigned long long)o->max_resident_bytes);
+        model->state = NXE_MODEL_FAILED;
+        snprintf(model->error, sizeof model->error, "%s", message);
+        return NXE_ERROR_OUT_OF_MEMORY;
+    }
+    /* Room for what it took last time. */
+    nxe_status status = make_room(engine, model, model->known_bytes, message, size);
     if (status != NXE_OK)
         return status;
     model->state = NXE_MODEL_LOADING;
@@ -718,8 +726,17 @@ static void remeasure(nxe_engine *engine, engine_model *model)
 {
     const nxe_engine_kind *kind = &model->kind->kind;
     model->resident_bytes = kind->resident_bytes(kind->user_data, model->instance);
-    model->known_bytes = model->resident_bytes;
     const uint64_t budget = engine->options.max_resident_bytes;
+    if (budget > 0 && model->resident_bytes > budget && !pinned(model)) {
+        /* Grown past the whole budget by what it ran (a kind that compiles per input size):
+         * the answers are given; now it goes, and the next request loads it afresh. */
+        nxe_log(NXE_LOG_WARNING,
+                "engine: model '%s' holds %llu bytes after running, more than "
+                "max_resident_bytes %llu: unloading it",
+                model->name, (unsigned long long)model->resident_bytes, (unsigned long long)budget);
+        evict(engine, model);
+        return;
+    }
     if (budget == 0 || engine->options.evict_policy != NXE_EVICT_LRU)
         return;
     for (;;) {

@@ -254,6 +254,8 @@ static pthread_t toy_worker;
 typedef struct toy_instance {
     float scale;
     uint64_t bytes;
+    uint64_t grown_bytes; /* option "grow": what it holds once it has run, as a kind that
+                             compiles per input size would; 0 = no growth */
 } toy_instance;
 
 static const char *find_option(const nxe_engine_option *options, int32_t count, const char *key)
@@ -274,6 +276,8 @@ static nxe_status toy_load(void *user_data, const nxe_engine_load_args *args, vo
     const char *bytes = find_option(args->options, args->num_options, "bytes");
     toy->scale = scale ? strtof(scale, NULL) : 1.0f;
     toy->bytes = bytes ? strtoull(bytes, NULL, 10) : 1000;
+    const char *grow = find_option(args->options, args->num_options, "grow");
+    toy->grown_bytes = grow ? strtoull(grow, NULL, 10) : 0;
     pthread_mutex_lock(&toy_lock);
     toy_loads++;
     pthread_mutex_unlock(&toy_lock);
@@ -339,7 +343,9 @@ static nxe_status toy_frontend(void *user_data, void *instance, nxe_engine_batch
 static nxe_status toy_encoder(void *user_data, void *instance, nxe_engine_batch *batch, void *state)
 {
     (void)user_data;
-    const toy_instance *toy = instance;
+    toy_instance *toy = instance;
+    if (toy->grown_bytes)
+        toy->bytes = toy->grown_bytes;
     if (!state || *(int *)state != 7)
         return nxe_engine_set_error(NXE_ERROR_INTERNAL, "toy: the frontend's state is lost");
     pthread_mutex_lock(&toy_lock);
@@ -1138,6 +1144,34 @@ static void test_residency_byte_budget(void)
     nxe_engine_release(engine);
 }
 
+static void test_a_model_grown_past_the_budget_goes_after_its_batch(void)
+{
+    nxe_engine_options options = NXE_ENGINE_OPTIONS_INIT;
+    options.max_resident_bytes = 10000;
+    nxe_engine *engine = toy_engine(&options);
+    nxe_engine_option grower_options[3] = {{"scale", "2"}, {"bytes", "1000"}, {"grow", "50000"}};
+    nxe_engine_model_spec spec = toy_spec("grower", "2");
+    spec.options = grower_options;
+    spec.num_options = 3;
+    EXPECT_OK(nxe_engine_add_model(engine, &spec));
+    spec.name = spec.path = "pinned_grower";
+    spec.keep_alive_s = -1;
+    EXPECT_OK(nxe_engine_add_model(engine, &spec));
+    for (int round = 0; round < 2; round++) {
+        /* Each request is answered; then the model, over the whole budget, is unloaded, and
+         * the next request loads it again from its size at load. */
+        use_toy(engine, "grower", 2);
+        nxe_engine_model_info info = {.struct_size = sizeof info};
+        EXPECT_OK(nxe_engine_model_info_by_name(engine, "grower", &info));
+        EXPECT_TRUE(info.state == NXE_MODEL_UNLOADED && info.resident_bytes == 0);
+        EXPECT_TRUE(info.loads == (uint64_t)round + 1 && info.evictions == (uint64_t)round + 1);
+    }
+    /* A pinned model keeps its pin, over the budget or not. */
+    use_toy(engine, "pinned_grower", 2);
+    EXPECT_TRUE(model_state(engine, "pinned_grower") == NXE_MODEL_RESIDENT);
+    nxe_engine_release(engine);
+}
+
 static void test_pinned_models_and_evict_policy_none(void)
 {
     nxe_engine_options options = NXE_ENGINE_OPTIONS_INIT;
@@ -1633,6 +1667,7 @@ int main(void)
     test_apply_reconciles_all_or_nothing();
     test_residency_evicts_least_recently_used();
     test_residency_byte_budget();
+    test_a_model_grown_past_the_budget_goes_after_its_batch();
     test_pinned_models_and_evict_policy_none();
     test_idle_models_unload();
     test_corrupted_and_deleted_files_fail_only_their_model();
