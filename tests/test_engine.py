@@ -628,6 +628,67 @@ def test_batched_answers_equal_unbatched_ones(tmp_path):
         assert stats.batches < 16 and stats.batched_requests == 16
 
 
+def test_stacked_batches_run_at_once_and_equal_unbatched_answers(tmp_path):
+    # batch = true: the requests of a batch run as one [n * 2, 16] input, padded with zero
+    # samples to a power of two (13 requests: batches of up to 8, so some are padded).
+    path = save_mlp(tmp_path, "mlp", seed=41, rows=2)
+    with nxe.Engine(num_threads=1) as engine:
+        engine.add_model(tensor_spec("mlp", path, options={"batch": True}, max_batch_size=8,
+                                     max_batch_delay_ms=200))
+        engine.load_model("mlp")
+        loaded_bytes = engine.model_info("mlp").resident_bytes
+        xs = [x_of(200 + i, rows=2) for i in range(13)]
+        requests = [engine.submit("mlp", {"x": x}) for x in xs]
+        for x, request in zip(xs, requests):
+            assert request.wait(60)
+            np.testing.assert_allclose(request.outputs()["y"], direct(path, {"x": x})["y"],
+                                       **TOL)
+        assert max(request.timing.batch_size for request in requests) > 1
+        # The stacked executables it compiled are held, measured and counted.
+        assert engine.model_info("mlp").resident_bytes > loaded_bytes
+
+
+def test_a_model_that_does_not_stack_answers_its_batches_one_by_one(tmp_path):
+    # A sum over the leading dimension compiles for any batch, but its output does not grow
+    # with it: the kind sees that and runs each request alone, keeping no stacked executable.
+    g = nxe.Graph()
+    g.mark_output(g.ReduceSum(g.input("x", (2, WIDTH), "f32"), axes=[0]), "y")
+    path = str(tmp_path / "sum.nxm")
+    nxe.save_model(g, path)
+    with nxe.Engine(num_threads=1) as engine:
+        engine.add_model(tensor_spec("sum", path, options={"batch": True}, max_batch_size=8,
+                                     max_batch_delay_ms=200))
+        engine.load_model("sum")
+        loaded_bytes = engine.model_info("sum").resident_bytes
+        xs = [x_of(300 + i, rows=2) for i in range(6)]
+        requests = [engine.submit("sum", {"x": x}) for x in xs]
+        for x, request in zip(xs, requests):
+            assert request.wait(60)
+            np.testing.assert_allclose(request.outputs()["y"], x.sum(0, keepdims=True), **TOL)
+        assert max(request.timing.batch_size for request in requests) > 1
+        assert engine.model_info("sum").resident_bytes == loaded_bytes
+
+
+def test_the_batch_option_needs_a_model_file_with_leading_dimensions(tmp_path):
+    g = nxe.Graph()
+    g.mark_output(g.Relu(g.input("x", (), "f32")), "y")
+    scalar = str(tmp_path / "scalar.nxm")
+    nxe.save_model(g, scalar)
+    binary = str(tmp_path / "mlp.nxb")
+    with nxe.Model(save_mlp(tmp_path, "mlp", seed=42)) as model:
+        model.graph().compile_to_binary(binary)
+    with nxe.Engine() as engine:
+        engine.add_model(tensor_spec("scalar", scalar, options={"batch": True}))
+        engine.add_model(tensor_spec("binary", binary, options={"batch": True}))
+        engine.add_model(tensor_spec("bad", scalar, options={"batch": "maybe"}))
+        with pytest.raises(nxe.InvalidArgumentError, match="'x' is a scalar"):
+            engine.load_model("scalar")
+        with pytest.raises(nxe.UnsupportedError, match="batch applies to model files"):
+            engine.load_model("binary")
+        with pytest.raises(nxe.InvalidArgumentError, match="batch is 'maybe'"):
+            engine.load_model("bad")
+
+
 def test_eight_threads_submitting_at_once(tmp_path):
     with nxe.Engine(num_threads=1, max_resident=2) as engine:
         paths = three_models(tmp_path, engine, a={"max_batch_size": 4, "max_batch_delay_ms": 2})
