@@ -1,0 +1,96 @@
+"""The bridge from the engine's worker thread to asyncio.
+
+A request is submitted with a completion callback; the callback runs on the engine's worker
+thread and only hands the finished request to the event loop (loop.call_soon_threadsafe), so
+the loop never waits on engine work and the worker never waits on the loop. While the request
+is in the engine the route also watches its connection: a client that goes away has its request
+cancelled in the engine (a queued request is dropped before it runs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .. import errors as nxe_errors
+from .errors import ApiError, busy, from_engine, model_not_found
+
+CLIENT_GONE = 499  # nginx's status for a client that closed the connection before the answer
+
+
+def _hand_over(loop: asyncio.AbstractEventLoop, future: asyncio.Future, request: Any) -> None:
+    """On the worker thread: resolves `future` on its loop. A loop already closed (the server
+    stopping) has nobody left to answer."""
+    try:
+        loop.call_soon_threadsafe(_resolve, future, request)
+    except RuntimeError:
+        pass
+
+
+def _resolve(future: asyncio.Future, request: Any) -> None:
+    if not future.done():
+        future.set_result(request)
+
+
+async def _disconnected(receive: Any) -> None:
+    """Returns when the client has closed the connection. Called after the body was read, so
+    the only message left to receive is the disconnect."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+async def run(engine: Any, model: str, inputs: Mapping[str, np.ndarray], *, receive: Any = None,
+              deadline_s: float | None = None, options: Mapping[str, str] | None = None) -> Any:
+    """Submits a request and waits for it without blocking the loop; returns the finished
+    request (outputs not yet read). `receive` is the ASGI receive of the route's connection,
+    to notice a client that goes away. Engine failures raise ApiError."""
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+    try:
+        request = engine.submit(model, inputs, deadline_s=deadline_s, options=options,
+                                callback=lambda finished: _hand_over(loop, future, finished))
+    except nxe_errors.BusyError as error:
+        raise busy(f"the server is busy: {error}") from None
+    except nxe_errors.NotFoundError:
+        raise model_not_found(model) from None
+    except (nxe_errors.InvalidArgumentError, nxe_errors.ShapeMismatchError,
+            nxe_errors.DtypeMismatchError) as error:
+        raise ApiError(400, f"model '{model}' refused the input: {error}",
+                       code="invalid_input") from None
+    watcher = asyncio.ensure_future(_disconnected(receive)) if receive is not None else None
+    try:
+        waiting = {future} if watcher is None else {future, watcher}
+        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        request.release()
+        raise
+    finally:
+        if watcher is not None:
+            watcher.cancel()
+    if not future.done():
+        request.release()  # cancels it: a queued request never runs
+        raise ApiError(CLIENT_GONE, "the client closed the connection", code="client_closed")
+    return request
+
+
+def outputs(engine: Any, model: str, request: Any) -> dict[str, np.ndarray]:
+    """The outputs of a finished request, or the ApiError of its failure; releases the
+    request."""
+    try:
+        return request.outputs()
+    except nxe_errors.Error as error:
+        raise from_engine(error, model, _load_error(engine, model)) from None
+    finally:
+        request.release()
+
+
+def _load_error(engine: Any, model: str) -> str:
+    """The model's load error when it is in state failed, else ""."""
+    try:
+        info = engine.model_info(model)
+    except nxe_errors.Error:
+        return ""
+    return info.error if info.state == "failed" else ""

@@ -1,0 +1,68 @@
+"""run_server: the app on uvicorn, what `nxe serve` runs."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import os
+import signal
+from typing import Any
+
+log = logging.getLogger("nxe.server")
+SERVE_EXTRA = "pip install 'nxe[serve]'"
+
+
+def run_server(config: Any, *, host: str | None = None, port: int | None = None,
+               api_key: str | None = None) -> int:
+    """Serves `config`'s models until SIGINT or SIGTERM; returns the exit status (0, or 1 when
+    the server could not start, e.g. its port is taken). host, port and api_key override the
+    config's [server] values (api_key also NXE_API_KEY); SIGHUP reloads the config file as
+    POST /admin/reload does. The engine is closed when the server stops."""
+    try:
+        import uvicorn
+    except ImportError:
+        raise ImportError(f"the server needs uvicorn and FastAPI: {SERVE_EXTRA}") from None
+    from ..config import engine_from_config
+    from .app import create_app
+
+    api_key = api_key or config.server.api_key or os.environ.get("NXE_API_KEY") or None
+    server_config = dataclasses.replace(
+        config.server, host=host or config.server.host,
+        port=config.server.port if port is None else port, api_key=api_key)
+    config = dataclasses.replace(config, server=server_config)
+    engine = engine_from_config(config)
+    try:
+        app = create_app(engine, config, api_key=api_key)
+        server = uvicorn.Server(uvicorn.Config(app, host=server_config.host,
+                                               port=server_config.port, access_log=False,
+                                               log_level="info", timeout_graceful_shutdown=5))
+        try:
+            asyncio.run(_serve(server, app))
+        except SystemExit as stop:  # uvicorn exits when it cannot bind
+            return stop.code if isinstance(stop.code, int) else 1
+        return 0 if server.started else 1
+    finally:
+        engine.close()
+
+
+async def _serve(server: Any, app: Any) -> None:
+    loop = asyncio.get_running_loop()
+    reloading: set[asyncio.Task] = set()
+
+    async def reload() -> None:
+        from .errors import ApiError
+
+        try:
+            await app.state.nxe.reload()
+        except ApiError as error:
+            log.error("SIGHUP: %s", error.message)
+
+    def on_hangup() -> None:
+        task = loop.create_task(reload())
+        reloading.add(task)  # the loop keeps only weak references to tasks
+        task.add_done_callback(reloading.discard)
+
+    if hasattr(signal, "SIGHUP"):
+        loop.add_signal_handler(signal.SIGHUP, on_hangup)
+    await server.serve()
