@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import os
 import signal
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 log = logging.getLogger("nxe.server")
@@ -37,13 +40,31 @@ def run_server(config: Any, *, host: str | None = None, port: int | None = None,
         server = uvicorn.Server(uvicorn.Config(app, host=server_config.host,
                                                port=server_config.port, access_log=False,
                                                log_level="info", timeout_graceful_shutdown=5))
-        try:
-            asyncio.run(_serve(server, app))
-        except SystemExit as stop:  # uvicorn exits when it cannot bind
-            return stop.code if isinstance(stop.code, int) else 1
+        with _stop_signals_end_the_server():
+            try:
+                asyncio.run(_serve(server, app))
+            except SystemExit as stop:  # uvicorn exits when it cannot bind
+                return stop.code if isinstance(stop.code, int) else 1
         return 0 if server.started else 1
     finally:
         engine.close()
+
+
+@contextlib.contextmanager
+def _stop_signals_end_the_server() -> Iterator[None]:
+    """uvicorn stops on SIGINT and SIGTERM and then raises the signal again for the handler in
+    place before it; a handler that does nothing here makes that stop a clean return (exit 0,
+    the engine closed) rather than a death by signal."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    stops = (signal.SIGINT, signal.SIGTERM)
+    previous = {stop: signal.signal(stop, lambda number, frame: None) for stop in stops}
+    try:
+        yield
+    finally:
+        for stop, handler in previous.items():
+            signal.signal(stop, handler)
 
 
 async def _serve(server: Any, app: Any) -> None:
