@@ -22,6 +22,9 @@
 /* Records `status` and a formatted message for nxe_last_error(); returns `status`. */
 nxe_status nxe_error(nxe_status status, const char *fmt, ...) NXE_PRINTF(2, 3);
 nxe_status nxe_error_v(nxe_status status, const char *fmt, va_list args);
+/* Empties the current thread's message, so that a callee's failure can be told from an old
+ * one. */
+void nxe_error_clear(void);
 /* Prefixes the current thread's message with `fmt` (for context on the way up). */
 void nxe_error_prefix(const char *fmt, ...) NXE_PRINTF(1, 2);
 
@@ -33,6 +36,8 @@ void *nxe_alloc(size_t size);
 void *nxe_alloc_zeroed(size_t size);
 void nxe_free(void *ptr);
 char *nxe_strdup(const char *s);
+/* Bytes the allocator gave a block of nxe_alloc (at least what was asked); 0 for NULL. */
+size_t nxe_alloc_usable_size(const void *ptr);
 /* Grows *items (an array of `size`-byte elements) to hold at least `needed`. */
 nxe_status nxe_grow_array(void **items, int32_t *capacity, int32_t needed, size_t size);
 

@@ -42,6 +42,11 @@ void nxe_error_prefix(const char *fmt, ...)
     last_error[prefix_length + kept] = '\0';
 }
 
+void nxe_error_clear(void)
+{
+    last_error[0] = '\0';
+}
+
 NXE_API const char *nxe_last_error(void)
 {
     return last_error;
@@ -64,6 +69,9 @@ NXE_API const char *nxe_status_name(nxe_status status)
     case NXE_ERROR_FORMAT: return "NXE_ERROR_FORMAT";
     case NXE_ERROR_RUNTIME: return "NXE_ERROR_RUNTIME";
     case NXE_ERROR_INTERNAL: return "NXE_ERROR_INTERNAL";
+    case NXE_ERROR_BUSY: return "NXE_ERROR_BUSY";
+    case NXE_ERROR_TIMEOUT: return "NXE_ERROR_TIMEOUT";
+    case NXE_ERROR_CANCELLED: return "NXE_ERROR_CANCELLED";
     default: return "NXE_ERROR_UNKNOWN";
     }
 }

@@ -1,4 +1,5 @@
 /* memory.c — the one allocator: 64-byte aligned blocks, and overflow-checked size math. */
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,11 @@ void *nxe_alloc_zeroed(size_t size)
 void nxe_free(void *ptr)
 {
     free(ptr);
+}
+
+size_t nxe_alloc_usable_size(const void *ptr)
+{
+    return ptr ? malloc_usable_size((void *)ptr) : 0;
 }
 
 char *nxe_strdup(const char *s)

@@ -21,6 +21,7 @@
  * region with room for one copy of every input. */
 #define _POSIX_C_SOURCE 200809L /* pthread_rwlock_t */
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 #include <time.h>
 
@@ -833,23 +834,52 @@ NXE_API nxe_status nxe_executable_write_variable(nxe_executable *exe, const char
     return NXE_OK;
 }
 
+/* Bytes the executable holds now: its constants and variables (owned, or mapped from the
+ * binary it was loaded from), its packed weights, its created-input region and, for every run
+ * context the pool holds, the arena, workspace and staging. Heap blocks count as the allocator
+ * sized them. */
+static uint64_t resident_bytes(const nxe_executable *exe)
+{
+    uint64_t bytes = nxe_alloc_usable_size(exe->created);
+    for (int32_t c = 0; c < exe->num_constants; c++)
+        bytes += exe->constants[c].owned ? nxe_alloc_usable_size(exe->constants[c].data)
+                                         : exe->constants[c].bytes;
+    for (int32_t i = 0; i < exe->num_tensors; i++)
+        if (exe->tensors[i].owns_storage)
+            bytes += nxe_alloc_usable_size(exe->tensors[i].storage);
+    for (int32_t s = 0; s < exe->num_steps; s++)
+        bytes += nxe_alloc_usable_size(exe->steps[s].prepared);
+    pthread_mutex_lock(&exe->runs->lock);
+    for (const nxe_run_context *c = exe->runs->contexts; c; c = c->next)
+        bytes += nxe_alloc_usable_size(c->arena) + nxe_alloc_usable_size(c->workspace) +
+                 nxe_alloc_usable_size(c->staging) + nxe_alloc_usable_size(c->data) +
+                 nxe_alloc_usable_size(c->values) + nxe_alloc_usable_size(c->timings);
+    pthread_mutex_unlock(&exe->runs->lock);
+    return bytes;
+}
+
 NXE_API nxe_status nxe_executable_memory_info(const nxe_executable *exe, nxe_memory_info *info)
 {
+    /* A 0.5 caller's struct ends before resident_bytes. */
+    const size_t size_0_5 = offsetof(nxe_memory_info, resident_bytes);
     if (!exe || !info)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_executable_memory_info: %s is NULL",
                          exe ? "info" : "exe");
-    if (info->struct_size < sizeof(nxe_memory_info))
+    if (info->struct_size < size_0_5)
         return nxe_error(
             NXE_ERROR_INVALID_ARGUMENT,
             "nxe_executable_memory_info: info.struct_size is %u, expected at least %zu",
-            info->struct_size, sizeof(nxe_memory_info));
+            info->struct_size, size_0_5);
     uint32_t struct_size = info->struct_size;
-    *info = (nxe_memory_info){.struct_size = struct_size};
-    info->arena_bytes = exe->arena_bytes;
-    info->transient_bytes = exe->transient_bytes;
-    info->constant_bytes = exe->constant_bytes;
-    info->num_threads = nxe_thread_pool_size(exe->pool);
-    info->num_steps = exe->num_steps;
+    nxe_memory_info result = {.struct_size = struct_size};
+    result.arena_bytes = exe->arena_bytes;
+    result.transient_bytes = exe->transient_bytes;
+    result.constant_bytes = exe->constant_bytes;
+    result.num_threads = nxe_thread_pool_size(exe->pool);
+    result.num_steps = exe->num_steps;
+    if (struct_size >= sizeof(nxe_memory_info))
+        result.resident_bytes = resident_bytes(exe);
+    memcpy(info, &result, struct_size < sizeof result ? struct_size : sizeof result);
     return NXE_OK;
 }
 

@@ -94,8 +94,10 @@ NXE_API nxe_status nxe_engine_create(const nxe_engine_options *options, nxe_engi
 NXE_API void nxe_engine_release(nxe_engine *engine);
 
 /* ---- Model kinds ------------------------------------------------------------------------
- * A kind's callbacks all run on the engine's worker thread, one at a time; they must not call
- * the engine's own functions except the nxe_engine_batch_* ones on the batch they are given.
+ * A kind's callbacks all run on the engine's worker thread, one at a time, but for
+ * `fingerprint`, which reads a file and no instance: it runs on the thread calling
+ * nxe_engine_add_model, _replace_model or _apply, maybe while the worker calls others. None
+ * may call the engine's own functions except the nxe_engine_batch_* ones on the batch they are given.
  * A callback fails by returning a status other than NXE_OK after setting a message with
  * nxe_engine_set_error (else the engine reports a generic one). */
 
