@@ -145,20 +145,24 @@ def _changes(before: dict[str, str], after: dict[str, str], old_models: list[Any
     return result
 
 
-def _status_error(request: Request, error: StarletteHTTPException) -> Any:
+async def _api_error(request: Request, error: ApiError) -> Any:
+    return error_response(request.url.path, error)
+
+
+async def _status_error(request: Request, error: StarletteHTTPException) -> Any:
     code = {404: "not_found", 405: "method_not_allowed"}.get(error.status_code)
     return error_response(request.url.path, ApiError(error.status_code, str(error.detail),
                                                      code=code, headers=error.headers))
 
 
-def _validation_error(request: Request, error: RequestValidationError) -> Any:
+async def _validation_error(request: Request, error: RequestValidationError) -> Any:
     parts = [f"{'.'.join(str(p) for p in each['loc'])}: {each['msg']}"
              for each in error.errors()[:5]]
     return error_response(request.url.path, ApiError(422, "invalid request: " + "; ".join(parts),
                                                      code="invalid_request"))
 
 
-def _internal_error(request: Request, error: Exception) -> Any:
+async def _internal_error(request: Request, error: Exception) -> Any:
     log.exception("internal error answering %s", request.url.path)
     return error_response(request.url.path, ApiError(
         500, f"internal error: {type(error).__name__}: {error}", type="server_error"))
@@ -174,8 +178,8 @@ def create_app(engine: Any, config: Any, *, api_key: str | None = None) -> FastA
                   openapi_url=None)
     state = ServerState(engine, config, {"api_key": api_key})
     app.state.nxe = state
-    app.add_exception_handler(ApiError, lambda request, error: error_response(
-        request.url.path, error))
+    # Handlers are coroutines: Starlette runs plain functions on a worker thread.
+    app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(StarletteHTTPException, _status_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(Exception, _internal_error)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import errors as nxe_errors
-from .errors import ApiError, busy, from_engine, model_not_found
+from .errors import ApiError, from_engine, from_submission
 
 CLIENT_GONE = 499  # nginx's status for a client that closed the connection before the answer
 
@@ -52,14 +52,8 @@ async def run(engine: Any, model: str, inputs: Mapping[str, np.ndarray], *, rece
     try:
         request = engine.submit(model, inputs, deadline_s=deadline_s, options=options,
                                 callback=lambda finished: _hand_over(loop, future, finished))
-    except nxe_errors.BusyError as error:
-        raise busy(f"the server is busy: {error}") from None
-    except nxe_errors.NotFoundError:
-        raise model_not_found(model) from None
-    except (nxe_errors.InvalidArgumentError, nxe_errors.ShapeMismatchError,
-            nxe_errors.DtypeMismatchError) as error:
-        raise ApiError(400, f"model '{model}' refused the input: {error}",
-                       code="invalid_input") from None
+    except nxe_errors.Error as error:
+        raise from_submission(error, model) from None
     watcher = asyncio.ensure_future(_disconnected(receive)) if receive is not None else None
     try:
         waiting = {future} if watcher is None else {future, watcher}

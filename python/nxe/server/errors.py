@@ -60,17 +60,27 @@ def error_response(path: str, error: ApiError) -> JSONResponse:
     return JSONResponse(error_body(path, error), status_code=error.status, headers=error.headers)
 
 
+def from_submission(error: nxe_errors.Error, model: str) -> ApiError:
+    """The answer to a submission the engine refused."""
+    if isinstance(error, nxe_errors.BusyError):
+        return busy(f"the server is busy: {error}")
+    if isinstance(error, nxe_errors.NotFoundError):
+        return model_not_found(model)
+    if isinstance(error, nxe_errors.InvalidStateError):
+        return ApiError(503, f"the server is stopping: {error}", type="server_error",
+                        code="stopping")
+    return from_engine(error, model)
+
+
 def from_engine(error: nxe_errors.Error, model: str, model_error: str = "") -> ApiError:
     """The answer to a request the engine failed. `model_error` is the model's load error when
     the model is in state failed: the request failed because the model could not load."""
     message = str(error)
-    if isinstance(error, nxe_errors.BusyError):
+    if isinstance(error, nxe_errors.BusyError):  # evict_policy "none" and no room
         return busy(f"the server is busy: {message}")
     if isinstance(error, nxe_errors.DeadlineError):
         return ApiError(504, f"the request for model '{model}' passed its deadline: {message}",
                         type="timeout_error", code="deadline_exceeded")
-    if isinstance(error, nxe_errors.NotFoundError) and not model_error:
-        return model_not_found(model)
     if isinstance(error, nxe_errors.CancelledError):
         return ApiError(503, f"the request for model '{model}' was cancelled: {message}",
                         type="server_error", code="cancelled")
@@ -80,8 +90,10 @@ def from_engine(error: nxe_errors.Error, model: str, model_error: str = "") -> A
     if isinstance(error, nxe_errors.OutOfMemoryError):
         return ApiError(503, f"model '{model}' cannot run: {message}", type="server_error",
                         code="model_failed")
+    # A request naming an input the model lacks fails with NotFoundError: the input's fault.
     if isinstance(error, (nxe_errors.InvalidArgumentError, nxe_errors.ShapeMismatchError,
-                          nxe_errors.DtypeMismatchError, nxe_errors.UnsupportedError)):
+                          nxe_errors.DtypeMismatchError, nxe_errors.UnsupportedError,
+                          nxe_errors.NotFoundError)):
         return bad_request(f"model '{model}' refused the input: {message}", code="invalid_input")
     if isinstance(error, nxe_errors.RunError):
         return ApiError(422, f"model '{model}' failed on this input: {message}",
