@@ -13,7 +13,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from .run import SERVE_EXTRA, run_server
+SERVE_EXTRA = "pip install 'nxe[serve]'"
+
+
+def run_server(config: Any, *, host: str | None = None, port: int | None = None,
+               api_key: str | None = None) -> int:
+    """Serves `config`'s models until SIGINT or SIGTERM (see nxe.server.run.run_server)."""
+    try:
+        from .run import run_server as run
+    except ImportError as error:
+        raise ImportError(f"the server needs {error.name}: {SERVE_EXTRA}") from None
+    return run(config, host=host, port=port, api_key=api_key)
 
 
 def create_app(engine: Any, config: Any, *, api_key: str | None = None) -> Any:

@@ -35,13 +35,6 @@ def _resolve(future: asyncio.Future, request: Any) -> None:
         future.set_result(request)
 
 
-async def _disconnected(receive: Any) -> None:
-    """Returns when the client has closed the connection. Called after the body was read, so
-    the only message left to receive is the disconnect."""
-    while (await receive())["type"] != "http.disconnect":
-        pass
-
-
 async def run(engine: Any, model: str, inputs: Mapping[str, np.ndarray], *, receive: Any = None,
               deadline_s: float | None = None, options: Mapping[str, str] | None = None) -> Any:
     """Submits a request and waits for it without blocking the loop; returns the finished
@@ -54,20 +47,29 @@ async def run(engine: Any, model: str, inputs: Mapping[str, np.ndarray], *, rece
                                 callback=lambda finished: _hand_over(loop, future, finished))
     except nxe_errors.Error as error:
         raise from_submission(error, model) from None
-    watcher = asyncio.ensure_future(_disconnected(receive)) if receive is not None else None
+    watcher = None
+    if receive is not None:
+        watcher = loop.create_task(_resolve_when_gone(receive, future))
     try:
-        waiting = {future} if watcher is None else {future, watcher}
-        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        finished = await future
     except asyncio.CancelledError:
         request.release()
         raise
     finally:
         if watcher is not None:
             watcher.cancel()
-    if not future.done():
+    if finished is None:
         request.release()  # cancels it: a queued request never runs
         raise ApiError(CLIENT_GONE, "the client closed the connection", code="client_closed")
-    return request
+    return finished
+
+
+async def _resolve_when_gone(receive: Any, future: asyncio.Future) -> None:
+    """Resolves `future` with None when the client closes the connection first."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    if not future.done():
+        future.set_result(None)
 
 
 def outputs(engine: Any, model: str, request: Any) -> dict[str, np.ndarray]:

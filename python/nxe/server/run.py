@@ -1,4 +1,5 @@
-"""run_server: the app on uvicorn, what `nxe serve` runs."""
+"""run_server: the app on uvicorn, what `nxe serve` runs. Imports uvicorn: nxe.server imports
+this module when run_server is first called."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+import uvicorn
+
+from .errors import ApiError
+
 log = logging.getLogger("nxe.server")
-SERVE_EXTRA = "pip install 'nxe[serve]'"
 
 
 def run_server(config: Any, *, host: str | None = None, port: int | None = None,
@@ -22,10 +26,6 @@ def run_server(config: Any, *, host: str | None = None, port: int | None = None,
     the server could not start, e.g. its port is taken). host, port and api_key override the
     config's [server] values (api_key also NXE_API_KEY); SIGHUP reloads the config file as
     POST /admin/reload does. The engine is closed when the server stops."""
-    try:
-        import uvicorn
-    except ImportError:
-        raise ImportError(f"the server needs uvicorn and FastAPI: {SERVE_EXTRA}") from None
     from ..config import engine_from_config
     from .app import create_app
 
@@ -37,17 +37,42 @@ def run_server(config: Any, *, host: str | None = None, port: int | None = None,
     engine = engine_from_config(config)
     try:
         app = create_app(engine, config, api_key=api_key)
-        server = uvicorn.Server(uvicorn.Config(app, host=server_config.host,
-                                               port=server_config.port, access_log=False,
-                                               log_level="info", timeout_graceful_shutdown=5))
+        server = _Server(app, uvicorn.Config(app, host=server_config.host,
+                                             port=server_config.port, access_log=False,
+                                             log_level="info", timeout_graceful_shutdown=5))
         with _stop_signals_end_the_server():
             try:
-                asyncio.run(_serve(server, app))
+                server.run()  # on uvicorn's choice of loop (uvloop when installed)
             except SystemExit as stop:  # uvicorn exits when it cannot bind
                 return stop.code if isinstance(stop.code, int) else 1
         return 0 if server.started else 1
     finally:
         engine.close()
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, reloading the config on SIGHUP."""
+
+    def __init__(self, app: Any, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.nxe_app = app
+        self.reloading: set[asyncio.Task] = set()
+
+    async def serve(self, sockets: Any = None) -> None:
+        if hasattr(signal, "SIGHUP"):
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self._on_hangup)
+        await super().serve(sockets)
+
+    def _on_hangup(self) -> None:
+        task = asyncio.get_running_loop().create_task(self._reload())
+        self.reloading.add(task)  # the loop keeps only weak references to tasks
+        task.add_done_callback(self.reloading.discard)
+
+    async def _reload(self) -> None:
+        try:
+            await self.nxe_app.state.nxe.reload()
+        except ApiError as error:
+            log.error("SIGHUP: %s", error.message)
 
 
 @contextlib.contextmanager
@@ -65,25 +90,3 @@ def _stop_signals_end_the_server() -> Iterator[None]:
     finally:
         for stop, handler in previous.items():
             signal.signal(stop, handler)
-
-
-async def _serve(server: Any, app: Any) -> None:
-    loop = asyncio.get_running_loop()
-    reloading: set[asyncio.Task] = set()
-
-    async def reload() -> None:
-        from .errors import ApiError
-
-        try:
-            await app.state.nxe.reload()
-        except ApiError as error:
-            log.error("SIGHUP: %s", error.message)
-
-    def on_hangup() -> None:
-        task = loop.create_task(reload())
-        reloading.add(task)  # the loop keeps only weak references to tasks
-        task.add_done_callback(reloading.discard)
-
-    if hasattr(signal, "SIGHUP"):
-        loop.add_signal_handler(signal.SIGHUP, on_hangup)
-    await server.serve()

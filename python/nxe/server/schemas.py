@@ -1,10 +1,9 @@
 """Request and response bodies (pydantic), and reading a body into one with 4xx answers for
-malformed JSON and wrong types."""
-
-from __future__ import annotations
+malformed JSON and wrong types. pydantic evaluates the annotations when the classes are made,
+so they are spelled as Python 3.9 evaluates them (Optional, Union; no postponed evaluation)."""
 
 import json
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Optional, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -63,12 +62,12 @@ class EmbeddingsRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     model: str
-    input: str | list[str] | list[int] | list[list[int]]
+    input: Union[str, list[str], list[int], list[list[int]]]
     encoding_format: Literal["float", "base64"] = "float"
-    dimensions: int | None = Field(default=None, gt=0)
-    user: str | None = None
+    dimensions: Optional[int] = Field(default=None, gt=0)
+    user: Optional[str] = None
 
-    def texts(self) -> list[str] | list[list[int]]:
+    def texts(self) -> Union[list[str], list[list[int]]]:
         """The inputs as a list: texts, or token-id lists."""
         if isinstance(self.input, str):
             return [self.input]
@@ -84,8 +83,8 @@ class TranscriptionRequest(BaseModel):
     model: str
     file: bytes
     filename: str = ""
-    language: str | None = None
-    prompt: str | None = None
+    language: Optional[str] = None
+    prompt: Optional[str] = None
     response_format: Literal["json", "text", "srt", "verbose_json", "vtt"] = "json"
     temperature: float = Field(default=0.0, ge=0.0, le=1.0)
 
@@ -107,7 +106,7 @@ class InferOutputRequest(BaseModel):
 
 
 class InferRequest(BaseModel):
-    id: str | None = None
+    id: Optional[str] = None
     parameters: dict[str, Any] = {}
     inputs: list[InferInput]
-    outputs: list[InferOutputRequest] | None = None
+    outputs: Optional[list[InferOutputRequest]] = None
