@@ -5,6 +5,7 @@
 #define _GNU_SOURCE /* dladdr */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,7 @@ struct nxe_sr {
     int32_t tile_size; /* largest tile side, or NXE_SR_TILE_NONE */
     int32_t overlap;
     int32_t precision;
+    uint64_t model_bytes; /* the model file's tensors, mapped for the session's life */
 
     pthread_mutex_t lock;
 
@@ -45,6 +47,7 @@ struct nxe_sr {
     float *lr[PLANES];                 /* frame_width x frame_height */
     float *hr[PLANES];                 /* scale x that */
     float *scratch;                    /* for nxe_image_upscale_cubic */
+    uint64_t buffer_bytes;             /* of `buffer` */
 
     uint64_t frames, tiles, reconfigurations;
 };
@@ -111,7 +114,7 @@ static nxe_status builtin_folder(char *out, size_t cap)
     return NXE_OK;
 }
 
-static nxe_status resolve_model(const char *model, char *path, size_t cap)
+nxe_status sr_resolve_model(const char *model, char *path, size_t cap)
 {
     size_t length = strlen(model);
     bool is_path = strchr(model, '/') || (length >= 4 && strcmp(model + length - 4, ".nxm") == 0);
@@ -223,6 +226,21 @@ static nxe_status apply_options(nxe_sr *sr, const nxe_sr_options *options)
     return NXE_OK;
 }
 
+/* The bytes of the model's stored tensors: the weights the session keeps mapped. */
+static nxe_status count_model_bytes(nxe_sr *sr)
+{
+    int32_t count = 0;
+    nxe_status status = nxe_model_tensor_count(sr->model, &count);
+    for (int32_t i = 0; status == NXE_OK && i < count; i++) {
+        nxe_tensor_desc desc;
+        status = nxe_model_tensor(sr->model, i, NULL, &desc);
+        sr->model_bytes += desc.data_size;
+    }
+    if (status != NXE_OK)
+        return sr_error_with_cause(status, "nxe_sr_open: reading the model's tensors");
+    return NXE_OK;
+}
+
 NXE_SR_API nxe_status nxe_sr_open(const char *model, const nxe_sr_options *options, nxe_sr **out)
 {
     if (!out)
@@ -232,7 +250,7 @@ NXE_SR_API nxe_status nxe_sr_open(const char *model, const nxe_sr_options *optio
         return sr_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_sr_open: model name is %s",
                         model ? "empty" : "NULL");
     char path[4352];
-    nxe_status status = resolve_model(model, path, sizeof path);
+    nxe_status status = sr_resolve_model(model, path, sizeof path);
     if (status != NXE_OK)
         return status;
     nxe_sr *sr = calloc(1, sizeof *sr);
@@ -260,6 +278,8 @@ NXE_SR_API nxe_status nxe_sr_open(const char *model, const nxe_sr_options *optio
         snprintf(sr->meta.name, sizeof sr->meta.name, "%s", model);
     if (status == NXE_OK)
         status = apply_options(sr, options);
+    if (status == NXE_OK)
+        status = count_model_bytes(sr);
     if (status != NXE_OK) {
         nxe_sr_release(sr);
         return status;
@@ -291,16 +311,19 @@ NXE_SR_API nxe_status nxe_sr_get_info(const nxe_sr *sr, nxe_sr_info *info)
     if (!sr || !info)
         return sr_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_sr_get_info: %s is NULL",
                         sr ? "info" : "sr");
-    if (info->struct_size < sizeof(nxe_sr_info))
+    /* An SR API 0.2 caller's struct ends before resident_bytes. */
+    size_t size_0_2 = offsetof(nxe_sr_info, resident_bytes);
+    if (info->struct_size < size_0_2)
         return sr_error(NXE_ERROR_INVALID_ARGUMENT,
                         "nxe_sr_get_info: info.struct_size is %u, expected at least %zu",
-                        info->struct_size, sizeof(nxe_sr_info));
+                        info->struct_size, size_0_2);
     /* The counts and the executable change under a frame in progress; the lock is state the
      * session owns even where the caller holds it as const. */
     pthread_mutex_t *lock = (pthread_mutex_t *)&sr->lock;
     pthread_mutex_lock(lock);
     uint32_t size = info->struct_size;
-    memset(info, 0, sizeof *info);
+    bool has_resident_bytes = size >= sizeof *info;
+    memset(info, 0, has_resident_bytes ? sizeof *info : size_0_2);
     info->struct_size = size;
     info->scale = sr->meta.scale;
     info->channels = sr->meta.channels;
@@ -314,10 +337,14 @@ NXE_SR_API nxe_status nxe_sr_get_info(const nxe_sr *sr, nxe_sr_info *info)
     info->reconfigurations = sr->reconfigurations;
     snprintf(info->name, sizeof info->name, "%s", sr->meta.name);
     nxe_memory_info memory = {sizeof memory};
-    if (sr->exe && nxe_executable_memory_info(sr->exe, &memory) == NXE_OK)
+    bool has_memory = sr->exe && nxe_executable_memory_info(sr->exe, &memory) == NXE_OK;
+    if (has_memory)
         info->num_threads = memory.num_threads;
     else if (info->num_threads == 0)
         info->num_threads = online_cpus();
+    if (has_resident_bytes)
+        info->resident_bytes =
+            sr->model_bytes + sr->buffer_bytes + (has_memory ? memory.resident_bytes : 0);
     pthread_mutex_unlock(lock);
     return NXE_OK;
 }
@@ -435,6 +462,7 @@ static nxe_status size_buffers(nxe_sr *sr, int32_t width, int32_t height)
         return NXE_OK;
     free(sr->buffer);
     sr->buffer = NULL;
+    sr->buffer_bytes = 0;
     sr->frame_width = sr->frame_height = 0;
     int64_t s = sr->meta.scale;
     int64_t lr, hr, planes, scratch = 0, total = 0;
@@ -463,6 +491,7 @@ static nxe_status size_buffers(nxe_sr *sr, int32_t width, int32_t height)
         sr->hr[p] = sr->buffer + PLANES * lr + p * hr;
     }
     sr->scratch = sr->buffer + PLANES * lr + PLANES * hr;
+    sr->buffer_bytes = (uint64_t)total * sizeof(float);
     sr->frame_width = width;
     sr->frame_height = height;
     return NXE_OK;

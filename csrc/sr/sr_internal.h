@@ -4,6 +4,7 @@
 #define NXE_SR_INTERNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "nxe/nxe_sr.h"
@@ -32,6 +33,9 @@ nxe_status sr_error(nxe_status status, const char *fmt, ...) SR_PRINTF(2, 3);
 /* The same, with libnxe's nxe_last_error() text appended after ": ". */
 nxe_status sr_error_with_cause(nxe_status status, const char *fmt, ...) SR_PRINTF(2, 3);
 
+/* The file a model argument of nxe_sr_open names: a path as given, or a built-in name's file
+ * (NXE_ERROR_NOT_FOUND for an unknown name). */
+nxe_status sr_resolve_model(const char *model, char *path, size_t cap);
 /* The table entry of an NXE_SR_FORMAT_* code (struct_size and format left 0), or NULL. */
 const nxe_sr_format_desc *sr_format_of(int32_t code);
 /* Width and height in samples of plane `plane` of a width x height frame, and its row bytes. */

@@ -42,6 +42,7 @@
 #define NXE_NXE_SR_H
 
 #include "nxe.h"
+#include "nxe_engine.h"
 
 /* The symbols libnxe_sr exports; libnxe's own are NXE_API. */
 #ifndef NXE_SR_API
@@ -63,7 +64,7 @@ extern "C" {
  * MAJOR.MINOR.0 of it. */
 
 #define NXE_SR_API_VERSION_MAJOR 0
-#define NXE_SR_API_VERSION_MINOR 2
+#define NXE_SR_API_VERSION_MINOR 3
 
 /* since SR API 0.1. (major << 16) | minor of the libnxe_sr actually loaded; compare with the
  * macros above. Cannot fail. */
@@ -241,11 +242,15 @@ typedef struct nxe_sr_info {
     uint64_t tiles;            /* model runs since open */
     uint64_t reconfigurations; /* compilations for a new tile shape since open */
     char name[64];             /* the model's name from its metadata, NUL-terminated */
+    uint64_t resident_bytes;   /* since SR API 0.3: bytes the session holds now, measured: the
+                                  model file's mapped tensors, the executable's resident bytes
+                                  (nxe_memory_info) and the frame planes */
 } nxe_sr_info;
 /* since SR API 0.1. Fills *info, whose struct_size the caller sets, with the session's model,
  * settings and counts; waits for a frame in progress on another thread. Returns NXE_OK, or
- * NXE_ERROR_INVALID_ARGUMENT for a NULL argument or a struct_size smaller than this header's
- * (then *info is left as it was). Nothing is allocated. */
+ * NXE_ERROR_INVALID_ARGUMENT for a NULL argument or a struct_size smaller than the SR API 0.2
+ * struct's (then *info is left as it was); a 0.2 struct_size gets every field but
+ * resident_bytes. Nothing is allocated. */
 NXE_SR_API nxe_status nxe_sr_get_info(const nxe_sr *sr, nxe_sr_info *info);
 
 /* since SR API 0.1. NXE_OK when `format` can go through this session's model;
@@ -274,6 +279,21 @@ NXE_SR_API nxe_status nxe_sr_output_size(const nxe_sr *sr, int32_t width, int32_
  * output's contents are unspecified. The session stays usable after any failure. */
 NXE_SR_API nxe_status nxe_sr_process(nxe_sr *sr, const nxe_sr_frame *input,
                                      const nxe_sr_frame *output);
+
+/* ---- The engine's super_resolution kind --------------------------------------------------- */
+
+/* since SR API 0.3. Registers the kind "super_resolution" in `engine` (nxe_engine.h): a model's
+ * path is what nxe_sr_open takes (a built-in name or a .nxm file), its options `precision`
+ * (fp32 | relax), `tile_size` and `num_threads` (default: the engine's). A request gives one
+ * input `image`, uint8 [H, W, C] with C = 3 (RGB) or 4 (RGBA), and gets one output `image`,
+ * uint8 [scale x H, scale x W, C]: nxe_sr_process of that frame as RGB24 or RGBA (BT.601
+ * limited, as nxe_sr_frame's defaults). A request with another input fails alone with
+ * NXE_ERROR_INVALID_ARGUMENT (a missing or extra input), NXE_ERROR_DTYPE_MISMATCH or
+ * NXE_ERROR_SHAPE_MISMATCH (rank, channels or a side outside 1 .. 32768), and a message
+ * naming what is wrong. A model's fingerprint is its file's (the built-in name's file for a
+ * name). Returns NXE_OK, or nxe_engine_register_kind's codes (NXE_ERROR_INVALID_ARGUMENT for
+ * a NULL engine or a kind already registered there). */
+NXE_SR_API nxe_status nxe_sr_engine_register(nxe_engine *engine);
 
 #ifdef __cplusplus
 }

@@ -14,6 +14,9 @@ from ._dtypes import NAMES as DTYPES
 from .cpu import cpu_info
 from .errors import (
     BufferTooSmallError,
+    BusyError,
+    CancelledError,
+    DeadlineError,
     DtypeMismatchError,
     Error,
     FormatError,
@@ -36,13 +39,20 @@ from .model import Model, save_model
 from .registry import ops
 from .vm import VirtualMachine
 
+# The engine's names, from nxe.engine on first use: a program that never makes an Engine does
+# not pay for its import.
+_ENGINE_NAMES = ("ApplyReport", "Engine", "EngineStats", "ModelInfo", "ModelSpec", "Request",
+                 "RequestTiming")
+
 
 def __getattr__(name: str) -> object:
+    from importlib import import_module
+
+    if name in _ENGINE_NAMES:
+        return getattr(import_module(".engine", __name__), name)
     # nxe.onnx needs the optional onnx package and takes long to import: loaded on first use.
     # Its names stay out of __all__ so that `from nxe import *` works without onnx.
     if name in ("onnx", "InferenceSession", "SessionOptions"):
-        from importlib import import_module
-
         module = import_module(".onnx", __name__)
         return module if name == "onnx" else getattr(module, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -63,8 +73,14 @@ __version__ = version()
 
 __all__ = [
     "DTYPES",
+    "ApplyReport",
     "BufferTooSmallError",
+    "BusyError",
+    "CancelledError",
+    "DeadlineError",
     "DtypeMismatchError",
+    "Engine",
+    "EngineStats",
     "Error",
     "Executable",
     "FormatError",
@@ -76,8 +92,12 @@ __all__ = [
     "IoError",
     "Limits",
     "Model",
+    "ModelInfo",
+    "ModelSpec",
     "NotFoundError",
     "OutOfMemoryError",
+    "Request",
+    "RequestTiming",
     "RunError",
     "ShapeMismatchError",
     "Tensor",

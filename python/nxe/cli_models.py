@@ -347,7 +347,7 @@ def add_parsers(commands: Any) -> None:
     dir_help = f"a models folder of .nxm and .nxb files (default: ${MODEL_DIR_VARIABLE})"
     models = commands.add_parser(
         "models", help="list the built-in models and those installed in a models folder, with "
-        "kind, scale, size and fingerprint",
+        "kind, scale, size and fingerprint; with a config, the engine's models and their state",
         description="List the built-in models and the .nxm/.nxb files of a models folder "
         f"(--dir, else ${MODEL_DIR_VARIABLE}). With an engine's config (--config, "
         "$NXE_CONFIG, or ./nxe.toml when there is one, unless --dir is given), list the "

@@ -8,8 +8,6 @@ import argparse
 import json
 import os
 import sys
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,6 +61,9 @@ def call_server(url: str, method: str, route: str, api_key: str | None,
                 timeout: float = _CONNECT_TIMEOUT_S) -> Answer:
     """Sends one request; an HTTP error status is an Answer too. Raises NoServer when
     nothing answers at `url`."""
+    import urllib.error
+    import urllib.request
+
     headers = {"Accept": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
@@ -113,12 +114,19 @@ def _serve(args: argparse.Namespace) -> int:
     config = _load(args, "serve", check_files=True)
     if config is None:
         return 2
+    from .errors import Error
+
     try:
         from .server import run_server
+
+        return run_server(config, host=args.host, port=args.port, api_key=args.api_key)
     except ImportError as error:
+        # The server's packages are an extra; the message names it.
         print(f"nxe serve: {error}", file=sys.stderr)
-        return 1
-    return run_server(config, host=args.host, port=args.port, api_key=args.api_key)
+    except Error as error:
+        # The engine refused the models (a file it cannot read): nothing was served.
+        print(f"nxe serve: {error}", file=sys.stderr)
+    return 1
 
 
 # -- nxe reload ----------------------------------------------------------------------------
@@ -255,10 +263,10 @@ def engine_models(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([row.__dict__ for row in rows], indent=2))
     else:
-        table = [("NAME", "KIND", "STATE", "RESIDENT", "IDLE S", "REQUESTS", "PATH")]
+        table = [("NAME", "KIND", "STATE", "RESIDENT", "IDLE", "REQUESTS", "PATH")]
         table += [(row.name, row.kind or "-", row.state,
                    "-" if row.resident_bytes is None else _size(row.resident_bytes),
-                   "-" if row.idle_s is None else f"{row.idle_s:.1f}",
+                   "-" if row.idle_s is None else f"{row.idle_s:.1f}s",
                    "-" if row.requests is None else str(row.requests), row.path or "-")
                   for row in rows]
         print(_table(table, right={3, 4, 5}))

@@ -11,7 +11,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Union
 
@@ -26,6 +26,12 @@ OptionValue = Union[str, int, float, bool]
 # A model's name as the engine takes it (nxe_engine_model_spec.name): it is also a URL path
 # segment of the server's routes and the `model` field of OpenAI requests.
 _NAME = re.compile(r"[A-Za-z0-9._:/-]{1,128}")
+
+# The engine's fields are C integers: counts int32_t, max_batch_tokens int64_t, byte budgets
+# uint64_t.
+_INT32_MAX = 2**31 - 1
+_INT64_MAX = 2**63 - 1
+_UINT64_MAX = 2**64 - 1
 
 _BYTE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
                "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
@@ -142,7 +148,9 @@ def _boolean(value: Any) -> str | None:
 def _count(value: Any) -> str | None:
     if not _is_int(value):
         return f"expected an integer, got {_shown(value)}"
-    return None if value >= 0 else f"must be >= 0, got {value}"
+    if value < 0:
+        return f"must be >= 0, got {value}"
+    return None if value <= _INT32_MAX else f"must be at most {_INT32_MAX}, got {value}"
 
 
 def _one_of(*choices: str) -> Any:
@@ -252,20 +260,21 @@ def parse_byte_size(value: Any) -> int:
     """A byte count from an integer or a string with a unit ("512MiB", "2GB", "64 kB"):
     decimal units are powers of 1000, binary ones (KiB, MiB, GiB, TiB) of 1024. Raises
     ValueError saying what is accepted."""
-    if _is_int(value):
-        if value < 0:
-            raise ValueError(f"must be >= 0, got {value}")
-        return value
     match = _BYTE_SIZE.fullmatch(value) if isinstance(value, str) else None
     unit = _BYTE_UNITS.get(match.group(2).lower()) if match else None
-    if match is None or unit is None:
+    if _is_int(value):
+        count = value
+    elif match is not None and unit is not None:
+        count = int(Decimal(match.group(1)) * unit)
+    else:
         raise ValueError(f"expected a byte count: an integer or a string such as \"512MiB\" or "
                          f"\"2GB\" (units B, kB, MB, GB, TB, KiB, MiB, GiB, TiB), got "
                          f"{_shown(value)}")
-    try:
-        return int(Decimal(match.group(1)) * unit)
-    except InvalidOperation:  # pragma: no cover - the pattern admits only decimals
-        raise ValueError(f"not a number: {value!r}") from None
+    if count < 0:
+        raise ValueError(f"must be >= 0, got {value}")
+    if count > _UINT64_MAX:
+        raise ValueError(f"must be at most {_UINT64_MAX} bytes, got {_shown(value)}")
+    return count
 
 
 class _Lines:
@@ -373,20 +382,22 @@ class _Reader:
         self.error(place, f"expected a string, got {_shown(value)}")
         return None
 
-    def _integer(self, place: tuple[Any, ...], value: Any, low: int = 0,
-                 high: int | None = None) -> int | None:
+    def _integer(self, place: tuple[Any, ...], value: Any,
+                 high: int = _INT32_MAX) -> int | None:
         if not _is_int(value):
             self.error(place, f"expected an integer, got {_shown(value)}")
-        elif value < low or (high is not None and value > high):
-            bound = f"between {low} and {high}" if high is not None else f">= {low}"
-            self.error(place, f"must be {bound}, got {value}")
+        elif value < 0:
+            self.error(place, f"must be >= 0, got {value}")
+        elif value > high:
+            self.error(place, f"must be at most {high}, got {value}")
         else:
             return value
         return None
 
-    def _seconds(self, place: tuple[Any, ...], value: Any, pinned: bool = False) -> float | None:
+    def _duration(self, place: tuple[Any, ...], value: Any, unit: str = "seconds",
+                  pinned: bool = False) -> float | None:
         if not _is_number(value) or math.isnan(value):
-            self.error(place, f"expected a number of seconds, got {_shown(value)}")
+            self.error(place, f"expected a number of {unit}, got {_shown(value)}")
         elif pinned and not (value == -1 or value >= 0):
             self.error(place, f"must be -1 (pinned) or >= 0, got {_shown(value)}")
         elif not pinned and value < 0:
@@ -411,13 +422,13 @@ class _Reader:
         self._unknown_keys(("server",), table, names)
         checks = {
             "host": self._string, "api_key": self._api_key, "evict_policy": self._policy,
-            "port": lambda p, v: self._integer(p, v, 0, 65535),
+            "port": lambda p, v: self._integer(p, v, 65535),
             "max_body_bytes": self._bytes, "max_resident_bytes": self._bytes,
             "max_inputs_per_request": self._integer, "max_input_length": self._integer,
             "queue_capacity": self._integer, "max_resident": self._integer,
             "num_threads": self._integer,
-            "request_timeout_s": self._seconds, "idle_unload_s": self._seconds,
-            "sweep_interval_s": self._seconds,
+            "request_timeout_s": self._duration, "idle_unload_s": self._duration,
+            "sweep_interval_s": self._duration,
         }
         values: dict[str, Any] = {}
         for name in names:
@@ -477,10 +488,11 @@ class _Reader:
         kind = self._kind((*place, "kind"), table["kind"]) if "kind" in table else None
         path = self._string((*place, "path"), table["path"]) if "path" in table else None
         values: dict[str, Any] = {}
-        for key, check in (("keep_alive_s", lambda p, v: self._seconds(p, v, pinned=True)),
+        for key, check in (("keep_alive_s", lambda p, v: self._duration(p, v, pinned=True)),
                            ("max_batch_size", self._integer),
-                           ("max_batch_tokens", self._integer),
-                           ("max_batch_delay_ms", self._seconds)):
+                           ("max_batch_tokens", lambda p, v: self._integer(p, v, _INT64_MAX)),
+                           ("max_batch_delay_ms",
+                            lambda p, v: self._duration(p, v, "milliseconds"))):
             if key in table:
                 values[key] = check((*place, key), table[key])
         if "options" in table:
@@ -526,7 +538,9 @@ class _Reader:
         if not path:
             self.error(place, "empty: give the model's file")
             return path
-        resolved = base / Path(path).expanduser()
+        # Lexically normalized, so that the path names the file as written: a symbolic link
+        # stays the link the config names.
+        resolved = Path(os.path.normpath(base / Path(path).expanduser()))
         if kind == "super_resolution" and not resolved.exists() and _is_builtin_model(path):
             return path
         if check_files and not resolved.is_file():

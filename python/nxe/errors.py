@@ -87,6 +87,25 @@ class InternalError(Error):
     status = 13
 
 
+class BusyError(Error):
+    """A queue or budget is full now: try again later (the engine's bounded queue, a model that
+    residency cannot make room for under evict_policy "none")."""
+
+    status = 14
+
+
+class DeadlineError(Error):
+    """A request's deadline passed before it finished."""
+
+    status = 15
+
+
+class CancelledError(Error):
+    """The request was cancelled, by its caller or by the engine shutting down."""
+
+    status = 16
+
+
 _BY_STATUS: dict[int, type[Error]] = {
     cls.status: cls
     for cls in (
@@ -103,6 +122,9 @@ _BY_STATUS: dict[int, type[Error]] = {
         FormatError,
         RunError,
         InternalError,
+        BusyError,
+        DeadlineError,
+        CancelledError,
     )
 }
 
@@ -128,5 +150,8 @@ __all__ = [
     "FormatError",
     "RunError",
     "InternalError",
+    "BusyError",
+    "DeadlineError",
+    "CancelledError",
     "error_for_status",
 ]
