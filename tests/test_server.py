@@ -246,6 +246,11 @@ def test_upscale_answers_the_png_nxe_computes(served):
                            files={"image": ("in.png", images.encode_png(image), "image/png")})
         assert form.status_code == 200, form.text
         np.testing.assert_array_equal(images.decode_image(form.content), expected)
+        # curl --data-binary sends a file as application/x-www-form-urlencoded
+        curl = client.post("/v1/upscale?model=espcn-x2", content=images.encode_png(image),
+                           headers={"Content-Type": "application/x-www-form-urlencoded"})
+        assert curl.status_code == 200, curl.text
+        np.testing.assert_array_equal(images.decode_image(curl.content), expected)
         rgba = photo(channels=4, seed=3)
         answer = client.post("/v1/upscale?model=espcn-x2", content=images.encode_png(rgba))
         np.testing.assert_array_equal(images.decode_image(answer.content),

@@ -97,7 +97,9 @@ async def upscale(request: Request) -> Response:
     state = request.app.state.nxe
     model = request.query_params.get("model")
     content_type = request.headers.get("content-type", "")
-    if content_type.startswith(("multipart/form-data", "application/x-www-form-urlencoded")):
+    # Only multipart is a form: `curl --data-binary @photo.png` labels the raw image
+    # application/x-www-form-urlencoded.
+    if content_type.startswith("multipart/form-data"):
         fields = await _form(request)
         upload = fields.get("image", fields.get("file"))
         if not isinstance(upload, UploadFile):
