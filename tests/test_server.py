@@ -13,6 +13,7 @@ import time
 
 import httpx
 import numpy as np
+import nxe
 import pytest
 from nxe import images, sr
 from server_testing import (
@@ -577,3 +578,61 @@ def test_api_key_from_the_environment(tmp_path):
         answer = httpx.get(server.url + "/v1/models",
                            headers={"Authorization": "Bearer from-env"})
         assert answer.status_code == 200 and answer.json()["object"] == "list"
+
+
+def test_a_model_that_fails_at_run_time_answers_422_and_keeps_serving(tmp_path):
+    """A lookup model given an index out of its table's range fails in the run (RunError):
+    that request is refused with the engine's message, the next one is answered."""
+    g = nxe.Graph()
+    indices = g.input("i", (1, 4), "i64")
+    table = np.arange(10, dtype=np.float32).reshape(10, 1) * np.float32(1.5)
+    g.mark_output(g.Gather(g.constant(table, name="table"), indices), name="y")
+    path = tmp_path / "lookup.nxm"
+    nxe.save_model(g, path)
+    config = write_config(tmp_path / "nxe.toml", {}, [{"name": "lookup", "kind": "tensor",
+                                                       "path": str(path)}])
+
+    def body(values):
+        return {"inputs": [{"name": "i", "shape": [1, 4], "datatype": "INT64", "data": values}]}
+
+    with Server(config) as server, server.client() as client:
+        answer = client.post("/v2/models/lookup/infer", json=body([1, 2, 3, 40]))
+        assert answer.status_code == 422, answer.text
+        assert "outside the valid range" in answer.json()["error"]
+        good = [0, 9, 4, 2]
+        answer = client.post("/v2/models/lookup/infer", json=body(good))
+        assert answer.status_code == 200, answer.text
+        with nxe.Model(path) as model:
+            expected = model.graph().compile(threads=1).run(
+                {"i": np.array([good], np.int64)})["y"]
+        np.testing.assert_array_equal(output_of(answer.json()), expected)
+
+
+def test_a_request_past_its_deadline_answers_504(tmp_path, rng):
+    """request_timeout_s is each request's engine deadline: one that waits behind a slow
+    request for longer fails with 504."""
+    slow = save_slow_model(tmp_path / "slow.nxm", seconds=1.0)
+    fast = save_tensor_model(tmp_path / "fast.nxm", 3)
+    config = write_config(tmp_path / "nxe.toml", {"request_timeout_s": 0.3}, [
+        {"name": "slow", "kind": "tensor", "path": str(slow)},
+        {"name": "fast", "kind": "tensor", "path": str(fast)}])
+    x = rng.standard_normal((1, FEATURES)).astype(np.float32)
+    with Server(config) as server, server.client() as client:
+        assert client.post("/v2/models/fast/infer", json=infer_body(x)).status_code == 200
+        answers = []
+
+        def post_slow():
+            with server.client() as own:
+                answers.append(own.post("/v2/models/slow/infer", json=infer_body(
+                    np.zeros((1, SLOW_WIDTH), np.float32))))
+
+        thread = threading.Thread(target=post_slow)
+        thread.start()
+        _wait_for(lambda: _stats(client)["queue_depth"] == 1, "the slow request never ran")
+        late = client.post("/v2/models/fast/infer", json=infer_body(x))
+        thread.join()
+        assert late.status_code == 504, late.text
+        assert "deadline" in late.json()["error"]
+        assert answers[0].status_code in (200, 504)  # a running tensor model is not stopped
+        answer = client.post("/v2/models/fast/infer", json=infer_body(x))
+        assert answer.status_code == 200
