@@ -10,7 +10,7 @@ cancelled in the engine (a queued request is dropped before it runs).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -19,6 +19,16 @@ from .. import errors as nxe_errors
 from .errors import ApiError, from_engine, from_submission
 
 CLIENT_GONE = 499  # nginx's status for a client that closed the connection before the answer
+# Work on more bytes than this (parsing, decoding, encoding) runs on a worker thread, so the
+# loop keeps answering others; less costs less inline than the hand-over to a thread.
+INLINE_BYTES = 1 << 16
+
+
+async def off_loop(size: int, function: Callable[..., Any], *args: Any) -> Any:
+    """function(*args), on a worker thread when `size` bytes make it long."""
+    if size <= INLINE_BYTES:
+        return function(*args)
+    return await asyncio.to_thread(function, *args)
 
 
 def _hand_over(loop: asyncio.AbstractEventLoop, future: asyncio.Future, request: Any) -> None:

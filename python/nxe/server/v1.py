@@ -3,8 +3,6 @@ model's kind (embeddings, transcriptions, upscaling), dispatched through nxe.ser
 
 from __future__ import annotations
 
-import asyncio
-
 import numpy as np
 from fastapi import APIRouter, Request
 from starlette.datastructures import UploadFile
@@ -12,6 +10,7 @@ from starlette.responses import JSONResponse, Response
 
 from .. import images
 from . import kinds
+from .bridge import off_loop
 from .errors import ApiError, bad_request
 from .schemas import (
     EmbeddingsRequest,
@@ -27,9 +26,6 @@ router = APIRouter()
 EMBEDDINGS = "/v1/embeddings"
 TRANSCRIPTIONS = "/v1/audio/transcriptions"
 UPSCALE = "/v1/upscale"
-# Bodies above this are decoded and encoded off the event loop: small ones cost less inline
-# than the hand-over to a thread.
-_INLINE_BYTES = 1 << 16
 
 
 def _card(state, info) -> ModelCard:
@@ -132,21 +128,15 @@ def _decode(data: bytes, max_bytes: int) -> np.ndarray:
     return image
 
 
-async def _off_loop(size: int, function, *args):
-    if size <= _INLINE_BYTES:
-        return function(*args)
-    return await asyncio.to_thread(function, *args)
-
-
 async def super_resolution(state, request: Request, model: str, data: bytes) -> Response:
     """/v1/upscale for the super_resolution kind."""
     try:
-        image = await _off_loop(len(data), _decode, data, state.config.server.max_body_bytes)
+        image = await off_loop(len(data), _decode, data, state.config.server.max_body_bytes)
     except images.ImageFileError as error:
         raise bad_request(str(error), param="image", code="invalid_image") from None
     outputs = await state.infer(model, {"image": image}, request)
     upscaled = outputs["image"]
-    png = await _off_loop(upscaled.nbytes, images.encode_png, upscaled)
+    png = await off_loop(upscaled.nbytes, images.encode_png, upscaled)
     return Response(png, media_type="image/png")
 
 

@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse, Response
 from .. import Model
 from .. import errors as nxe_errors
 from . import kinds
+from .bridge import off_loop
 from .errors import ApiError, bad_request
 from .schemas import InferInput, InferRequest, parse_json
 
@@ -265,10 +266,17 @@ async def infer_version(name: str, version: str, request: Request) -> Response:
 async def infer(name: str, request: Request) -> Response:
     state = request.app.state.nxe
     raw = await request.body()
-    header, binary = _split_body(raw, request.headers.get(HEADER_LENGTH))
-    body = parse_json(header, InferRequest)
     state.find_model(name, request)
-    inputs = _inputs(body, binary, state)
+    body, inputs = await off_loop(len(raw), _parse, raw, request.headers.get(HEADER_LENGTH),
+                                  state)
     outputs = await state.infer(name, inputs, request)
-    return _answer(name, body, outputs)
+    size = sum(array.nbytes for array in outputs.values())
+    return await off_loop(size * 4, _answer, name, body, outputs)  # JSON text: ~4x the bytes
+
+
+def _parse(raw: bytes, header_length: str | None,
+           state: Any) -> tuple[InferRequest, dict[str, np.ndarray]]:
+    header, binary = _split_body(raw, header_length)
+    body = parse_json(header, InferRequest)
+    return body, _inputs(body, binary, state)
 
