@@ -636,3 +636,55 @@ def test_a_request_past_its_deadline_answers_504(tmp_path, rng):
         assert answers[0].status_code in (200, 504)  # a running tensor model is not stopped
         answer = client.post("/v2/models/fast/infer", json=infer_body(x))
         assert answer.status_code == 200
+
+
+def test_a_kind_plugs_its_handler_into_a_route(tmp_path, rng, monkeypatch):
+    """What the embeddings and speech kinds do: one registration makes a route serve a kind.
+    Here /v1/embeddings answers for tensor models from a handler registered by the test, the
+    app made with create_app around an nxe.Engine and driven in process by OpenAI's client."""
+    import asyncio
+
+    from nxe.config import Config
+    from nxe.engine import Engine, ModelSpec
+    from nxe.server import create_app, kinds
+    from nxe.server.v1 import EMBEDDINGS
+    from starlette.responses import JSONResponse
+
+    path = save_tensor_model(tmp_path / "m.nxm", 5)
+
+    def features(text):
+        x = np.zeros((1, FEATURES), np.float32)
+        codes = np.frombuffer(text.encode()[:FEATURES], np.uint8)
+        x[0, :len(codes)] = codes / np.float32(255)
+        return x
+
+    async def embed(state, request, model, body):
+        vectors = []
+        for text in body.texts():
+            outputs = await state.infer(model, {"x": features(text)}, request)
+            vectors.append(outputs["y"].ravel().tolist())
+        return JSONResponse({"object": "list", "model": model, "usage": {
+            "prompt_tokens": 0, "total_tokens": 0}, "data": [
+            {"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]})
+
+    monkeypatch.setitem(kinds.HANDLERS, (EMBEDDINGS, "tensor"), embed)
+    config = Config()
+    texts = ["hello", "a longer text than sixteen bytes"]
+    with Engine() as engine:
+        engine.add_model(ModelSpec(name="m", kind="tensor", path=str(path)))
+        app = create_app(engine, config)
+
+        async def ask():
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://nxe") as http:
+                client = openai.AsyncOpenAI(base_url="http://nxe/v1", api_key="-",
+                                            http_client=http)
+                return await client.embeddings.create(model="m", input=texts,
+                                                      encoding_format="float")
+
+        answer = asyncio.run(ask())
+    reference = Reference({"m": path})
+    for text, item in zip(texts, answer.data):
+        np.testing.assert_allclose(np.float32(item.embedding),
+                                   reference.run("m", features(text)).ravel(), rtol=RTOL,
+                                   atol=ATOL)

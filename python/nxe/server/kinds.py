@@ -11,7 +11,7 @@ tensors; kinds may describe their tensors for /v2/models/{name} with `describe`.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.responses import Response
@@ -34,27 +34,23 @@ class TensorSpec:
 Describer = Callable[[Any], tuple[list[TensorSpec], list[TensorSpec]]]
 
 
-@dataclass
-class _Registry:
-    handlers: dict[tuple[str, str], Handler] = field(default_factory=dict)
-    describers: dict[str, Describer] = field(default_factory=dict)
-
-
-_REGISTRY = _Registry()
+# (route, kind) -> handler, and kind -> describer: filled by register and register_describer.
+HANDLERS: dict[tuple[str, str], Handler] = {}
+DESCRIBERS: dict[str, Describer] = {}
 
 
 def register(route: str, kind: str, handler: Handler) -> None:
     """Makes models of `kind` answer `route` through `handler`; a second registration of the
     same pair replaces the first."""
-    _REGISTRY.handlers[(route, kind)] = handler
+    HANDLERS[(route, kind)] = handler
 
 
 def register_describer(kind: str, describer: Describer) -> None:
-    _REGISTRY.describers[kind] = describer
+    DESCRIBERS[kind] = describer
 
 
 def handler_for(route: str, model: str, kind: str) -> Handler:
-    handler = _REGISTRY.handlers.get((route, kind))
+    handler = HANDLERS.get((route, kind))
     if handler is None:
         raise ApiError(400, f"model '{model}' is of kind '{kind}', which does not serve {route}",
                        param="model", code="wrong_model_kind")
@@ -62,4 +58,4 @@ def handler_for(route: str, model: str, kind: str) -> Handler:
 
 
 def describer_for(kind: str) -> Describer | None:
-    return _REGISTRY.describers.get(kind)
+    return DESCRIBERS.get(kind)
