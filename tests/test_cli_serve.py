@@ -9,10 +9,13 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
+import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -385,3 +388,83 @@ def test_models_reports_a_server_that_refuses(folder):
     assert result.returncode == 1
     assert result.stderr == (f"nxe models: the server at http://127.0.0.1:{server.port} "
                              "answered HTTP 401: invalid API key\n")
+
+
+def test_reload_sends_nothing_for_a_config_with_errors(folder):
+    with FakeServer({}) as server:
+        path = write_config(folder, port=server.port)
+        path.write_text(path.read_text().replace('kind = "tensor"', 'kind = "x"'))
+        result = nxe_cli("reload", "--config", path)
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith(f"{path}:") and "unknown kind 'x'" in lines[0]
+    assert lines[1] == "nxe reload: nothing sent: the server keeps the config it has"
+    assert server.requests == []
+
+
+# -- against nxe serve ---------------------------------------------------------------------
+
+
+def wait_until_live(process, url, log, timeout=60.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        assert process.poll() is None, f"nxe serve exited:\n{log.read_text()}"
+        try:
+            with urllib.request.urlopen(url + "/v2/health/live", timeout=1.0) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"nxe serve did not answer in {timeout} s:\n{log.read_text()}")
+
+
+def test_models_and_reload_against_nxe_serve(folder):
+    for module in ("nxe.server", "fastapi", "uvicorn"):
+        pytest.importorskip(module, reason="nxe serve needs the server and the serve extra")
+    port = free_port()
+    path = write_config(folder, port=port, api_key="real-key")
+    log = folder / "serve.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen([str(NXE), "serve", "--config", str(path)], stdout=out,
+                                   stderr=subprocess.STDOUT,
+                                   env={k: v for k, v in os.environ.items()
+                                        if k not in ("NXE_CONFIG", "NXE_API_KEY")})
+    try:
+        wait_until_live(process, f"http://127.0.0.1:{port}", log)
+        before = nxe_cli("models", "--config", path)
+        assert before.returncode == 0, before.stderr
+        rows = table_rows(before.stdout)
+        config = load_config(path)
+        assert [row[0] for row in rows] == [model.name for model in config.models]
+        for row, model in zip(rows, config.models):
+            assert row[1] == model.kind and row[-1] == model.path
+            assert row[2] in ("unloaded", "loading", "resident")  # a state from the server
+
+        # Another model in the file: the server adds it and keeps the others.
+        with open(path, "a") as more:
+            more.write('\n[[models]]\nname = "up4"\nkind = "super_resolution"\n'
+                       'path = "edsr-x4"\n')
+        reloaded = nxe_cli("reload", "--config", path)
+        assert reloaded.returncode == 0, reloaded.stderr
+        assert reloaded.stdout.startswith("reloaded: added up4;")
+        after = table_rows(nxe_cli("models", "--config", path).stdout)
+        assert [row[0] for row in after] == ["scorer", "up", "up4"]
+
+        # A model file the server cannot find: it refuses, and keeps the three.
+        with open(path, "a") as more:
+            more.write('\n[[models]]\nname = "gone"\nkind = "tensor"\npath = "gone.nxm"\n')
+        refused = nxe_cli("reload", "--config", path)
+        assert refused.returncode == 1
+        assert "refused the reload (HTTP 400)" in refused.stderr
+        assert f"{path.resolve()}:" in refused.stderr and "models[3].path: no such file" \
+            in refused.stderr
+        kept = nxe_cli("models", "--config", path, "--json")
+        assert [row["name"] for row in json.loads(kept.stdout)] == ["scorer", "up", "up4"]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=60)
+    assert code == 0, log.read_text()
+    stopped = nxe_cli("models", "--config", path)
+    assert stopped.returncode == 0
+    assert {row[2] for row in table_rows(stopped.stdout)} == {"not running"}

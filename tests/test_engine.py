@@ -10,6 +10,7 @@ may differ, within the same bound. super_resolution answers are uint8 and must b
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import subprocess
@@ -132,6 +133,10 @@ def test_submit_returns_a_request_to_wait_on_and_poll(tmp_path, engine):
     timing = request.timing
     assert timing.batch_size == 1 and timing.loaded_model
     assert timing.queued_s >= 0 and timing.run_s > 0
+    # A strided view is read as the array it shows.
+    strided = x_of(6, width=2 * WIDTH)[:, ::2]
+    np.testing.assert_allclose(engine.run("mlp", {"x": strided})["y"],
+                               direct(path, {"x": np.ascontiguousarray(strided)})["y"], **TOL)
     # The next request finds the model loaded.
     assert engine.run("mlp", {"x": x}) and not engine.submit("mlp", {"x": x}).timing.loaded_model
     request.release()
@@ -255,6 +260,8 @@ def test_unknown_model_bad_inputs_and_closed_engine(tmp_path):
         engine.run("mlp", {"x": x_of(0, width=WIDTH + 1)})
     with pytest.raises(nxe.Error):
         engine.run("mlp", {"x": x_of(0).astype(np.float64)})
+    with pytest.raises(nxe.DtypeMismatchError, match="input 'x'"):
+        engine.submit("mlp", {"x": np.zeros((1, WIDTH), np.complex64)})
     with pytest.raises(nxe.InvalidArgumentError, match="evict_policy"):
         nxe.Engine(evict_policy="random")
     with pytest.raises(nxe.InvalidArgumentError):
@@ -287,6 +294,27 @@ def test_the_engine_module_loads_on_first_use():
              "assert nxe.Engine is nxe.engine.Engine and 'nxe.engine' in sys.modules\n"
              "assert set(nxe.__all__) >= {'Engine', 'ModelSpec', 'BusyError'}")
     subprocess.run([sys.executable, "-c", probe], check=True, timeout=600)
+
+
+def test_dropped_requests_and_engines_are_released_safely(tmp_path):
+    path = save_mlp(tmp_path, "mlp", seed=5)
+    engine = nxe.Engine(num_threads=1)
+    engine.add_model(tensor_spec("mlp", path))
+    for i in range(50):
+        engine.submit("mlp", {"x": x_of(i)})  # dropped at once: released, so cancelled
+    gc.collect()
+    assert wait_for(lambda: engine.stats().queue_depth == 0)
+    stats = engine.stats()
+    assert stats.completed + stats.failed == 50
+    # Requests with a callback live until it ran, though nothing else holds them, and an
+    # engine dropped with them queued is released: each callback still runs exactly once.
+    finished = []
+    for i in range(20):
+        engine.submit("mlp", {"x": x_of(i)}, callback=lambda r: finished.append(r.status))
+    engine = None
+    gc.collect()
+    assert len(finished) == 20
+    assert set(finished) <= {0, nxe.CancelledError.status}
 
 
 def test_new_statuses_have_their_classes():
@@ -337,7 +365,7 @@ def test_super_resolution_options_reach_the_session(engine):
 
 @pytest.mark.parametrize("inputs,error,words", [
     ({"pixels": np.zeros((4, 4, 3), np.uint8)}, nxe.InvalidArgumentError, "'image'"),
-    ({"image": np.zeros((4, 4, 3), np.float32)}, nxe.DtypeMismatchError, "uint8"),
+    ({"image": np.zeros((4, 4, 3), np.float32)}, nxe.DtypeMismatchError, "uint8, got float32"),
     ({"image": np.zeros((4, 12), np.uint8)}, nxe.ShapeMismatchError, "rank 2"),
     ({"image": np.zeros((4, 4, 2), np.uint8)}, nxe.ShapeMismatchError, "2 channels"),
     ({"image": np.zeros((0, 4, 3), np.uint8)}, nxe.ShapeMismatchError, "1 to 32768"),
@@ -365,6 +393,25 @@ def test_super_resolution_from_a_model_file_and_an_unknown_name(tmp_path, engine
         engine.apply([ModelSpec("file", "super_resolution", str(path)),
                       ModelSpec("ghost", "super_resolution", "no-such-model")])
     assert [m.name for m in engine.models()] == ["file"]
+
+
+def test_super_resolution_reloads_a_replaced_file_and_measures_what_it_holds(tmp_path, engine):
+    path = tmp_path / "sr.nxm"
+    path.write_bytes(nxe.sr.model_path("espcn-x2").read_bytes())
+    spec = ModelSpec("sr", "super_resolution", str(path))
+    assert engine.apply([spec]).added == 1
+    engine.run("sr", {"image": image_of(1, 8, 8, 3)})
+    small = engine.model_info("sr").resident_bytes
+    # A larger frame needs larger planes: the measured size grows with it.
+    engine.run("sr", {"image": image_of(1, 64, 96, 3)})
+    assert engine.model_info("sr").resident_bytes > small
+    path.write_bytes(nxe.sr.model_path("espcn-x3").read_bytes())
+    assert engine.apply([spec]) == nxe.ApplyReport(0, 1, 0, 0)
+    image = image_of(3, 10, 12, 4)
+    got = engine.run("sr", {"image": image})["image"]
+    with nxe.sr.Upscaler("espcn-x3", threads=1) as upscaler:
+        np.testing.assert_array_equal(got, upscaler.upscale(image))
+    assert got.shape == (30, 36, 4)
 
 
 # ---- desired state ----------------------------------------------------------------------------

@@ -81,6 +81,7 @@ struct engine_model {
     double last_active;   /* monotonic: loaded or last batch ended (LRU order, idleness) */
     double loaded_at;     /* monotonic: the last load */
     int32_t queued;       /* requests and jobs waiting or running on this version */
+    uint64_t scan;        /* the worker's last look at the queue that reached it */
 };
 
 typedef enum job_type { JOB_RUN, JOB_LOAD, JOB_UNLOAD } job_type;
@@ -142,6 +143,7 @@ struct nxe_engine {
     int32_t depth;                                       /* requests not finished */
     nxe_engine_stats stats;
     double next_sweep;
+    uint64_t scan; /* counts the worker's looks at the queue */
 };
 
 /* ---- small helpers ---- */
@@ -920,9 +922,19 @@ static void run_batch(nxe_engine *engine, engine_model *model, nxe_engine_batch 
     }
 }
 
-/* Carries out the job or request at the head of the queue, or the batch it starts. Returns
- * the monotonic time to wait for when the head waits for more requests to batch with, else 0. */
-static double serve_head(nxe_engine *engine, nxe_engine_request *head, double now)
+static double earliest(double a, double b)
+{
+    if (a <= 0)
+        return b;
+    if (b <= 0)
+        return a;
+    return a < b ? a : b;
+}
+
+/* Carries out `head`, the oldest request or job of its model version: the job, the model's
+ * load, or the batch it starts. False when the batch waits for more requests instead, with
+ * *ready the monotonic time it will go anyway. */
+static bool serve_head(nxe_engine *engine, nxe_engine_request *head, double now, double *ready)
 {
     engine_model *model = head->model;
     char message[NXE_ENGINE_ERROR_CAPACITY] = "";
@@ -935,7 +947,7 @@ static double serve_head(nxe_engine *engine, nxe_engine_request *head, double no
                 unload_model(model);
             finish_request(engine, head, NXE_OK, "");
         }
-        return 0;
+        return true;
     }
     if (!model->instance) {
         /* The lock is released while the model loads: the head may be cancelled meanwhile, so
@@ -943,11 +955,11 @@ static double serve_head(nxe_engine *engine, nxe_engine_request *head, double no
         nxe_status status = ensure_resident(engine, model, message, sizeof message);
         if (status != NXE_OK)
             fail_queued(engine, model, status, message);
-        return 0;
+        return true;
     }
     if (head->job == JOB_LOAD) {
         finish_request(engine, head, NXE_OK, "");
-        return 0;
+        return true;
     }
     const nxe_engine_kind *kind = &model->kind->kind;
     int32_t capacity = kind->batchable && model->max_batch_size > 1 ? model->max_batch_size : 1;
@@ -957,17 +969,37 @@ static double serve_head(nxe_engine *engine, nxe_engine_request *head, double no
         batch.requests = nxe_alloc(sizeof *batch.requests * (size_t)capacity);
     if (!batch.requests) {
         finish_request(engine, head, NXE_ERROR_OUT_OF_MEMORY, "out of memory for a batch");
-        return 0;
+        return true;
     }
     bool full = collect_batch(model, head, now, &batch, capacity);
-    double ready = head->submitted + model->max_batch_delay_ms * 1e-3;
-    if (!full && now < ready) {
+    *ready = head->submitted + model->max_batch_delay_ms * 1e-3;
+    if (!full && now < *ready) {
         nxe_free(batch.requests == single ? NULL : batch.requests);
-        return ready;
+        return false;
     }
     run_batch(engine, model, &batch);
     nxe_free(batch.requests == single ? NULL : batch.requests);
-    return 0;
+    return true;
+}
+
+/* Serves the first model version, in the order of their oldest queued requests, that has work
+ * ready: a job, a load, or a batch that is full or has waited its delay; a batch waiting for
+ * more requests holds up no other model. Returns 0 when it served one, else the earliest time a
+ * waiting batch will go. */
+static double serve_next(nxe_engine *engine, double now)
+{
+    engine->scan++;
+    double next = 0;
+    for (nxe_engine_request *r = engine->head; r; r = r->next) {
+        if (r->model->scan == engine->scan)
+            continue;
+        r->model->scan = engine->scan;
+        double ready = 0;
+        if (serve_head(engine, r, now, &ready))
+            return 0;
+        next = earliest(next, ready);
+    }
+    return next;
 }
 
 static void wait_until(nxe_engine *engine, double until)
@@ -983,15 +1015,6 @@ static void wait_until(nxe_engine *engine, double until)
     if (ts.tv_nsec >= 1000000000L)
         ts.tv_nsec = 999999999L;
     pthread_cond_timedwait(&engine->wake, &engine->lock, &ts);
-}
-
-static double earliest(double a, double b)
-{
-    if (a <= 0)
-        return b;
-    if (b <= 0)
-        return a;
-    return a < b ? a : b;
 }
 
 static void *worker_main(void *argument)
@@ -1015,7 +1038,7 @@ static void *worker_main(void *argument)
             wait_until(engine, wake);
             continue;
         }
-        double ready = serve_head(engine, engine->head, now);
+        double ready = serve_next(engine, now);
         if (ready > 0)
             wait_until(engine, earliest(wake, ready));
     }

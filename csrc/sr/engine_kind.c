@@ -1,6 +1,7 @@
 /* engine_kind.c — the engine's "super_resolution" kind (nxe_sr_engine_register): a model is an
  * nxe_sr session, a request one packed RGB or RGBA image through nxe_sr_process. It uses
- * libnxe's public engine ABI only; every callback runs on the engine's worker thread. */
+ * libnxe's public engine ABI only. Every callback runs on the engine's worker thread but the
+ * fingerprint, which runs on the thread adding or applying models and touches no session. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -49,26 +50,26 @@ static nxe_status read_options(const nxe_engine_load_args *args, nxe_sr_options 
                 options->precision = NXE_SR_PRECISION_RELAX;
             else
                 return kind_error(NXE_ERROR_INVALID_ARGUMENT,
-                                  "super_resolution model '%s': option precision is '%s'; "
+                                  "super_resolution: option precision is '%s'; "
                                   "expected fp32 or relax",
-                                  args->name, value);
+                                  value);
         } else if (strcmp(key, "tile_size") == 0) {
             if (!parse_int(value, -1, INT32_MAX, &options->tile_size))
                 return kind_error(NXE_ERROR_INVALID_ARGUMENT,
-                                  "super_resolution model '%s': option tile_size is '%s'; "
+                                  "super_resolution: option tile_size is '%s'; "
                                   "expected a whole number (0: the default, -1: untiled)",
-                                  args->name, value);
+                                  value);
         } else if (strcmp(key, "num_threads") == 0) {
             if (!parse_int(value, 0, 1024, &options->num_threads))
                 return kind_error(NXE_ERROR_INVALID_ARGUMENT,
-                                  "super_resolution model '%s': option num_threads is '%s'; "
+                                  "super_resolution: option num_threads is '%s'; "
                                   "expected 0 (one per CPU) to 1024",
-                                  args->name, value);
+                                  value);
         } else {
             return kind_error(NXE_ERROR_INVALID_ARGUMENT,
-                              "super_resolution model '%s': unknown option '%s' (known: "
+                              "super_resolution: unknown option '%s' (known: "
                               "precision, tile_size, num_threads)",
-                              args->name, key);
+                              key);
         }
     }
     return NXE_OK;
@@ -85,8 +86,7 @@ static nxe_status sr_load(void *user_data, const nxe_engine_load_args *args, voi
     nxe_sr *sr;
     status = nxe_sr_open(args->path, &options, &sr);
     if (status != NXE_OK)
-        return kind_error(status, "super_resolution model '%s': %s", args->name,
-                          nxe_sr_last_error());
+        return kind_error(status, "super_resolution: %s", nxe_sr_last_error());
     *instance = sr;
     return NXE_OK;
 }
@@ -147,6 +147,19 @@ static void fail_request(nxe_engine_batch *batch, int32_t r, nxe_status status, 
     nxe_engine_batch_fail(batch, r, status, message);
 }
 
+/* The name of a DLPack type code, as numpy spells its dtypes before the width. */
+static const char *dlpack_kind(int32_t code)
+{
+    switch (code) {
+    case NXE_DL_INT: return "int";
+    case NXE_DL_UINT: return "uint";
+    case NXE_DL_FLOAT: return "float";
+    case NXE_DL_BFLOAT: return "bfloat";
+    case NXE_DL_BOOL: return "bool";
+    default: return "an unknown DLPack type of width ";
+    }
+}
+
 /* The request's one input `image` if it is a uint8 [H, W, 3 | 4] image; else the request is
  * failed with the reason and NULL is returned. */
 static const nxe_tensor_desc *request_image(nxe_engine_batch *batch, int32_t r)
@@ -169,9 +182,8 @@ static const nxe_tensor_desc *request_image(nxe_engine_batch *batch, int32_t r)
     const nxe_tensor_desc *image = &inputs[0].tensor;
     if (image->dtype_code != NXE_DL_UINT || image->dtype_bits != 8) {
         fail_request(batch, r, NXE_ERROR_DTYPE_MISMATCH,
-                     "super_resolution: input 'image' must be uint8, got DLPack code %d with "
-                     "%d bits",
-                     image->dtype_code, image->dtype_bits);
+                     "super_resolution: input 'image' must be uint8, got %s%d",
+                     dlpack_kind(image->dtype_code), image->dtype_bits);
         return NULL;
     }
     if (image->ndim != 3) {

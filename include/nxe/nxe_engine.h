@@ -104,8 +104,8 @@ NXE_API void nxe_engine_release(nxe_engine *engine);
 /* Since 0.6. */
 typedef struct nxe_engine_batch nxe_engine_batch;
 
-/* One key = value option of a model or a request (strings, as in the config file). Since
- * 0.6. */
+/* One key = value option of a model or a request (strings, as in the config file).
+ * Since 0.6. */
 typedef struct nxe_engine_option {
     const char *key;
     const char *value;

@@ -145,6 +145,7 @@ def _report_words(report: dict[str, Any]) -> str:
 def _reload(args: argparse.Namespace) -> int:
     config = _load(args, "reload", check_files=False)
     if config is None:
+        print("nxe reload: nothing sent: the server keeps the config it has", file=sys.stderr)
         return 1
     url, api_key = _target(args, config)
     try:

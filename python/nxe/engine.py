@@ -36,7 +36,7 @@ import numpy as np
 from . import _dtypes
 from ._binding import check, ffi, lib, sr_check, sr_library, text
 from ._cdef import FUNCTIONS
-from .errors import Error, InvalidArgumentError, InvalidStateError, error_for_status
+from .errors import DtypeMismatchError, InvalidArgumentError, InvalidStateError, error_for_status
 from .executable import _desc_dtype, _dlpack
 
 if TYPE_CHECKING:
@@ -238,8 +238,8 @@ def _fill_io(io: Any, name: str, array: np.ndarray, keep: list[Any]) -> None:
                                    f"{lib.NXE_MAX_RANK}")
     try:
         dtype = _dtypes.code_of(array.dtype)
-    except Error as error:
-        raise type(error)(f"input '{name}': {error}") from None
+    except TypeError as error:
+        raise DtypeMismatchError(f"input '{name}': {error}") from None
     c_name = ffi.new("char[]", name.encode())
     keep.append(c_name)
     io.name = c_name
@@ -606,7 +606,8 @@ class Engine:
         for name, value in inputs.items():
             if not isinstance(name, str):
                 raise InvalidArgumentError(f"input name {name!r} is not a string")
-            arrays[name] = np.ascontiguousarray(value)
+            array = np.asarray(value)
+            arrays[name] = array if array.flags.c_contiguous else array.copy(order="C")
         c_inputs = ffi.new("nxe_engine_io[]", max(1, len(arrays)))
         for i, (name, array) in enumerate(arrays.items()):
             _fill_io(c_inputs[i], name, array, keep)

@@ -741,6 +741,18 @@ static void test_toy_kind_batches_by_size_and_tokens(void)
     for (int i = 0; i < 4; i++)
         nxe_engine_request_release(requests[i]);
 
+    /* A batch waiting for more requests holds up no other model. */
+    spec = toy_spec("alone", "4");
+    EXPECT_OK(nxe_engine_add_model(engine, &spec));
+    nxe_engine_request *waiting = submit_toy(engine, "toy", z, 3, NULL);
+    nxe_engine_request *other = submit_toy(engine, "alone", z, 3, NULL);
+    expect_toy_result(other, NXE_OK, z, 3, 4.0f, __LINE__);
+    EXPECT_TRUE(!nxe_engine_request_done(waiting));
+    EXPECT_OK(nxe_engine_request_cancel(waiting));
+    expect_toy_result(waiting, NXE_ERROR_CANCELLED, z, 3, 2.0f, __LINE__);
+    nxe_engine_request_release(waiting);
+    nxe_engine_request_release(other);
+
     /* A stage that fails fails its batch with the kind's message; batch_fail fails one. */
     nxe_engine_option fail_encoder = {"fail", "encoder"}, fail_one = {"fail", "request"};
     nxe_engine_submit_options options = NXE_ENGINE_SUBMIT_OPTIONS_INIT;
