@@ -260,6 +260,8 @@ def test_unknown_model_bad_inputs_and_closed_engine(tmp_path):
         engine.run("mlp", {"x": x_of(0, width=WIDTH + 1)})
     with pytest.raises(nxe.Error):
         engine.run("mlp", {"x": x_of(0).astype(np.float64)})
+    with pytest.raises(nxe.InvalidArgumentError, match="map input names"):
+        engine.submit("mlp", [x_of(0)])
     with pytest.raises(nxe.DtypeMismatchError, match="input 'x'"):
         engine.submit("mlp", {"x": np.zeros((1, WIDTH), np.complex64)})
     with pytest.raises(nxe.InvalidArgumentError, match="evict_policy"):

@@ -601,6 +601,9 @@ class Engine:
         which the request fails with DeadlineError. ``callback(request)`` runs on the engine's
         worker thread when the request finishes, whatever its status, and must return soon.
         Raises BusyError when the queue is full, NotFoundError for an unknown model."""
+        if not isinstance(inputs, Mapping):
+            raise InvalidArgumentError(f"inputs must map input names to arrays, got "
+                                       f"{type(inputs).__name__}")
         keep: list[Any] = []
         arrays = {}
         for name, value in inputs.items():
