@@ -21,6 +21,7 @@ upscaled from its rounded 8-bit samples and written as an 8-bit PNG.
 
 from __future__ import annotations
 
+import io
 import itertools
 import struct
 import zlib
@@ -192,7 +193,7 @@ def _passes(width: int, height: int, interlace: int) -> list[tuple[int, int, int
     return [(x0, y0, dx, dy) for x0, y0, dx, dy in _ADAM7 if width > x0 and height > y0]
 
 
-def _decode_png(data: bytes, keep_16bit: bool) -> np.ndarray:
+def _decode_png(data: bytes, keep_16bit: bool, max_pixels: int) -> np.ndarray:
     header, palette, transparency, compressed = _parse_png(data)
     width, height, depth, color, compression, filtering, interlace = header
     if color not in _CHANNELS or depth not in _DEPTHS[color]:
@@ -200,8 +201,8 @@ def _decode_png(data: bytes, keep_16bit: bool) -> np.ndarray:
     if compression or filtering or interlace > 1:
         raise _Corrupt(f"unknown PNG compression {compression}, filter method {filtering} or "
                        f"interlace method {interlace}")
-    if not 0 < width * height <= MAX_PIXELS:
-        raise _Corrupt(f"PNG of {width}x{height} pixels is out of range")
+    if not 0 < width * height <= max_pixels:
+        raise _Corrupt(f"PNG of {width}x{height} pixels is out of range (at most {max_pixels})")
     channels = _CHANNELS[color]
     if color == 3 and palette is None:
         raise _Corrupt("palette PNG without PLTE")
@@ -265,11 +266,15 @@ def _to_contract(samples: np.ndarray, color: int, depth: int, palette: np.ndarra
 def read_png(path: str | Path, *, keep_16bit: bool = False) -> np.ndarray:
     """A PNG file as the module docstring says: uint8 (H, W), (H, W, 3) or (H, W, 4); uint16
     for 16-bit files when keep_16bit is set."""
-    data = Path(path).read_bytes()
+    return _png_from_bytes(Path(path).read_bytes(), path, keep_16bit, MAX_PIXELS)
+
+
+def _png_from_bytes(data: bytes, name: str | Path, keep_16bit: bool,
+                    max_pixels: int) -> np.ndarray:
     try:
-        return _decode_png(data, keep_16bit)
+        return _decode_png(data, keep_16bit, max_pixels)
     except _Corrupt as error:
-        raise ImageFileError(f"{path}: cannot decode the image: {error}") from None
+        raise ImageFileError(f"{name}: cannot decode the image: {error}") from None
 
 
 def _chunk(kind: bytes, body: bytes) -> bytes:
@@ -279,10 +284,16 @@ def _chunk(kind: bytes, body: bytes) -> bytes:
 def write_png(path: str | Path, image: np.ndarray) -> None:
     """Writes a uint8 or uint16 (H, W), (H, W, 3) or (H, W, 4) array as an 8- or 16-bit gray,
     RGB or RGBA PNG; rows use the Up filter."""
+    Path(path).write_bytes(encode_png(image, path))
+
+
+def encode_png(image: np.ndarray, name: str | Path = "<image>") -> bytes:
+    """The bytes of the PNG file write_png writes; `name` starts the message of an
+    ImageFileError for an array PNG cannot hold."""
     array = np.asarray(image)
     if array.dtype not in (np.uint8, np.uint16) or array.ndim not in (2, 3) or \
             (array.ndim == 3 and array.shape[2] not in (3, 4)) or 0 in array.shape:
-        raise ImageFileError(f"{path}: PNG takes uint8 or uint16 (H, W), (H, W, 3) or (H, W, 4) "
+        raise ImageFileError(f"{name}: PNG takes uint8 or uint16 (H, W), (H, W, 3) or (H, W, 4) "
                              f"arrays, got {array.dtype} {array.shape}")
     height, width = array.shape[:2]
     color = {2: 0, 3: 2, 4: 6}[array.ndim if array.ndim == 2 else array.shape[2]]
@@ -292,10 +303,9 @@ def write_png(path: str | Path, image: np.ndarray) -> None:
     filtered[:, 0] = 2
     filtered[0, 1:] = rows[0]
     filtered[1:, 1:] = rows[1:] - rows[:-1]  # uint8 arithmetic wraps modulo 256, as Up needs
-    body = (PNG_SIGNATURE + _chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, depth, color,
+    return (PNG_SIGNATURE + _chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, depth, color,
                                                           0, 0, 0))
             + _chunk(b"IDAT", zlib.compress(filtered.tobytes(), 6)) + _chunk(b"IEND", b""))
-    Path(path).write_bytes(body)
 
 
 # ---- any image ----
@@ -305,8 +315,8 @@ JPEG_SUFFIXES = {".jpg", ".jpeg"}
 JPEG_START = b"\xff\xd8"  # the start-of-image marker
 
 
-def _read_jpeg(path: str | Path) -> np.ndarray:
-    image_module = _pillow(path, "reading")
+def _jpeg_from_bytes(data: bytes, name: str | Path, max_pixels: int) -> np.ndarray:
+    image_module = _pillow(name, "reading")
     from PIL import ImageOps
 
     # Pillow reports a corrupt file through many exception types that vary with the plugin and
@@ -314,28 +324,38 @@ def _read_jpeg(path: str | Path) -> np.ndarray:
     # contract is ImageFileError with the reason. A file that cannot be opened stays an
     # OSError. Pillow's own pixel limit (DecompressionBombError) and MAX_PIXELS refuse headers
     # claiming huge images before anything is allocated.
-    with open(path, "rb") as stream:
-        try:
-            with image_module.open(stream, formats=["JPEG"]) as image:
-                width, height = image.size
-                if width * height > MAX_PIXELS:
-                    raise ValueError(f"JPEG of {width}x{height} pixels is out of range")
-                upright = ImageOps.exif_transpose(image)
-                return np.asarray(upright if upright.mode == "L" else upright.convert("RGB"))
-        except Exception as error:
-            raise ImageFileError(f"{path}: cannot decode the image: {type(error).__name__}: "
-                                 f"{error}") from error
+    try:
+        with image_module.open(io.BytesIO(data), formats=["JPEG"]) as image:
+            width, height = image.size
+            if width * height > max_pixels:
+                raise ValueError(f"JPEG of {width}x{height} pixels is out of range (at most "
+                                 f"{max_pixels})")
+            upright = ImageOps.exif_transpose(image)
+            return np.asarray(upright if upright.mode == "L" else upright.convert("RGB"))
+    except Exception as error:
+        raise ImageFileError(f"{name}: cannot decode the image: {type(error).__name__}: "
+                             f"{error}") from error
 
 
 def read_image(path: str | Path, *, keep_16bit: bool = False) -> np.ndarray:
     """A PNG or JPEG file as the module docstring says. The first bytes tell the format, so
     a misnamed file still reads; a file that is neither is reported as the format its suffix
     names (PNG for any suffix but .jpg and .jpeg)."""
-    with open(path, "rb") as stream:
-        start = stream.read(len(PNG_SIGNATURE))
-    is_jpeg = start.startswith(JPEG_START) or (
-        not start.startswith(PNG_SIGNATURE) and Path(path).suffix.lower() in JPEG_SUFFIXES)
-    return _read_jpeg(path) if is_jpeg else read_png(path, keep_16bit=keep_16bit)
+    data = Path(path).read_bytes()
+    is_jpeg = data.startswith(JPEG_START) or (
+        not data.startswith(PNG_SIGNATURE) and Path(path).suffix.lower() in JPEG_SUFFIXES)
+    if is_jpeg:
+        return _jpeg_from_bytes(data, path, MAX_PIXELS)
+    return _png_from_bytes(data, path, keep_16bit, MAX_PIXELS)
+
+
+def decode_image(data: bytes, name: str = "<image>", *, max_pixels: int = MAX_PIXELS) -> np.ndarray:
+    """PNG or JPEG bytes (the first bytes tell which) as read_image returns them, 8-bit; an
+    image of more than `max_pixels` pixels is refused from its header, before it is decoded.
+    Errors are ImageFileErrors whose message starts with `name`."""
+    if data.startswith(JPEG_START):
+        return _jpeg_from_bytes(data, name, max_pixels)
+    return _png_from_bytes(data, name, False, max_pixels)
 
 
 def write_image(path: str | Path, image: np.ndarray) -> None:
