@@ -75,6 +75,7 @@ max_batch_delay_ms = 2
 
 [models.options]
 relax = true
+batch = true
 num_threads = 1
 
 [[models]]
@@ -96,7 +97,7 @@ def test_reads_every_server_key_and_each_model_entry(folder):
         sweep_interval_s=0.25, evict_policy="none", num_threads=3)
     assert config.models == [
         ModelConfig(name="scorer", kind="tensor", path=str(folder / "models" / "m.nxm"),
-                    options={"relax": True, "num_threads": 1}, keep_alive_s=-1.0,
+                    options={"relax": True, "batch": True, "num_threads": 1}, keep_alive_s=-1.0,
                     max_batch_size=8, max_batch_tokens=4096, max_batch_delay_ms=2.0),
         # A built-in SR model is named, not resolved to a path.
         ModelConfig(name="org/upscaler:x2", kind="super_resolution", path="espcn-x2",
@@ -240,7 +241,7 @@ BAD = {
                             "models[0].options.num_threads", f"must be at most {2**31 - 1}"),
     "unknown option in its table": (MODEL + f"[models.options]\nrelax = true\nfrobs = 2  {MARK}\n",
                                     "models[0].options.frobs",
-                                    "unknown key (known: relax, num_threads)"),
+                                    "unknown key (known: relax, batch, num_threads)"),
     "option of the wrong type": (MODEL + f'[models.options]\nrelax = "yes"  {MARK}\n',
                                  "models[0].options.relax", "expected true or false, got 'yes'"),
     "dotted option key": (MODEL + f"options.num_threads = -2  {MARK}\n",
