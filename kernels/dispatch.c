@@ -329,9 +329,11 @@ static void detect(void)
                      "; no way to ask this OS for the AMX tile permission");
     }
     const nxe_kernel_table *t = &d->table;
-    snprintf(d->kernel_names, sizeof d->kernel_names, "f32=%s bf16=%s int8=%s",
-             t->f32_gemm_kernel ? t->f32_gemm_kernel->name : "reference",
-             t->bf16_gemm_kernel ? t->bf16_gemm_kernel->name : "reference",
+    /* Without a bf16 kernel, relaxed work runs the f32 one (never slower than exact mode), and
+     * the name says so. */
+    const char *f32 = t->f32_gemm_kernel ? t->f32_gemm_kernel->name : "reference";
+    snprintf(d->kernel_names, sizeof d->kernel_names, "f32=%s bf16=%s int8=%s", f32,
+             t->bf16_gemm_kernel ? t->bf16_gemm_kernel->name : f32,
              t->q8_gemm_kernel ? t->q8_gemm_kernel->name : "reference");
 }
 

@@ -18,7 +18,7 @@ typedef struct nxe_kernel_table {
     nxe_isa_level level; /* the level these kernels need */
     const char *name;    /* the level's name */
     /* Packed GEMM: the f32 microkernel, the bf16 one (NULL without AVX512-BF16: relaxed work
-     * runs in f32) and the 8-bit one (NULL without AVX512-VNNI: quantized ops keep their
+     * runs the f32 one) and the 8-bit one (NULL at the scalar level: quantized ops keep their
      * reference kernels). */
     const nxe_gemm_kernel *f32_gemm_kernel;
     const nxe_gemm_kernel *bf16_gemm_kernel;
@@ -66,7 +66,8 @@ typedef struct nxe_cpu_detection {
     nxe_isa_level level;         /* after the NXE_ISA cap */
     char reason[256];            /* why that level */
     bool tile_permission_asked;  /* whether a chosen kernel needed the AMX permission */
-    char kernel_names[192];      /* "f32=<name> bf16=<name> int8=<name>", "reference" for none */
+    char kernel_names[192];      /* "f32=<name> bf16=<name> int8=<name>", "reference" for none;
+                                    bf16 names the f32 kernel where relaxed work runs it */
     nxe_kernel_table table;      /* the chosen row and microkernels */
 } nxe_cpu_detection;
 

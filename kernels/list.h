@@ -88,7 +88,9 @@ NXE_ROW_LEVELS(NXE_DECLARE_PORTABLE_LEVEL)
     X(f32, 8, 48, avx512, avx512, 0)                                                               \
     X(bf16, 8, 48, avx512bf16, avx512, NXE_CPU_FEATURE_AVX512_BF16)
 /* 8-bit microkernels (u8 x s8, contract: kernels/gemm.h), the same way. */
-#define NXE_Q8_UKERNELS(X) X(u8s8, 4, 48, avx512vnni, avx512, NXE_CPU_FEATURE_AVX512_VNNI)
+#define NXE_Q8_UKERNELS(X)                                                                         \
+    X(u8s8, 4, 8, avx2, avx2, 0)                                                                   \
+    X(u8s8, 4, 48, avx512vnni, avx512, NXE_CPU_FEATURE_AVX512_VNNI)
 #else
 #define NXE_GEMM_UKERNELS(X)
 #define NXE_Q8_UKERNELS(X)

@@ -221,11 +221,16 @@ def build_quant(case: dict, arrays: dict[str, np.ndarray]):
     return g, [arrays["a"]] + ([arrays["b"]] if case["b_input"] else [])
 
 
-def run_both(graph: nxe.Graph, inputs: list[np.ndarray], relax: bool) -> tuple[np.ndarray, ...]:
-    """The output compiled in memory, and loaded from a compiled binary."""
-    compiled = graph.compile(relax=relax).run(*inputs)
+def run_both(graph: nxe.Graph, inputs: list[np.ndarray], relax: bool,
+             op_types: frozenset[str] = frozenset()) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The output compiled in memory, and loaded from a compiled binary; and the kernel each
+    step of the given op types ran in memory (from a profiled run)."""
+    exe = graph.compile(relax=relax)
+    compiled = exe.run(*inputs)
+    steps = exe.profile(*inputs, warmup=0).runs[0].steps
+    kernels = [step.kernel for step in steps if step.op_type in op_types]
     loaded = nxe.VirtualMachine(graph.compile_to_binary(relax=relax))["main"](*inputs)
-    return next(iter(compiled.values())), loaded
+    return next(iter(compiled.values())), loaded, kernels
 
 
 def main(out_path: str) -> None:
@@ -234,6 +239,7 @@ def main(out_path: str) -> None:
                          if "runs in the epilogue" in message else None, level="debug")
     rng = np.random.default_rng(7)
     saved: dict[str, np.ndarray] = {}
+    kernels: dict[str, list[str]] = {}
     for case in CONV_CASES:
         arrays = conv_arrays(case, rng)
         probe, _, _ = build_conv(dict(case, residual=False, then=None), arrays, ())
@@ -246,7 +252,7 @@ def main(out_path: str) -> None:
             arrays["residual"] = rng.standard_normal(shape).astype(np.float32)
         for relax in (False, True):
             graph, inputs, last = build_conv(case, arrays, out_shape)
-            compiled, loaded = run_both(graph, inputs, relax)
+            compiled, loaded, _ = run_both(graph, inputs, relax)
             if last:
                 compiled, loaded = (np.moveaxis(v, -1, 1) for v in (compiled, loaded))
             key = f"conv/{case['name']}/{int(relax)}"
@@ -257,20 +263,23 @@ def main(out_path: str) -> None:
         arrays = dense_arrays(case, rng)
         for relax in (False, True):
             graph, inputs = build_dense(case, arrays)
-            compiled, loaded = run_both(graph, inputs, relax)
+            compiled, loaded, ran = run_both(graph, inputs, relax, frozenset({case["op"]}))
             key = f"dense/{case['name']}/{int(relax)}"
             saved[key + "/y"], saved[key + "/loaded"] = compiled, loaded
+            kernels[key] = ran
         for name, value in arrays.items():
             saved[f"dense/{case['name']}/{name}"] = value
     for case in QUANT_CASES:
         arrays = quant_arrays(case, rng)
         graph, inputs = build_quant(case, arrays)
-        compiled, loaded = run_both(graph, inputs, False)
+        compiled, loaded, ran = run_both(graph, inputs, False, frozenset({case["op"]}))
         key = f"quant/{case['name']}"
         saved[key + "/y"], saved[key + "/loaded"] = compiled, loaded
+        kernels[key] = ran
         for name, value in arrays.items():
             saved[f"{key}/{name}"] = value
     saved["folded"] = np.array(json.dumps(folded))
+    saved["kernels"] = np.array(json.dumps(kernels))
     saved["cpu"] = np.array(json.dumps(nxe.cpu_info()))
     np.savez(out_path, **saved)
 

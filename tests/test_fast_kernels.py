@@ -161,6 +161,31 @@ def test_8bit_products_equal_the_exact_reference_at_every_level(level_results, c
     np.testing.assert_array_equal(data[key + "/loaded"], want, err_msg=f"NXE_ISA={level}")
 
 
+def test_8bit_products_run_the_levels_int8_kernel(level_results):
+    """Every 8-bit product runs the int8 microkernel the level reports: the reference kernels at
+    the scalar level only (AVX2 has a kernel of its own)."""
+    level, data = level_results
+    ran, chosen = json.loads(str(data["kernels"])), json.loads(str(data["cpu"]))["kernels"]
+    expected = {"scalar": "reference", "avx2": "u8s8-gemm-4x8-avx2"}.get(level, chosen["int8"])
+    assert chosen["int8"] == expected
+    for case in cases.QUANT_CASES:
+        assert ran[f"quant/{case['name']}"] == [expected], case["name"]
+
+
+def test_relax_runs_what_the_level_reports(level_results):
+    """Relax mode's dense layers run the kernel nxe info names for bf16: on a level without a
+    bf16 kernel (avx2, or a CPU without AVX512-BF16) that is the f32 kernel exact mode runs,
+    so relax mode is never slower there."""
+    level, data = level_results
+    ran, chosen = json.loads(str(data["kernels"])), json.loads(str(data["cpu"]))["kernels"]
+    if level == "avx2":
+        assert chosen["bf16"] == chosen["f32"] == "f32-gemm-6x16-avx2"
+    for case in cases.DENSE_CASES:
+        exact, relaxed = (ran[f"dense/{case['name']}/{relax}"] for relax in (0, 1))
+        assert exact == [chosen["f32"]], case["name"]
+        assert relaxed == [chosen["bf16"]], case["name"]
+
+
 def test_epilogues_are_folded_where_packed_kernels_run(level_results):
     """Where a level has packed kernels, every activation and residual Add that follows a
     convolution or dense layer in the cases runs in that step's epilogue; the scalar level

@@ -22,7 +22,8 @@ def cpu_info() -> dict[str, Any]:
 
     Returns {"features": [names, sorted], "isa": str, "reason": str, "kernels": {precision:
     kernel name}}, the kernels being the matrix kernels chosen for f32, bf16 (relax mode) and
-    int8, "reference" where a precision runs the portable reference kernels.
+    int8, "reference" where a precision runs the portable reference kernels. Where the CPU has
+    no bf16 kernel, relax mode runs the f32 kernel, and bf16 names it.
     """
     info = ffi.new("nxe_cpu_info *")
     info.struct_size = ffi.sizeof("nxe_cpu_info")

@@ -571,6 +571,60 @@ static uint8_t random_byte(void)
     return (uint8_t)(rng_state >> 56);
 }
 
+/* An 8-bit microkernel against the wrapping int32 sums its reference twin forms, over every
+ * tile shape and ragged reductions, on random bytes and on the extremes where a u8 x s8 pair
+ * sum leaves int16 (255 * -128 * 2, 255 * 127 * 2: an instruction that saturates there, such as
+ * vpmaddubsw, fails this), and never writing outside the tile. */
+static void test_q8_microkernel(const nxe_q8_gemm_kernel *kernel)
+{
+    const int64_t kcs[] = {1, 2, 3, 4, 5, 7, 8, 33, 256, 1001};
+    const int32_t mr_max = kernel->mr, nr_max = kernel->nr;
+    for (size_t ki = 0; ki < sizeof kcs / sizeof kcs[0]; ki++) {
+        const int64_t kc = kcs[ki], k_padded = nxe_round_up(kc, 4);
+        uint8_t *a = malloc((size_t)(k_padded * mr_max));
+        int8_t *b = malloc((size_t)(k_padded * nr_max));
+        for (int mode = 0; mode < 3; mode++) { /* random, 255 x -128, 255 x 127 */
+            /* Element x of a panel W wide holds k = x / (4 W) * 4 + x % 4; past kc it is 0. */
+            for (int64_t x = 0; x < k_padded * mr_max; x++)
+                a[x] = x / (4 * mr_max) * 4 + x % 4 >= kc ? 0 : mode ? 255 : random_byte();
+            for (int64_t x = 0; x < k_padded * nr_max; x++)
+                b[x] = x / (4 * nr_max) * 4 + x % 4 >= kc ? 0
+                       : mode == 1                        ? -128
+                       : mode == 2                        ? 127
+                                                          : (int8_t)random_byte();
+            for (int32_t mr = 1; mr <= mr_max; mr++) {
+                for (int32_t nr = 1; nr <= nr_max; nr += (nr < 17 ? 1 : 7)) {
+                    const int64_t ldc = nr + 3;
+                    int32_t *c = malloc(sizeof(int32_t) * (size_t)(mr_max * ldc));
+                    for (int64_t x = 0; x < mr_max * ldc; x++)
+                        c[x] = 0x5A5A5A5A;
+                    kernel->run(mr, nr, kc, a, b, c, ldc);
+                    for (int32_t i = 0; i < mr_max; i++) {
+                        for (int32_t j = 0; j < ldc; j++) {
+                            if (i >= mr || j >= nr) {
+                                CHECK(c[i * ldc + j] == 0x5A5A5A5A,
+                                      "%s wrote outside the tile at (%d, %d)", kernel->name, i, j);
+                                continue;
+                            }
+                            uint32_t want = 0; /* wraps as the contract says */
+                            for (int64_t kk = 0; kk < kc; kk++)
+                                want +=
+                                    (uint32_t)((int32_t)a[((kk / 4) * mr_max + i) * 4 + kk % 4] *
+                                               (int32_t)b[((kk / 4) * nr_max + j) * 4 + kk % 4]);
+                            CHECK(c[i * ldc + j] == (int32_t)want,
+                                  "%s mode %d mr=%d nr=%d kc=%lld (%d,%d): %d vs %d", kernel->name,
+                                  mode, mr, nr, (long long)kc, i, j, c[i * ldc + j], (int32_t)want);
+                        }
+                    }
+                    free(c);
+                }
+            }
+        }
+        free(a);
+        free(b);
+    }
+}
+
 /* The 8-bit driver against nxe_ref_q8_gemm: the same bits, for every mix of signedness, zero
  * points (absent, per tensor, per row or column) and output (int32 or requantized). */
 static void test_q8_gemm(const nxe_kernel_table *table, const nxe_q8_gemm_kernel *kernel)
@@ -851,6 +905,7 @@ static void test_microkernels(const nxe_ukernel_entry *entries, int32_t count, b
             test_gemm_driver(row, e->gemm);
             test_conv_driver(row, e->gemm);
         } else {
+            test_q8_microkernel(e->q8);
             test_q8_gemm(row, e->q8);
         }
         printf("%-28s %s\n", name, failures == before ? "ok" : "FAILED");
