@@ -290,7 +290,15 @@ void nxe_q8_pack_b(const nxe_q8_gemm_kernel *kernel, nxe_q8_ref b, int64_t strid
 
 /* y[m x n] from a[m x k] (rows a_stride_m apart, k dense) and a packed B; zero points and
  * scales as nxe_q8_gemm_args (row-indexed for A, column-indexed for B); out as there, rows
- * dense. b_signed says what B was before packing. */
+ * dense unless y_column_stride says otherwise. b_signed says what B was before packing.
+ *
+ * A convolution (channels first) is the same product with the pixels of one image and group
+ * as the rows: `conv` set, A is the implicit im2col of the input, a.data pointing at the
+ * group's first input channel of the image; row i is output pixel i (row-major over
+ * out_height x out_width), k runs over (the group's input channel, kernel row, kernel column)
+ * as in the weights [O, C/g, KH, KW], and taps outside the input read a_zero (their products
+ * vanish, as padding with the zero point does); a_stride_m is unused. The gather happens as
+ * each row tile is packed: no im2col buffer exists. */
 typedef struct nxe_q8_packed_args {
     const nxe_q8_gemm_kernel *kernel;
     int64_t m;
@@ -310,6 +318,11 @@ typedef struct nxe_q8_packed_args {
     const float *b_scale;
     int64_t b_scale_stride;
     nxe_q8_output out;
+    const int32_t *bias; /* per column, added before requantizing; or NULL */
+    /* 0: y rows dense (element (i, j) at i * n + j); else element (i, j) at
+     * i + j * y_column_stride (a convolution's output, pixels by channels). */
+    int64_t y_column_stride;
+    const nxe_q8_conv2d_geometry *conv; /* or NULL: A is a matrix */
 } nxe_q8_packed_args;
 
 /* Drivers, per ISA level: q8_gemm_tiles(args) row tiles; q8_gemm_run(args, begin, end). */

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import nxe
 import pytest
-from op_testing import compile_op, run_op
+from op_testing import compile_op, one_op_graph, run_op
 
 Q8 = (np.uint8, np.int8)
 
@@ -195,7 +195,8 @@ CONV_CASES = [
 @pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: f"{c['x']}x{c['w']}g{c['group']}")
 @pytest.mark.parametrize("x_dtype", Q8, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("per_channel", [False, True], ids=["per_tensor", "per_channel"])
-def test_conv_integer_matches_numpy(case, x_dtype, per_channel, rng):
+@pytest.mark.parametrize("constant_w", [False, True], ids=["w_input", "w_constant"])
+def test_conv_integer_matches_numpy(case, x_dtype, per_channel, constant_w, rng):
     w_dtype = np.int8
     x = q8(rng, case["x"], x_dtype)
     w = q8(rng, case["w"], w_dtype)
@@ -203,7 +204,8 @@ def test_conv_integer_matches_numpy(case, x_dtype, per_channel, rng):
     x_zero = q8(rng, (), x_dtype)
     w_zero = q8(rng, (o,) if per_channel else (), w_dtype)
     attrs = {k: case[k] for k in ("strides", "dilations", "pads", "group")}
-    (got,) = run_op("ConvInteger", [x, w, x_zero, w_zero], **attrs)
+    (got,) = run_op("ConvInteger", [x, w, x_zero, w_zero], constants=(1,) if constant_w else (),
+                    **attrs)
     ref = conv_reference(shifted(x, x_zero, ()), shifted(w, w_zero, (o, 1, 1, 1)), **attrs)
     assert got.dtype == np.int32 and got.shape == ref.shape
     np.testing.assert_array_equal(got, ref)
@@ -214,7 +216,8 @@ def test_conv_integer_matches_numpy(case, x_dtype, per_channel, rng):
                                     (np.uint8, np.int8, np.uint8)],
                          ids=lambda d: "-".join(np.dtype(t).name for t in d))
 @pytest.mark.parametrize("per_channel", [False, True], ids=["per_tensor", "per_channel"])
-def test_qlinear_conv_requantizes_like_onnx(case, dtypes, per_channel, rng):
+@pytest.mark.parametrize("constant_w", [False, True], ids=["w_input", "w_constant"])
+def test_qlinear_conv_requantizes_like_onnx(case, dtypes, per_channel, constant_w, rng):
     x_dtype, w_dtype, y_dtype = dtypes
     x = q8(rng, case["x"], x_dtype)
     w = q8(rng, case["w"], w_dtype)
@@ -228,7 +231,7 @@ def test_qlinear_conv_requantizes_like_onnx(case, dtypes, per_channel, rng):
     bias = rng.integers(-5000, 5000, size=(o,), dtype=np.int32)
     attrs = {k: case[k] for k in ("strides", "dilations", "pads", "group")}
     (got,) = run_op("QLinearConv", [x, x_scale, x_zero, w, w_scale, w_zero, y_scale, y_zero, bias],
-                    **attrs)
+                    constants=(3,) if constant_w else (), **attrs)
     acc = conv_reference(shifted(x, x_zero, ()), shifted(w, w_zero, (o, 1, 1, 1)), **attrs)
     acc = acc + bias.reshape(1, o, 1, 1)
     multiplier = (x_scale * w_scale / y_scale).astype(np.float32)
@@ -248,6 +251,29 @@ def test_qlinear_conv_one_and_many_threads_agree(rng):
     (one,) = run_op("QLinearConv", args, threads=1, pads=[1, 1, 1, 1])
     (many,) = run_op("QLinearConv", args, threads=4, pads=[1, 1, 1, 1])
     np.testing.assert_array_equal(one, many)
+    (packed,) = run_op("QLinearConv", args, threads=4, pads=[1, 1, 1, 1], constants=(3,))
+    np.testing.assert_array_equal(one, packed)
+
+
+@pytest.mark.parametrize("op_type", ["ConvInteger", "QLinearConv"])
+def test_quantized_conv_with_constant_weights_runs_the_int8_kernel(op_type, rng):
+    """With constant weights a quantized convolution runs the int8 GEMM microkernel this
+    process chose (nxe info's int8 entry; the reference kernels at the scalar level), with
+    input weights the reference kernels."""
+    x = q8(rng, (1, 4, 6, 6), np.uint8)
+    w = q8(rng, (8, 4, 3, 3), np.int8)
+    s = np.array(0.02, np.float32)
+    if op_type == "ConvInteger":
+        args, w_index = [x, w], 1
+    else:
+        args, w_index = [x, s, None, w, s, None, s, None, None], 3
+    kernels = {}
+    for constants in ((), (w_index,)):
+        g, _, feeds = one_op_graph(op_type, args, constants=constants)
+        steps = g.compile(threads=1).profile(feeds).runs[0].steps
+        kernels[constants] = [step.kernel for step in steps if step.op_type == op_type]
+    assert kernels[()] == ["reference"]
+    assert kernels[(w_index,)] == [nxe.cpu_info()["kernels"]["int8"]]
 
 
 def test_qlinear_conv_rejects_bias_of_wrong_length(rng):

@@ -726,6 +726,143 @@ static nxe_status qconv_run(const void *params, const nxe_value *inputs, int32_t
     return NXE_OK;
 }
 
+/* The 8-bit GEMM path: pixels are the rows of the product, gathered from the input as each
+ * row tile is packed, and the weights of each group are B, packed once (kernels/gemm.h). */
+typedef struct qconv_prepared {
+    const nxe_kernel_table *kernels;
+    const nxe_q8_gemm_kernel *kernel;
+    int64_t reduction; /* C/g x KH x KW */
+    size_t slot_bytes; /* one group's packed weights and column sums */
+    unsigned char *slots;
+} qconv_prepared;
+
+static nxe_status qconv_prepare(const void *params_in, const nxe_value *inputs, int32_t num_inputs,
+                                const nxe_prepare_context *context, void **prepared,
+                                size_t *workspace_bytes)
+{
+    (void)num_inputs;
+    (void)workspace_bytes;
+    const qconv_params *p = params_in;
+    const nxe_q8_conv2d_geometry *g = &p->geometry;
+    const nxe_q8_gemm_kernel *kernel = context->kernels->q8_gemm_kernel;
+    const nxe_value *w = &inputs[p->slots.w];
+    const int64_t reduction = g->in_channels / g->groups * g->kernel_height * g->kernel_width;
+    const int64_t group_out = g->out_channels / g->groups;
+    *prepared = NULL;
+    if (!kernel || !w->data || reduction > NXE_Q8_MAX_K)
+        return NXE_OK;
+    const size_t slot = packed_slot_bytes(kernel, reduction, group_out);
+    const size_t bytes = slot * (size_t)g->groups;
+    void *data;
+    qconv_prepared *q = nxe_prepared_alloc(sizeof *q, bytes, &data);
+    if (!q)
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "out of memory for %zu bytes of packed weights",
+                         bytes);
+    *q = (qconv_prepared){context->kernels, kernel, reduction, slot, data};
+    const int64_t panels = (group_out + kernel->nr - 1) / kernel->nr;
+    for (int64_t group = 0; group < g->groups; group++) {
+        unsigned char *at = q->slots + (size_t)group * slot;
+        /* B [reduction x group_out]: element (k, j) is weight k of output channel j. */
+        nxe_q8_pack_b(
+            kernel, q8_ref(w, group * group_out * reduction), 1, reduction, reduction, group_out, 0,
+            panels, (int8_t *)at,
+            (int32_t *)(void *)(at + slot - ((size_t)group_out * sizeof(int32_t) + 63) / 64 * 64));
+    }
+    *prepared = q;
+    return NXE_OK;
+}
+
+typedef struct qconv_packed_job {
+    const qconv_params *p;
+    const qconv_prepared *q;
+    const nxe_value *inputs;
+    int32_t num_inputs;
+    nxe_value *y;
+    int64_t tiles_per_product; /* row tiles of one (image, group) */
+} qconv_packed_job;
+
+static void qconv_packed_tiles(void *ctx, int64_t begin, int64_t end)
+{
+    const qconv_packed_job *job = ctx;
+    const qconv_params *p = job->p;
+    const qconv_prepared *q = job->q;
+    const nxe_q8_conv2d_geometry *g = &p->geometry;
+    const nxe_value *in = job->inputs;
+    const int64_t group_in = g->in_channels / g->groups, group_out = g->out_channels / g->groups;
+    const int64_t pixels = g->out_height * g->out_width;
+    while (begin < end) {
+        int64_t first, last;
+        const int64_t product =
+            nxe_batch_tile_span(begin, end, job->tiles_per_product, &first, &last);
+        const int64_t image = product / g->groups, group = product % g->groups;
+        const int64_t channel = group * group_out; /* the group's first output channel */
+        const unsigned char *slot = q->slots + (size_t)group * q->slot_bytes;
+        nxe_q8_packed_args args = {
+            .kernel = q->kernel,
+            .m = pixels,
+            .n = group_out,
+            .k = q->reduction,
+            .a = q8_ref(&in[p->slots.x],
+                        (image * g->in_channels + group * group_in) * g->in_height * g->in_width),
+            .a_zero = optional_ref(in, job->num_inputs, p->slots.x_zero),
+            .b_packed = (const int8_t *)slot,
+            .b_col_sums =
+                (const int32_t *)(const void *)(slot + q->slot_bytes -
+                                                ((size_t)group_out * sizeof(int32_t) + 63) / 64 *
+                                                    64),
+            .b_signed = in[p->slots.w].dtype == NXE_DTYPE_I8,
+            .b_zero_stride = p->w_zero_stride,
+            .y_column_stride = pixels,
+            .conv = g,
+        };
+        if (present(in, job->num_inputs, p->slots.w_zero))
+            args.b_zero = q8_ref(&in[p->slots.w_zero], channel * p->w_zero_stride);
+        const int64_t y_offset = (image * g->out_channels + channel) * pixels;
+        if (p->requant) {
+            args.a_scale = in[p->slots.x_scale].data;
+            args.b_scale = (const float *)in[p->slots.w_scale].data + channel * p->w_scale_stride;
+            args.b_scale_stride = p->w_scale_stride;
+            args.bias = p->has_bias ? (const int32_t *)in[p->slots.bias].data + channel : NULL;
+            args.out.y_q8 = (uint8_t *)job->y->data + y_offset;
+            args.out.y_signed = p->y_signed;
+            args.out.y_scale = scalar_f32(&in[p->slots.y_scale]);
+            args.out.y_zero_point = zero_scalar(in, job->num_inputs, p->slots.y_zero);
+        } else {
+            args.out.y_i32 = (int32_t *)job->y->data + y_offset;
+        }
+        q->kernels->q8_gemm_run(&args, first, last);
+        begin += last - first;
+    }
+}
+
+static nxe_status qconv_run_prepared(const void *params, const void *prepared,
+                                     const nxe_fused_epilogue *fused, void *workspace,
+                                     const nxe_value *inputs, int32_t num_inputs,
+                                     nxe_value *outputs, int32_t num_outputs, nxe_thread_pool *pool)
+{
+    (void)fused; /* integer outputs fold nothing */
+    (void)workspace;
+    (void)num_outputs;
+    const qconv_params *p = params;
+    const qconv_prepared *q = prepared;
+    const nxe_q8_conv2d_geometry *g = &p->geometry;
+    const int64_t pixels = g->out_height * g->out_width;
+    qconv_packed_job job = {p,          q,           inputs,
+                            num_inputs, &outputs[0], (pixels + q->kernel->mr - 1) / q->kernel->mr};
+    const int64_t items = g->batch * g->groups * job.tiles_per_product;
+    const int64_t grain = nxe_parallel_grain(
+        (double)q->kernel->mr * (double)(g->out_channels / g->groups) * (double)q->reduction,
+        QUANT_TASK_WORK);
+    nxe_parallel_for(pool, items, nxe_parallel_grain_few_chunks(pool, items, grain),
+                     qconv_packed_tiles, &job);
+    return NXE_OK;
+}
+
+static void qconv_kernel_name(const void *prepared, char *name, size_t size)
+{
+    snprintf(name, size, "%s", ((const qconv_prepared *)prepared)->kernel->name);
+}
+
 /* ---- DynamicQuantizeLinear -------------------------------------------------------------- */
 
 typedef struct dynamic_quantize_params {
@@ -912,13 +1049,15 @@ static const nxe_op_def quantized_defs[] = {
               "2-D convolution (NCHW) of u8/i8 input and weights with zero points, accumulated "
               "in int32 (wrapping). Padding behaves as the input's zero point.",
               conv_integer_inputs, conv_integer_outputs, qconv_attrs),
-     sizeof(qconv_params), conv_integer_infer, qconv_run},
+     sizeof(qconv_params), conv_integer_infer, qconv_run, qconv_prepare, qconv_run_prepared, NULL,
+     qconv_kernel_name},
     {NXE_INFO("QLinearConv",
               "Quantized 2-D convolution (NCHW): int32 accumulation plus int32 bias, then "
               "requantization to u8/i8 with x_scale * w_scale[o] / y_scale (per-tensor or per "
               "output channel weights), rounding half to even and saturating.",
               qlinear_conv_inputs, qlinear_conv_outputs, qconv_attrs),
-     sizeof(qconv_params), qlinear_conv_infer, qconv_run},
+     sizeof(qconv_params), qlinear_conv_infer, qconv_run, qconv_prepare, qconv_run_prepared, NULL,
+     qconv_kernel_name},
     {NXE_INFO_NOATTR("DynamicQuantizeLinear",
                      "Quantizes f32 to u8 with a scale and zero point computed at run time from "
                      "the range of x extended to include 0 (ONNX DynamicQuantizeLinear). NaN "

@@ -578,6 +578,39 @@ static inline int32_t q8_at(nxe_q8_ref ref, int64_t index)
                          : (int32_t)((const uint8_t *)ref.data)[index];
 }
 
+/* Row i of a convolution's implicit im2col (kernels/gemm.h), shifted to u8, into its place in
+ * an A panel `width` wide; returns the sum of the packed values. */
+static uint32_t q8_gather_conv_row(const nxe_q8_packed_args *args, int64_t pixel, int32_t i,
+                                   int32_t width, uint8_t *panel)
+{
+    const nxe_q8_conv2d_geometry *g = args->conv;
+    const uint8_t flip = args->a.is_signed ? 0x80u : 0u;
+    const uint8_t *x = args->a.data;
+    const uint8_t pad = (uint8_t)((args->a_zero.data ? *(const uint8_t *)args->a_zero.data : 0) ^
+                                  flip); /* one zero point per tensor */
+    const int64_t oy = pixel / g->out_width, ox = pixel % g->out_width;
+    const int64_t channels = g->in_channels / g->groups, plane = g->in_height * g->in_width;
+    uint32_t sum = 0;
+    int64_t kk = 0;
+    for (int64_t c = 0; c < channels; c++) {
+        for (int64_t ky = 0; ky < g->kernel_height; ky++) {
+            const int64_t iy = oy * g->stride_height - g->pad_top + ky * g->dilation_height;
+            const bool row_inside = iy >= 0 && iy < g->in_height;
+            const uint8_t *src = row_inside ? x + c * plane + iy * g->in_width : x;
+            for (int64_t kx = 0; kx < g->kernel_width; kx++, kk++) {
+                const int64_t ix = ox * g->stride_width - g->pad_left + kx * g->dilation_width;
+                const uint8_t v =
+                    row_inside && ix >= 0 && ix < g->in_width ? (uint8_t)(src[ix] ^ flip) : pad;
+                panel[((kk / 4) * width + i) * 4 + kk % 4] = v;
+                sum += v;
+            }
+        }
+    }
+    for (; kk % 4; kk++)
+        panel[((kk / 4) * width + i) * 4 + kk % 4] = 0;
+    return sum;
+}
+
 /* Packs rows [i0, i0 + mr) of A shifted to u8 over the whole reduction; row_sums[i] is the
  * sum of row i's packed values. A panel is a transpose of 32-bit words (one k-group of a row
  * each), so whole groups move at once; a ragged last group is assembled byte by byte. */
@@ -593,6 +626,10 @@ static void q8_pack_a(const nxe_q8_packed_args *args, int64_t i0, int32_t mr, ui
             for (int64_t q = 0; q < groups; q++)
                 out[q * width + i] = 0;
             row_sums[i] = 0;
+            continue;
+        }
+        if (args->conv) {
+            row_sums[i] = q8_gather_conv_row(args, i0 + i, i, width, panel);
             continue;
         }
         const uint8_t *row = (const uint8_t *)args->a.data + (i0 + i) * args->a_stride_m;
@@ -663,18 +700,25 @@ void NXE_ISA_NAME(nxe_q8_gemm_run)(const nxe_q8_packed_args *args, int64_t tile_
                     uint32_t *v = (uint32_t *)(void *)(acc + i * nr_max);
                     for (int32_t j = 0; j < nr; j++)
                         v[j] = p_row[j] + beta[j] * sum_a - alpha * col_sums[j] - ka * beta[j];
-                    if (!requant) {
+                    if (!requant && !args->y_column_stride) {
                         memcpy(args->out.y_i32 + row * args->n + j0, v,
                                sizeof(int32_t) * (size_t)nr);
                         continue;
                     }
                     for (int32_t j = 0; j < nr; j++) {
                         const int64_t column = j0 + j;
+                        const int64_t index = args->y_column_stride
+                                                  ? row + column * args->y_column_stride
+                                                  : row * args->n + column;
+                        if (!requant) {
+                            args->out.y_i32[index] = (int32_t)v[j];
+                            continue;
+                        }
                         const float multiplier = args->a_scale[row * args->a_scale_stride] *
                                                  args->b_scale[column * args->b_scale_stride] /
                                                  args->out.y_scale;
-                        nxe_ref_q8_store(&args->out, row * args->n + column, (int64_t)(int32_t)v[j],
-                                         0, multiplier);
+                        nxe_ref_q8_store(&args->out, index, (int64_t)(int32_t)v[j],
+                                         args->bias ? args->bias[column] : 0, multiplier);
                     }
                 }
             }

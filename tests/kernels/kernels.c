@@ -739,6 +739,134 @@ static void count_items(void *ctx, int64_t begin, int64_t end)
         probe->counts[i]++;
 }
 
+/* The 8-bit driver's convolution mode (implicit im2col rows) against nxe_ref_q8_conv2d_nchw:
+ * the same bits over padding, strides, dilations, groups, signedness, per-channel weight zero
+ * points and both outputs, one product per (image, group) as the op runs it. */
+static void test_q8_conv(const nxe_kernel_table *table, const nxe_q8_gemm_kernel *kernel)
+{
+    /* N, C, H, W, O, KH, KW, stride, dilation, pad, groups */
+    const int64_t shapes[][11] = {
+        {1, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1},  {2, 8, 6, 5, 12, 3, 2, 2, 1, 0, 2},
+        {1, 4, 9, 8, 50, 1, 1, 1, 1, 0, 1}, {1, 6, 11, 10, 9, 3, 3, 2, 2, 2, 3},
+        {1, 16, 5, 5, 8, 5, 5, 1, 1, 2, 1},
+    };
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const int64_t *sh = shapes[si];
+        nxe_q8_conv2d_geometry g = {.batch = sh[0],
+                                    .in_channels = sh[1],
+                                    .in_height = sh[2],
+                                    .in_width = sh[3],
+                                    .out_channels = sh[4],
+                                    .kernel_height = sh[5],
+                                    .kernel_width = sh[6],
+                                    .stride_height = sh[7],
+                                    .stride_width = sh[7],
+                                    .dilation_height = sh[8],
+                                    .dilation_width = sh[8],
+                                    .pad_top = sh[9],
+                                    .pad_left = sh[9],
+                                    .groups = sh[10]};
+        g.out_height = (g.in_height + 2 * sh[9] - (g.kernel_height - 1) * sh[8] - 1) / sh[7] + 1;
+        g.out_width = (g.in_width + 2 * sh[9] - (g.kernel_width - 1) * sh[8] - 1) / sh[7] + 1;
+        const int64_t group_in = g.in_channels / g.groups, group_out = g.out_channels / g.groups;
+        const int64_t red = group_in * g.kernel_height * g.kernel_width;
+        const int64_t pixels = g.out_height * g.out_width;
+        const int64_t x_count = g.batch * g.in_channels * g.in_height * g.in_width;
+        const int64_t y_count = g.batch * g.out_channels * pixels;
+        for (int variant = 0; variant < 8; variant++) {
+            const int x_signed = variant & 1, w_signed = (variant >> 1) & 1;
+            const int requant = (variant >> 2) & 1;
+            uint8_t *x = malloc((size_t)x_count), *w = malloc((size_t)(g.out_channels * red));
+            uint8_t xz = random_byte(), *wz = malloc((size_t)g.out_channels);
+            int32_t *bias = malloc(sizeof(int32_t) * (size_t)g.out_channels);
+            float xs = 0.02f, *ws = random_floats((size_t)g.out_channels);
+            for (int64_t i = 0; i < x_count; i++)
+                x[i] = random_byte();
+            for (int64_t i = 0; i < g.out_channels * red; i++)
+                w[i] = random_byte();
+            for (int64_t i = 0; i < g.out_channels; i++) {
+                wz[i] = random_byte();
+                bias[i] = (int32_t)(random_byte() * 37) - 4000;
+                ws[i] = fabsf(ws[i]) + 0.01f;
+            }
+            int32_t *y = malloc(sizeof(int32_t) * (size_t)y_count);
+            int32_t *ref = malloc(sizeof(int32_t) * (size_t)y_count);
+            memset(y, 0, sizeof(int32_t) * (size_t)y_count);
+            memset(ref, 0, sizeof(int32_t) * (size_t)y_count);
+            const size_t packed_bytes = nxe_q8_packed_bytes(kernel, red, group_out);
+            int8_t *packed = malloc(packed_bytes * (size_t)g.groups);
+            int32_t *sums = malloc(sizeof(int32_t) * (size_t)g.out_channels);
+            const int64_t panels = (group_out + kernel->nr - 1) / kernel->nr;
+            for (int64_t group = 0; group < g.groups; group++)
+                nxe_q8_pack_b(kernel, (nxe_q8_ref){w + group * group_out * red, w_signed}, 1, red,
+                              red, group_out, 0, panels, packed + group * packed_bytes,
+                              sums + group * group_out);
+            const nxe_q8_output out = {.y_signed = x_signed, .y_scale = 0.7f, .y_zero_point = 5};
+            nxe_q8_conv2d_args r = {.geometry = g,
+                                    .x = {x, x_signed},
+                                    .w = {w, w_signed},
+                                    .x_zero = {&xz, x_signed},
+                                    .w_zero = {wz, w_signed},
+                                    .w_zero_stride = 1,
+                                    .x_scale = &xs,
+                                    .w_scale = ws,
+                                    .w_scale_stride = 1,
+                                    .bias = bias,
+                                    .out = out};
+            if (requant)
+                r.out.y_q8 = ref;
+            else
+                r.out.y_i32 = ref;
+            nxe_ref_q8_conv2d_nchw(&r, 0, g.batch * g.out_height);
+            for (int64_t product = 0; product < g.batch * g.groups; product++) {
+                const int64_t image = product / g.groups, group = product % g.groups;
+                const int64_t channel = group * group_out;
+                const int64_t y_offset = (image * g.out_channels + channel) * pixels;
+                nxe_q8_packed_args args = {
+                    .kernel = kernel,
+                    .m = pixels,
+                    .n = group_out,
+                    .k = red,
+                    .a = {x + (image * g.in_channels + group * group_in) * g.in_height * g.in_width,
+                          x_signed},
+                    .a_zero = {&xz, x_signed},
+                    .b_packed = packed + group * packed_bytes,
+                    .b_col_sums = sums + channel,
+                    .b_signed = w_signed,
+                    .b_zero = {wz + channel, w_signed},
+                    .b_zero_stride = 1,
+                    .a_scale = &xs,
+                    .b_scale = ws + channel,
+                    .b_scale_stride = 1,
+                    .out = out,
+                    .bias = bias + channel,
+                    .y_column_stride = pixels,
+                    .conv = &g,
+                };
+                if (requant)
+                    args.out.y_q8 = (uint8_t *)y + y_offset;
+                else
+                    args.out.y_i32 = y + y_offset;
+                const int64_t tiles = table->q8_gemm_tiles(&args);
+                table->q8_gemm_run(&args, 0, tiles / 2);
+                table->q8_gemm_run(&args, tiles / 2, tiles);
+            }
+            const size_t bytes = requant ? (size_t)y_count : sizeof(int32_t) * (size_t)y_count;
+            CHECK(memcmp(y, ref, bytes) == 0, "%s conv shape %zu variant %d differs", kernel->name,
+                  si, variant);
+            free(x);
+            free(w);
+            free(wz);
+            free(bias);
+            free(ws);
+            free(y);
+            free(ref);
+            free(packed);
+            free(sums);
+        }
+    }
+}
+
 static void test_thread_pool(void)
 {
     for (int32_t threads = 1; threads <= 3; threads++) {
@@ -907,6 +1035,7 @@ static void test_microkernels(const nxe_ukernel_entry *entries, int32_t count, b
         } else {
             test_q8_microkernel(e->q8);
             test_q8_gemm(row, e->q8);
+            test_q8_conv(row, e->q8);
         }
         printf("%-28s %s\n", name, failures == before ? "ok" : "FAILED");
     }
