@@ -4,6 +4,7 @@
  * vectorize with that level's flags; the microkernel and epilogue come from the descriptor.
  * Every C element is produced by one tile, over the reduction in increasing order, so the
  * result does not depend on how callers split the tiles. */
+#include <math.h> /* isless, isgreater, isunordered */
 #include <stdbool.h>
 #include <string.h>
 
@@ -653,6 +654,36 @@ static void q8_pack_a(const nxe_q8_packed_args *args, int64_t i0, int32_t mr, ui
     }
 }
 
+/* x rounded to the nearest integer, ties to even, for |x| < 2^51 (the default rounding mode
+ * does it in the addition); larger values come back larger than 2^51 in magnitude, with their
+ * sign, and NaN and infinities unchanged, which is all a clamp to 8 bits needs. */
+static inline double round_half_even(double x)
+{
+    const double shift = 6755399441055744.0; /* 1.5 * 2^52 */
+    return (x + shift) - shift;
+}
+
+/* q[j] = nxe_ref_q8_store's 8-bit result for accumulator acc[j] plus bias[j] with multiplier
+ * a_scale * b_scale[j] / y_scale, bit for bit (the same f32 multiplier, the same double
+ * product, rounding and clamps), written without branches or library calls and with quiet
+ * comparisons so that the loop vectorizes. */
+static void q8_requantize(int32_t nr, const uint32_t *acc, const int32_t *bias,
+                          const float *b_scale, float a_scale, const nxe_q8_output *out, int32_t *q)
+{
+    const double lo = out->y_signed ? -128.0 : 0.0, hi = out->y_signed ? 127.0 : 255.0;
+    const double zero_point = (double)out->y_zero_point;
+    const double nan_q = zero_point < lo ? lo : zero_point > hi ? hi : zero_point;
+    for (int32_t j = 0; j < nr; j++) {
+        const float multiplier = a_scale * b_scale[j] / out->y_scale;
+        const double v =
+            round_half_even(((double)(int32_t)acc[j] + (double)bias[j]) * (double)multiplier) +
+            zero_point;
+        double c = isless(v, lo) ? lo : v;
+        c = isgreater(c, hi) ? hi : c;
+        q[j] = (int32_t)(isunordered(v, v) ? nan_q : c);
+    }
+}
+
 void NXE_ISA_NAME(nxe_q8_gemm_run)(const nxe_q8_packed_args *args, int64_t tile_begin,
                                    int64_t tile_end)
 {
@@ -689,6 +720,13 @@ void NXE_ISA_NAME(nxe_q8_gemm_run)(const nxe_q8_packed_args *args, int64_t tile_
                                              ? q8_at(args->b_zero, (j0 + j) * args->b_zero_stride)
                                              : 0);
                 const uint32_t *col_sums = (const uint32_t *)(const void *)(args->b_col_sums + j0);
+                /* The panel's columns of the requantization operands, contiguous. */
+                float b_scale[NXE_GEMM_MAX_NR];
+                int32_t bias[NXE_GEMM_MAX_NR];
+                for (int32_t j = 0; j < nr && requant; j++) {
+                    b_scale[j] = args->b_scale[(j0 + j) * args->b_scale_stride];
+                    bias[j] = args->bias ? args->bias[j0 + j] : 0;
+                }
                 for (int32_t i = 0; i < mr; i++) {
                     const int64_t row = i0 + i;
                     const uint32_t alpha =
@@ -705,20 +743,21 @@ void NXE_ISA_NAME(nxe_q8_gemm_run)(const nxe_q8_packed_args *args, int64_t tile_
                                sizeof(int32_t) * (size_t)nr);
                         continue;
                     }
+                    int32_t q[NXE_GEMM_MAX_NR];
+                    if (requant)
+                        q8_requantize(nr, v, bias, b_scale,
+                                      args->a_scale[row * args->a_scale_stride], &args->out, q);
                     for (int32_t j = 0; j < nr; j++) {
                         const int64_t column = j0 + j;
                         const int64_t index = args->y_column_stride
                                                   ? row + column * args->y_column_stride
                                                   : row * args->n + column;
-                        if (!requant) {
+                        if (!requant)
                             args->out.y_i32[index] = (int32_t)v[j];
-                            continue;
-                        }
-                        const float multiplier = args->a_scale[row * args->a_scale_stride] *
-                                                 args->b_scale[column * args->b_scale_stride] /
-                                                 args->out.y_scale;
-                        nxe_ref_q8_store(&args->out, index, (int64_t)(int32_t)v[j],
-                                         args->bias ? args->bias[column] : 0, multiplier);
+                        else if (args->out.y_signed)
+                            ((int8_t *)args->out.y_q8)[index] = (int8_t)q[j];
+                        else
+                            ((uint8_t *)args->out.y_q8)[index] = (uint8_t)q[j];
                     }
                 }
             }

@@ -647,6 +647,11 @@ static void test_q8_gemm(const nxe_kernel_table *table, const nxe_q8_gemm_kernel
                 az[i] = random_byte();
             for (int64_t i = 0; i < n; i++)
                 bz[i] = random_byte();
+            /* Requantization's edges: a NaN multiplier (the zero point), an infinite one, and
+             * products far past 2^52 (the clamps). */
+            const float edges[] = {NAN, INFINITY, 1e30f};
+            for (int64_t i = 0; i < n && i < 3; i++)
+                bs[i] = edges[i];
             int8_t *packed = malloc(nxe_q8_packed_bytes(kernel, k, n) + 1);
             int32_t *sums = malloc(sizeof(int32_t) * (size_t)n);
             nxe_q8_ref bref = {b, b_signed};
