@@ -45,8 +45,9 @@ typedef struct nxe_q8_output {
 } nxe_q8_output;
 
 /* Stores element `index` of the output from an exact accumulator: wrapped to int32, or (plus
- * bias) requantized as above with `multiplier` = x_scale * w_scale / y_scale. Every 8-bit
- * kernel stores through this, so all of them round alike. */
+ * bias) requantized as above with `multiplier` = x_scale * w_scale / y_scale. The reference
+ * kernels store through this; the 8-bit GEMM drivers requantize a row at a time in the same
+ * arithmetic (kernels/portable/gemm_driver.c), checked against it bit for bit. */
 void nxe_ref_q8_store(const nxe_q8_output *out, int64_t index, int64_t acc, int64_t bias,
                       float multiplier);
 
