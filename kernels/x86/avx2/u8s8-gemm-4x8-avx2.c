@@ -8,9 +8,10 @@
  * Exact by construction: vpmaddubsw would be the shorter path, but it saturates its pair sums
  * to int16 (255 * 127 * 2 = 64770 > 32767), so it is not used. After widening, one vpmaddwd
  * pair is at most 255 * 128 * 2 = 65280 in magnitude, far inside int32, and the int32 sums wrap
- * as the contract states. 4 x 8 measured fastest on AMD Zen 4 against 6 x 8, 4 x 16, 3 x 16 and
- * 2 x 16 (the 16-column tiles spill accumulators; six rows add widening work per step without
- * more vpmaddwd throughput). Built only for x86-64 with -mavx2 -mfma. */
+ * as the contract states. 4 x 8 measured best on one AMD Zen 4 core (about 125 GOP/s,
+ * k = 2048) against 6 x 8, 4 x 16 (16 accumulators and the operands exceed the 16 ymm
+ * registers), 3 x 16 and 2 x 16 (tied in one of two runs). Built only for x86-64 with -mavx2
+ * -mfma. */
 #include "list.h"
 
 #if defined(__x86_64__)
