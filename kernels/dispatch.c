@@ -322,7 +322,7 @@ static void detect(void)
     int refusal;
     nxe_choose_ukernels(entries, ENTRY_COUNT, d->level, d->features, request_tile_permission,
                         &d->table, &d->tile_permission_asked, &refusal);
-    d->tile_permission_granted = d->tile_permission_asked && refusal == 0;
+    d->tiles_granted = d->tile_permission_asked && refusal == 0;
     if (refusal != 0) {
         const size_t used = strlen(d->reason);
         if (refusal > 0)

@@ -61,14 +61,14 @@ typedef struct nxe_ukernel_entry {
 
 /* What detection found, once per process. */
 typedef struct nxe_cpu_detection {
-    uint64_t features;            /* enum nxe_cpu_feature bits: CPUID and the OS's XCR0 */
-    nxe_isa_level machine_level;  /* the highest level the features allow */
-    nxe_isa_level level;          /* after the NXE_ISA cap */
-    char reason[256];             /* why that level */
-    bool tile_permission_asked;   /* whether a chosen kernel needed the AMX permission */
-    bool tile_permission_granted; /* whether the OS granted it: AMX instructions may run */
-    char kernel_names[192];       /* "f32=<name> bf16=<name> int8=<name>", "reference" for none */
-    nxe_kernel_table table;       /* the chosen row and microkernels */
+    uint64_t features;           /* enum nxe_cpu_feature bits: CPUID and the OS's XCR0 */
+    nxe_isa_level machine_level; /* the highest level the features allow */
+    nxe_isa_level level;         /* after the NXE_ISA cap */
+    char reason[256];            /* why that level */
+    bool tile_permission_asked;  /* whether a chosen kernel needed the AMX permission */
+    bool tiles_granted;          /* whether the OS granted it: AMX instructions may run */
+    char kernel_names[192];      /* "f32=<name> bf16=<name> int8=<name>", "reference" for none */
+    nxe_kernel_table table;      /* the chosen row and microkernels */
 } nxe_cpu_detection;
 
 /* This process's detection; runs on the first call from any thread, exactly once. */

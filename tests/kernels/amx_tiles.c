@@ -501,7 +501,7 @@ static const char *why_no_amx(void)
         return "this CPU (or its OS) has no AMX-TILE/BF16/INT8";
     if (d->level < NXE_ISA_LEVEL_AMX)
         return "NXE_ISA caps this process below amx";
-    if (!d->tile_permission_granted)
+    if (!d->tiles_granted)
         return "the OS did not grant the AMX tile-data permission";
     return NULL;
 #else

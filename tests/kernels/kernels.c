@@ -834,7 +834,7 @@ static bool runs_here(const char *name, const nxe_ukernel_entry *entry)
     const nxe_cpu_detection *d = nxe_cpu_detect();
     char why[160];
     bool runs = nxe_ukernel_runnable(entry, d->level, d->features, why, sizeof why);
-    if (runs && (entry->features & NXE_CPU_FEATURE_AMX_TILE) && !d->tile_permission_granted) {
+    if (runs && (entry->features & NXE_CPU_FEATURE_AMX_TILE) && !d->tiles_granted) {
         snprintf(why, sizeof why, "the OS did not grant the AMX tile-data permission");
         runs = false;
     }
