@@ -243,10 +243,13 @@ bool nxe_ukernel_runnable(const nxe_ukernel_entry *entry, nxe_isa_level level, u
                           char *why, size_t why_size)
 {
     const uint64_t lacking = entry->features & ~features;
-    if (entry->level > level) {
+    /* AMX features make the amx level: a tile kernel runs in the avx512 row, at amx only. */
+    const nxe_isa_level needed =
+        entry->features & AMX_LEVEL_FEATURES ? NXE_ISA_LEVEL_AMX : entry->level;
+    if (needed > level) {
         if (why)
-            snprintf(why, why_size, "needs the %s level, this process runs %s",
-                     level_names[entry->level], level_names[level]);
+            snprintf(why, why_size, "needs the %s level, this process runs %s", level_names[needed],
+                     level_names[level]);
         return false;
     }
     if (lacking) {
@@ -319,6 +322,7 @@ static void detect(void)
     int refusal;
     nxe_choose_ukernels(entries, ENTRY_COUNT, d->level, d->features, request_tile_permission,
                         &d->table, &d->tile_permission_asked, &refusal);
+    d->tiles_granted = d->tile_permission_asked && refusal == 0;
     if (refusal != 0) {
         const size_t used = strlen(d->reason);
         if (refusal > 0)

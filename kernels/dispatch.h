@@ -30,7 +30,7 @@ typedef struct nxe_kernel_table {
 
 /* A microkernel of the lists in kernels/list.h, with what it needs to run. */
 typedef struct nxe_ukernel_entry {
-    nxe_isa_level level;          /* its dispatch row */
+    nxe_isa_level level;          /* its dispatch row (an AMX kernel's is avx512) */
     uint64_t features;            /* enum nxe_cpu_feature bits beyond the level's */
     const nxe_gemm_kernel *gemm;  /* f32 or bf16, or NULL */
     const nxe_q8_gemm_kernel *q8; /* or the 8-bit one */
@@ -66,6 +66,7 @@ typedef struct nxe_cpu_detection {
     nxe_isa_level level;         /* after the NXE_ISA cap */
     char reason[256];            /* why that level */
     bool tile_permission_asked;  /* whether a chosen kernel needed the AMX permission */
+    bool tiles_granted;          /* whether the OS granted it: AMX instructions may run */
     char kernel_names[192];      /* "f32=<name> bf16=<name> int8=<name>", "reference" for none;
                                     bf16 names the f32 kernel where relaxed work runs it */
     nxe_kernel_table table;      /* the chosen row and microkernels */
@@ -91,8 +92,8 @@ const char *nxe_isa_level_name(nxe_isa_level level);
 const nxe_kernel_table *nxe_kernel_rows(int32_t *count);
 const nxe_ukernel_entry *nxe_ukernel_entries(int32_t *count);
 
-/* Whether `entry` runs where detection found `features` at `level`; if not, why (a message
- * into why, why_size bytes). */
+/* Whether `entry` runs where detection found `features` at `level` (a kernel that needs AMX
+ * features needs the amx level too); if not, why (a message into why, why_size bytes). */
 bool nxe_ukernel_runnable(const nxe_ukernel_entry *entry, nxe_isa_level level, uint64_t features,
                           char *why, size_t why_size);
 

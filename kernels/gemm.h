@@ -71,8 +71,9 @@ typedef enum nxe_gemm_type {
  * group q (k in [q * k_unit, (q + 1) * k_unit)) laid out as in a packed panel, nr columns of
  * which are read — rows of a packed B panel, or rows of the input itself where a convolution
  * can use them in place. accumulate = 0 overwrites C, 1 adds to what C holds. Every C element
- * is one chain of multiply-adds over k in increasing order (pairs for bf16), whatever mr and nr
- * are. */
+ * is one chain of multiply-adds over k in increasing order (pairs for bf16; the AMX kernels add
+ * one tile product per 16 pairs, in the order of its instruction: x86/amx/tile.h), whatever mr
+ * and nr are. */
 typedef void nxe_gemm_ukernel_fn(int32_t mr, int32_t nr, int64_t kc, const void *a,
                                  const void *const *b_rows, float *c, int64_t ldc,
                                  int32_t accumulate);

@@ -78,19 +78,22 @@ NXE_ROW_LEVELS(NXE_DECLARE_PORTABLE_LEVEL)
  *     X(dtype, MR, NR, isa, row, features)
  * dtype f32 (with a _rows variant that reads A in place) or bf16; `row` is the level whose
  * dispatch row (drivers, epilogue) it runs in; `features` are the enum nxe_cpu_feature bits it
- * needs beyond that level's (a kernel that needs AMX tiles lists NXE_CPU_FEATURE_AMX_TILE, and
- * dispatch asks the OS for the tile-data permission only when it chooses such a kernel).
+ * needs beyond that level's (a kernel that needs AMX tiles lists NXE_CPU_FEATURE_AMX_TILE, runs
+ * only at the amx level, which has no row of its own and runs the avx512 row, and dispatch asks
+ * the OS for the tile-data permission only when it chooses such a kernel).
  * Dispatch chooses, per dtype, the last kernel in the list that the level and the features
  * allow. */
 #if defined(__x86_64__)
 #define NXE_GEMM_UKERNELS(X)                                                                       \
     X(f32, 6, 16, avx2, avx2, 0)                                                                   \
     X(f32, 8, 48, avx512, avx512, 0)                                                               \
-    X(bf16, 8, 48, avx512bf16, avx512, NXE_CPU_FEATURE_AVX512_BF16)
+    X(bf16, 8, 48, avx512bf16, avx512, NXE_CPU_FEATURE_AVX512_BF16)                                \
+    X(bf16, 16, 48, amx, avx512, NXE_CPU_FEATURE_AMX_TILE | NXE_CPU_FEATURE_AMX_BF16)
 /* 8-bit microkernels (u8 x s8, contract: kernels/gemm.h), the same way. */
 #define NXE_Q8_UKERNELS(X)                                                                         \
     X(u8s8, 4, 8, avx2, avx2, 0)                                                                   \
-    X(u8s8, 4, 48, avx512vnni, avx512, NXE_CPU_FEATURE_AVX512_VNNI)
+    X(u8s8, 4, 48, avx512vnni, avx512, NXE_CPU_FEATURE_AVX512_VNNI)                                \
+    X(u8s8, 16, 48, amx, avx512, NXE_CPU_FEATURE_AMX_TILE | NXE_CPU_FEATURE_AMX_INT8)
 #else
 #define NXE_GEMM_UKERNELS(X)
 #define NXE_Q8_UKERNELS(X)

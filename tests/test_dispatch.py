@@ -105,11 +105,17 @@ def test_nxe_info_prints_versions_features_and_the_choice():
         assert label in text
 
 
+def tiles_granted(info):
+    """Whether this process may use AMX tiles: the amx level, and no refusal in the reason."""
+    return info["isa"] == "amx" and "AMX tile permission" not in info["reason"]
+
+
 @pytest.mark.parametrize("cap", level_params())
 def test_kernels_follow_the_level_and_the_features(cap, uncapped):
     """Each precision names the microkernel of the chosen level, only where the features allow
     it; without a bf16 kernel, relax mode runs (and names) the f32 one; the scalar level runs
-    the reference kernels for all."""
+    the reference kernels for all. At the amx level, bf16 and int8 run the tile kernels once
+    the OS grants the permission."""
     info = cpu_info_with(cap)
     kernels, features, level = info["kernels"], set(info["features"]), info["isa"]
     assert level == cap, info["reason"]
@@ -118,6 +124,10 @@ def test_kernels_follow_the_level_and_the_features(cap, uncapped):
         assert set(kernels.values()) == {"reference"}
         return
     assert kernels["f32"] == {"avx2": "f32-gemm-6x16-avx2"}.get(level, "f32-gemm-8x48-avx512")
+    if tiles_granted(info):
+        assert kernels["bf16"] == "bf16-gemm-16x48-amx"
+        assert kernels["int8"] == "u8s8-gemm-16x48-amx"
+        return
     wants_bf16 = level in ("avx512", "amx") and "avx512_bf16" in features
     assert kernels["bf16"] == ("bf16-gemm-8x48-avx512bf16" if wants_bf16 else kernels["f32"])
     wants_vnni = level in ("avx512", "amx") and "avx512_vnni" in features
@@ -137,10 +147,11 @@ def test_features_agree_with_proc_cpuinfo(flag):
 
 @pytest.mark.skipif(not (IS_X86_64 and platform.system() == "Linux"),
                     reason="the AMX permission is a Linux x86-64 arch_prctl")
-def test_amx_permission_is_not_requested_without_a_kernel_that_needs_it():
-    """No kernel of this build needs AMX tiles, so running products at the best level leaves
-    the process without the tile-data permission (ARCH_GET_XCOMP_PERM shows what was
-    granted; XTILEDATA is bit 18)."""
+def test_amx_permission_is_requested_only_at_the_amx_level():
+    """Only the AMX tile kernels need the tile-data permission, and dispatch chooses them only
+    at the amx level: below it, running products at the best level leaves the process
+    without the permission; at it, the process holds it unless the OS refused
+    (ARCH_GET_XCOMP_PERM shows what was granted; XTILEDATA is bit 18)."""
     code = textwrap.dedent("""
         import ctypes, json, numpy as np, nxe
         g = nxe.Graph()
@@ -152,7 +163,7 @@ def test_amx_permission_is_not_requested_without_a_kernel_that_needs_it():
         mask = ctypes.c_uint64(0)
         SYS_arch_prctl, ARCH_GET_XCOMP_PERM = 158, 0x1022
         status = libc.syscall(SYS_arch_prctl, ARCH_GET_XCOMP_PERM, ctypes.byref(mask))
-        print(json.dumps({"status": status, "mask": mask.value, "isa": nxe.cpu_info()["isa"]}))
+        print(json.dumps({"status": status, "mask": mask.value, "info": nxe.cpu_info()}))
     """)
     env = dict(os.environ)
     env.pop("NXE_ISA", None)
@@ -161,4 +172,4 @@ def test_amx_permission_is_not_requested_without_a_kernel_that_needs_it():
     report = json.loads(result.stdout)
     if report["status"] != 0:
         pytest.skip("this kernel has no ARCH_GET_XCOMP_PERM (Linux before 5.16)")
-    assert not report["mask"] & (1 << 18), report
+    assert bool(report["mask"] & (1 << 18)) == tiles_granted(report["info"]), report

@@ -23,8 +23,8 @@ extern "C" {
  * The library picks one ISA level per process, the first time it needs one: the highest the
  * CPU and the OS allow, capped by the environment variable NXE_ISA=scalar|avx2|avx512|amx.
  * An NXE_ISA above what the machine allows keeps the machine's level; an unknown value is
- * ignored. Either way `reason` says so. The amx level has no kernels of its own yet: it runs
- * avx512's. */
+ * ignored. Either way `reason` says so. The amx level runs avx512's kernels, except that bf16
+ * and int8 matrix products use AMX tile kernels once the OS grants the tile permission. */
 
 /* Bits of nxe_cpu_info.features. A bit is set only when CPUID reports the feature and the OS
  * has enabled its register state (XCR0). Using AMX tiles also needs the Linux permission

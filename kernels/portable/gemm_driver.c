@@ -565,7 +565,7 @@ void NXE_ISA_NAME(nxe_conv_bf16_pairs)(const nxe_conv_geometry *g, const float *
 
 /* ---- 8-bit GEMM ---- */
 
-#define Q8_MAX_MR 8
+#define Q8_MAX_MR 16
 #define Q8_NC_BYTES (768 * 1024)
 
 int64_t NXE_ISA_NAME(nxe_q8_gemm_tiles)(const nxe_q8_packed_args *args)

@@ -1,7 +1,7 @@
-/* gemm.c — the reference twin of the packed GEMM's epilogue (libm activations), the
- * reference microkernels' list entries and the row of the portable kernels compiled at the
- * scalar level, whose drivers and epilogue the reference microkernels run with. Built for the
- * kernel tests only. */
+/* gemm.c — the reference twin of the packed GEMM's epilogue (libm activations), the list
+ * entries of the reference microkernels and of the emulated AMX ones, and the row of the
+ * portable kernels compiled at the scalar level, whose drivers and epilogue they run with.
+ * Built for the kernel tests only. */
 #include "ref/gemm.h"
 
 #include <math.h>
@@ -53,6 +53,18 @@ const nxe_ukernel_entry *nxe_ref_ukernel_entries(int32_t *count)
 {
     *count = (int32_t)(sizeof entries / sizeof entries[0]);
     return entries;
+}
+
+NXE_AMX_EMULATED_GEMM_UKERNELS(NXE_DEFINE_GEMM_UKERNEL)
+NXE_AMX_EMULATED_Q8_UKERNELS(NXE_DEFINE_Q8_UKERNEL)
+
+static const nxe_ukernel_entry amx_emulated[] = {NXE_AMX_EMULATED_GEMM_UKERNELS(
+    NXE_GEMM_UKERNEL_ENTRY) NXE_AMX_EMULATED_Q8_UKERNELS(NXE_Q8_UKERNEL_ENTRY)};
+
+const nxe_ukernel_entry *nxe_amx_emulated_entries(int32_t *count)
+{
+    *count = (int32_t)(sizeof amx_emulated / sizeof amx_emulated[0]);
+    return amx_emulated;
 }
 
 static const nxe_kernel_table scalar_row = NXE_ROW_INIT(scalar);

@@ -14,13 +14,21 @@
 NXE_REF_GEMM_UKERNELS(NXE_DECLARE_GEMM_UKERNEL)
 NXE_REF_Q8_UKERNELS(NXE_DECLARE_Q8_UKERNEL)
 
+/* The AMX microkernels (kernels/x86/amx/) built on the tile emulation, on every machine: never
+ * chosen by dispatch, they run in the scalar row as the reference microkernels do. */
+#define NXE_AMX_EMULATED_GEMM_UKERNELS(X) X(bf16, 16, 48, amxemu, scalar, 0)
+#define NXE_AMX_EMULATED_Q8_UKERNELS(X) X(u8s8, 16, 48, amxemu, scalar, 0)
+NXE_AMX_EMULATED_GEMM_UKERNELS(NXE_DECLARE_GEMM_UKERNEL)
+NXE_AMX_EMULATED_Q8_UKERNELS(NXE_DECLARE_Q8_UKERNEL)
+
 /* The epilogue with nxe_ref_activation: the oracle of every portable epilogue. */
 nxe_epilogue_fn nxe_ref_epilogue;
 /* The activation of one value, with libm: the oracle of every vectorized activation. */
 float nxe_ref_activation(int32_t activation, float alpha, float beta, float v);
 
-/* The reference microkernels' entries, in list order. */
+/* The reference microkernels' entries, in list order; the emulated AMX ones'. */
 const nxe_ukernel_entry *nxe_ref_ukernel_entries(int32_t *count);
+const nxe_ukernel_entry *nxe_amx_emulated_entries(int32_t *count);
 
 /* kernels/portable compiled at the scalar level, as a row (no microkernels set). */
 NXE_DECLARE_PORTABLE_LEVEL(scalar)

@@ -937,8 +937,9 @@ static int answer_permission_request(void)
 
 /* A kernel that needs AMX tiles is taken, and the OS asked for the permission, only when the
  * level and the features select it; a refusal falls back to the next kernel, and the OS is
- * asked once whatever the number of such kernels. The real lists hold no such kernel, so this
- * process never asks. Descriptors are stand-ins: only their names and types are read. */
+ * asked once whatever the number of such kernels. Then this build's lists: their AMX kernels
+ * make the OS be asked once at the amx level, and this process asks only if it runs at amx.
+ * Descriptors are stand-ins: only their names and types are read. */
 static void test_choice_and_tile_permission(void)
 {
     static const nxe_gemm_kernel f32 = {.name = "f32", .type = NXE_GEMM_F32};
@@ -980,17 +981,34 @@ static void test_choice_and_tile_permission(void)
               "choice case %zu: %d permission requests, asked %d, refusal %d", c,
               permission_requests, (int)asked, refusal);
     }
-    /* This build's lists at the highest level with every feature: nothing needs the OS. */
     int32_t count;
     const nxe_ukernel_entry *real = nxe_ukernel_entries(&count);
-    nxe_kernel_table table = {.level = NXE_ISA_LEVEL_AMX};
-    bool asked;
-    int refusal;
-    permission_requests = 0;
-    nxe_choose_ukernels(real, count, NXE_ISA_LEVEL_AMX, ~(uint64_t)0, answer_permission_request,
-                        &table, &asked, &refusal);
-    CHECK(permission_requests == 0 && !asked, "this build's kernels asked for AMX tiles");
-    CHECK(!nxe_cpu_detect()->tile_permission_asked, "this process asked for AMX tiles");
+    int tile_kernels = 0;
+    for (int32_t i = 0; i < count; i++)
+        tile_kernels += (real[i].features & NXE_CPU_FEATURE_AMX_TILE) != 0;
+    for (int level = NXE_ISA_LEVEL_AVX512; level <= NXE_ISA_LEVEL_AMX; level++) {
+        nxe_kernel_table table = {.level = (nxe_isa_level)level};
+        bool asked;
+        int refusal;
+        permission_requests = 0;
+        permission_answer = 0;
+        nxe_choose_ukernels(real, count, (nxe_isa_level)level, ~(uint64_t)0,
+                            answer_permission_request, &table, &asked, &refusal);
+        const bool wanted = level == NXE_ISA_LEVEL_AMX && tile_kernels > 0;
+        const nxe_gemm_kernel *bf16 = table.bf16_gemm_kernel;
+        const nxe_q8_gemm_kernel *q8 = table.q8_gemm_kernel;
+        CHECK(permission_requests == (wanted ? 1 : 0) && asked == wanted,
+              "this build's kernels at %s: %d permission requests", nxe_isa_level_name(level),
+              permission_requests);
+        CHECK(!wanted || (bf16 && strcmp(bf16->name, "bf16-gemm-16x48-amx") == 0 && q8 &&
+                          strcmp(q8->name, "u8s8-gemm-16x48-amx") == 0),
+              "this build's kernels at amx with the permission: bf16 %s, int8 %s",
+              bf16 ? bf16->name : "none", q8 ? q8->name : "none");
+    }
+    const nxe_cpu_detection *d = nxe_cpu_detect();
+    CHECK(d->tile_permission_asked == (d->level == NXE_ISA_LEVEL_AMX && tile_kernels > 0),
+          "this process at %s asked for AMX tiles: %d", nxe_isa_level_name(d->level),
+          (int)d->tile_permission_asked);
 }
 
 /* ---- the sweep ---- */
@@ -1002,7 +1020,12 @@ static bool runs_here(const char *name, const nxe_ukernel_entry *entry)
 {
     const nxe_cpu_detection *d = nxe_cpu_detect();
     char why[160];
-    if (nxe_ukernel_runnable(entry, d->level, d->features, why, sizeof why))
+    bool runs = nxe_ukernel_runnable(entry, d->level, d->features, why, sizeof why);
+    if (runs && (entry->features & NXE_CPU_FEATURE_AMX_TILE) && !d->tiles_granted) {
+        snprintf(why, sizeof why, "the OS did not grant the AMX tile-data permission");
+        runs = false;
+    }
+    if (runs)
         return true;
     printf("%-28s SKIPPED: %s\n", name, why);
     skipped++;
@@ -1074,6 +1097,8 @@ int main(void)
     int32_t count;
     const nxe_ukernel_entry *reference = nxe_ref_ukernel_entries(&count);
     test_microkernels(reference, count, true);
+    const nxe_ukernel_entry *amx_emulated = nxe_amx_emulated_entries(&count);
+    test_microkernels(amx_emulated, count, true);
     const nxe_ukernel_entry *entries = nxe_ukernel_entries(&count);
     test_microkernels(entries, count, false);
 
