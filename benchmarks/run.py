@@ -295,7 +295,8 @@ class Row:
     unavailable: str = ""  # the reason, when the engine cannot run this case
 
 
-def nxe_rows(case: Case, threads: int, repeats: int, cap_s: float) -> list[Row]:
+def nxe_model(case: Case) -> tuple[nxe.Graph, list[np.ndarray]]:
+    """The case's nxe graph and its inputs."""
     if case.kind == "gemm":
         n = case.params["n"]
         g = nxe.Graph()
@@ -324,6 +325,11 @@ def nxe_rows(case: Case, threads: int, repeats: int, cap_s: float) -> list[Row]:
         model_graph = built.graph
         feeds = [np.random.default_rng(1).standard_normal((b, s, config.hidden), np.float32),
                  np.zeros((b, 1, 1, s), np.float32)]
+    return model_graph, feeds
+
+
+def nxe_rows(case: Case, threads: int, repeats: int, cap_s: float) -> list[Row]:
+    model_graph, feeds = nxe_model(case)
     rows = []
     # relax: fp32 graphs run their GEMMs and convolutions on bf16 operands with f32
     # accumulation where the CPU has a bf16 kernel (nxe.cpu_info() says which).

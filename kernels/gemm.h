@@ -229,6 +229,61 @@ typedef double nxe_conv_gemm_tile_work_fn(const nxe_conv_gemm_args *args);
 typedef void nxe_conv_gemm_run_fn(const nxe_conv_gemm_args *args, int64_t tile_begin,
                                   int64_t tile_end);
 
+/* ---- Winograd F(4x4, 3x3) convolution ---- */
+
+/* A 3x3 convolution with stride 1, dilation 1 and one group (2-D: depth 1) as Winograd's
+ * minimal filtering F(4x4, 3x3) (Lavin and Gray, interpolation points 0, +-1, +-2, infinity):
+ * the output is cut into 4x4 tiles, each read as a 6x6 input tile (zeros outside the input).
+ * Per tile the input transform V = B^T d B, the 36 element-wise products summed over input
+ * channels, M[e] = U[e] V[e] with U = G g G^T the transformed weights, which for a block of
+ * tiles are 36 GEMMs [O x C] x [C x tiles] on the packed f32 GEMM driver, and the output
+ * transform Y = A^T M A, then the epilogue. 36 products per 16 outputs and channel pair instead
+ * of 144: a quarter of the multiply-adds, for transforms that cost O(C + O) per tile.
+ *
+ * Error: every output is computed as sum over e of A-weights times U[e] V[e], so besides the
+ * rounding of a direct convolution it rounds the transforms; to first order in the unit
+ * roundoff u = 2^-24 the error of each output is at most (C + 20) u times the same expression
+ * over absolute values, |A^T| (sum over c of |G| |g| |G^T| . |B^T| |d| |B|) |A|, which is at most
+ * 861 = (88/3)^2 times sum over c, taps of |w| times the largest |x| of the channel's 6x6
+ * input tile
+ * (docs/architecture.md derives both; tests/test_winograd.py checks the first against float64). */
+typedef struct nxe_winograd_args {
+    const nxe_gemm_kernel *kernel; /* f32 */
+    const nxe_conv_geometry *geometry;
+    int32_t channels_last;
+    int64_t tile_block;    /* tiles per block, nxe_winograd_tile_block */
+    const float *input;    /* [N, C, H, W] or [N, H, W, C] */
+    const float *weight;   /* nxe_winograd_transform_weight's [36, O, C] */
+    const float *bias;     /* [O] or NULL */
+    const float *residual; /* same shape and layout as the output, or NULL */
+    float *output;
+    nxe_epilogue epilogue;
+} nxe_winograd_args;
+
+/* Whether a convolution is one the Winograd path computes (above). */
+int nxe_winograd_applies(const nxe_conv_geometry *g);
+/* Tiles per block for a kernel: whole panels of the GEMM (kernel->nr), as many as keep one
+ * block's transformed input and products near the size of an L2 cache. */
+int64_t nxe_winograd_tile_block(const nxe_gemm_kernel *kernel, const nxe_conv_geometry *g);
+/* Bytes of the scratch one block needs (transformed input, products, transform rows); blocks
+ * computed at the same time need one scratch each. */
+size_t nxe_winograd_scratch_bytes(const nxe_conv_geometry *g, int64_t tile_block);
+/* The transformed weights [36, O, C] (element e = 6 r + s of G g G^T, computed in double and
+ * rounded once) of [O, C, 3, 3] (channels first) or [O, 3, 3, C] (channels last) weights. */
+size_t nxe_winograd_weight_bytes(const nxe_conv_geometry *g);
+void nxe_winograd_transform_weight(const nxe_conv_geometry *g, int32_t channels_last,
+                                   const float *weight, float *dst);
+
+/* Drivers, per ISA level:
+ *   winograd_blocks(args): blocks of tile_block consecutive tiles, tiles ordered by (batch,
+ *     tile row, tile column);
+ *   winograd_run(args, scratch, block_begin, block_end): computes those blocks' outputs, one
+ *     after the other in `scratch` (nxe_winograd_scratch_bytes, 64-byte aligned). A tile's
+ *     result does not depend on how blocks are split among calls. */
+typedef int64_t nxe_winograd_blocks_fn(const nxe_winograd_args *args);
+typedef void nxe_winograd_run_fn(const nxe_winograd_args *args, void *scratch, int64_t block_begin,
+                                 int64_t block_end);
+
 /* ---- depthwise convolution ---- */
 
 /* A convolution with one input channel per group (groups == C, O a multiple of C), which a

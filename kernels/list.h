@@ -54,6 +54,8 @@ typedef void nxe_x32_depth_to_space_fn(const nxe_depth_to_space_geometry *g, con
     X(nxe_conv_gemm_tile_work_fn, conv_gemm_tile_work, level)                                      \
     X(nxe_conv_gemm_run_fn, conv_gemm_run, level)                                                  \
     X(nxe_conv_bf16_pairs_fn, conv_bf16_pairs, level)                                              \
+    X(nxe_winograd_blocks_fn, winograd_blocks, level)                                              \
+    X(nxe_winograd_run_fn, winograd_run, level)                                                    \
     X(nxe_depthwise_rows_fn, depthwise_rows, level)                                                \
     X(nxe_depthwise_run_fn, depthwise_run, level)                                                  \
     X(nxe_q8_gemm_tiles_fn, q8_gemm_tiles, level)                                                  \

@@ -234,3 +234,73 @@ void nxe_q8_pack_b(const nxe_q8_gemm_kernel *kernel, nxe_q8_ref b, int64_t strid
             col_sums[j0 + i] = (int32_t)sums[i];
     }
 }
+
+/* ---- Winograd F(4x4, 3x3) (kernels/gemm.h) ---- */
+
+/* The scratch of a block of tiles that kernels/portable/winograd.c lays out: transformed
+ * input V [36, C, tile_block], products M [36, O, tile_block], six input rows and their row
+ * transforms (4 tile_block + 8 floats each), and the output transform's rows (24 tile_block
+ * and 4 (4 tile_block + 8) floats), each region a whole number of 64-byte lines. */
+static size_t winograd_region(int64_t floats)
+{
+    return (size_t)nxe_round_up(floats, 16) * sizeof(float);
+}
+
+int nxe_winograd_applies(const nxe_conv_geometry *g)
+{
+    return g->groups == 1 && g->in_size[0] == 1 && g->kernel[0] == 1 && g->pad_begin[0] == 0 &&
+           g->kernel[1] == 3 && g->kernel[2] == 3 && g->stride[1] == 1 && g->stride[2] == 1 &&
+           g->dilation[1] == 1 && g->dilation[2] == 1;
+}
+
+int64_t nxe_winograd_tile_block(const nxe_gemm_kernel *kernel, const nxe_conv_geometry *g)
+{
+    /* A block's V and M (144 (C + O) bytes per tile) in about 1 MiB: one to four panels. */
+    const int64_t per_panel = 144 * (g->in_channels + g->out_channels) * kernel->nr;
+    int64_t panels = ((int64_t)1 << 20) / per_panel;
+    panels = panels < 1 ? 1 : panels > 4 ? 4 : panels;
+    return panels * kernel->nr;
+}
+
+size_t nxe_winograd_scratch_bytes(const nxe_conv_geometry *g, int64_t tile_block)
+{
+    const int64_t row = 4 * tile_block + 8;
+    return winograd_region(36 * g->in_channels * tile_block) +
+           winograd_region(36 * g->out_channels * tile_block) + 2 * winograd_region(6 * row) +
+           winograd_region(24 * tile_block) + winograd_region(4 * row);
+}
+
+size_t nxe_winograd_weight_bytes(const nxe_conv_geometry *g)
+{
+    return sizeof(float) * 36 * (size_t)(g->out_channels * g->in_channels);
+}
+
+void nxe_winograd_transform_weight(const nxe_conv_geometry *g, int32_t channels_last,
+                                   const float *weight, float *dst)
+{
+    static const double G[6][3] = {
+        {1.0 / 4, 0, 0},
+        {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+        {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+        {1.0 / 24, 1.0 / 12, 1.0 / 6},
+        {1.0 / 24, -1.0 / 12, 1.0 / 6},
+        {0, 0, 1},
+    };
+    const int64_t out_channels = g->out_channels, in_channels = g->in_channels;
+    for (int64_t o = 0; o < out_channels; o++) {
+        for (int64_t c = 0; c < in_channels; c++) {
+            double w[3][3], gw[6][3];
+            for (int ky = 0; ky < 3; ky++)
+                for (int kx = 0; kx < 3; kx++)
+                    w[ky][kx] = channels_last ? weight[((o * 3 + ky) * 3 + kx) * in_channels + c]
+                                              : weight[((o * in_channels + c) * 3 + ky) * 3 + kx];
+            for (int r = 0; r < 6; r++)
+                for (int kx = 0; kx < 3; kx++)
+                    gw[r][kx] = G[r][0] * w[0][kx] + G[r][1] * w[1][kx] + G[r][2] * w[2][kx];
+            for (int r = 0; r < 6; r++)
+                for (int s = 0; s < 6; s++)
+                    dst[((r * 6 + s) * out_channels + o) * in_channels + c] =
+                        (float)(gw[r][0] * G[s][0] + gw[r][1] * G[s][1] + gw[r][2] * G[s][2]);
+        }
+    }
+}

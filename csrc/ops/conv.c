@@ -2,6 +2,7 @@
  * shape rules and lowering to kernels/ref/conv; no arithmetic on tensor data lives here. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops/op_def.h"
@@ -15,6 +16,15 @@
 #define CONV_TASK_WORK 65536.0
 /* Relaxed convolutions reducing over fewer terms than this stay in f32. */
 #define BF16_MIN_REDUCTION 64
+/* Winograd scratch: one per block computed at once, at most this many blocks and bytes. */
+#define WINOGRAD_MAX_SLOTS 16
+#define WINOGRAD_SCRATCH_CAP ((size_t)64 << 20)
+/* The cost model's price of the transforms, in multiply-adds of the GEMM per channel and
+ * tile (input and output channels alike): each costs about 150 flops per tile, at a fraction
+ * of the GEMM's rate since they are bound by memory traffic. */
+#define WINOGRAD_TRANSFORM_COST 64.0
+/* Winograd runs when its estimated cost is below this share of the direct path's. */
+#define WINOGRAD_MAX_COST_RATIO 0.6
 
 static bool input_present(const nxe_value *inputs, int32_t num_inputs, int32_t index)
 {
@@ -580,7 +590,56 @@ typedef struct conv_prepared {
     const nxe_kernel_table *kernels;
     const nxe_gemm_kernel *kernel; /* NULL: the depthwise kernel */
     void *weights;                 /* packed for that kernel, inside this block */
+    /* Winograd F(4x4, 3x3) when tile_block > 0: weights transformed (nxe_winograd_*), and
+     * `slots` scratch blocks of scratch_bytes in the workspace. */
+    int64_t tile_block;
+    int64_t slots;
+    size_t scratch_bytes;
 } conv_prepared;
+
+/* How NXE_WINOGRAD chooses for convolutions Winograd can compute: "auto" by the cost model,
+ * "on" (or "1") always, anything else or unset never. Read at every prepare, so that tests and
+ * benchmarks can compare the paths in one process. Off by default: Winograd's rounding depends
+ * on where the 4x4 tiles fall, so an output's bits depend on inputs beyond its receptive field
+ * and on how a frame is cut, and libnxe_sr's tiles equal the whole frame byte for byte only
+ * because every output is computed from its receptive field alone (docs/architecture.md). */
+typedef enum winograd_mode { WINOGRAD_OFF, WINOGRAD_AUTO, WINOGRAD_ON } winograd_mode;
+
+static winograd_mode winograd_mode_of_environment(void)
+{
+    const char *value = getenv("NXE_WINOGRAD");
+    if (!value)
+        return WINOGRAD_OFF;
+    if (strcmp(value, "auto") == 0)
+        return WINOGRAD_AUTO;
+    if (strcmp(value, "on") == 0 || strcmp(value, "1") == 0)
+        return WINOGRAD_ON;
+    return WINOGRAD_OFF;
+}
+
+/* The cost model: multiply-adds of the direct product (9 C O per output pixel) against
+ * Winograd's per 4x4 tile (36 C O, plus the transforms; the tiles of a tail compute outputs
+ * that are thrown away). Few channels (a first layer on RGB, a last layer making 3) keep the
+ * direct path: the transforms, not the products, would dominate. */
+static bool winograd_pays(const nxe_conv_geometry *g)
+{
+    const double c = (double)g->in_channels, o = (double)g->out_channels;
+    const double tiles =
+        (double)g->batch * (double)((g->out_size[1] + 3) / 4) * (double)((g->out_size[2] + 3) / 4);
+    const double direct =
+        9.0 * c * o * (double)g->batch * (double)g->out_size[1] * (double)g->out_size[2];
+    const double winograd = tiles * (36.0 * c * o + WINOGRAD_TRANSFORM_COST * (c + o));
+    return g->in_channels >= 8 && g->out_channels >= 8 &&
+           winograd < WINOGRAD_MAX_COST_RATIO * direct;
+}
+
+static bool use_winograd(const nxe_conv_geometry *g)
+{
+    if (!nxe_winograd_applies(g))
+        return false;
+    const winograd_mode mode = winograd_mode_of_environment();
+    return mode == WINOGRAD_ON || (mode == WINOGRAD_AUTO && winograd_pays(g));
+}
 
 /* Packs constant f32 weights for this level's kernels: the depthwise kernel for one input
  * channel per group, else the GEMM kernel — bf16 when relaxed, the CPU has a bf16 kernel and
@@ -607,16 +666,30 @@ static nxe_status conv_prepare(const void *params_in, const nxe_value *inputs, i
     const nxe_gemm_kernel *kernel = depthwise ? NULL
                                     : bf16    ? kernels->bf16_gemm_kernel
                                               : kernels->f32_gemm_kernel;
+    /* Winograd in f32 only: relaxed work keeps the bf16 implicit GEMM, whose rounding the
+     * transforms would amplify. */
+    const bool winograd = !depthwise && !bf16 && use_winograd(g);
     size_t bytes =
         depthwise
             ? sizeof(float) * (size_t)(g->out_channels * g->kernel[0] * g->kernel[1] * g->kernel[2])
-            : nxe_conv_gemm_weight_bytes(kernel, g, params->channels_last);
+        : winograd ? nxe_winograd_weight_bytes(g)
+                   : nxe_conv_gemm_weight_bytes(kernel, g, params->channels_last);
     void *weights;
     conv_prepared *p = nxe_prepared_alloc(sizeof *p, bytes, &weights);
     if (!p)
         return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "out of memory for %zu bytes of packed weights",
                          bytes);
-    *p = (conv_prepared){kernels, kernel, weights};
+    *p = (conv_prepared){kernels, kernel, weights, 0, 0, 0};
+    if (winograd) {
+        p->tile_block = nxe_winograd_tile_block(kernel, g);
+        p->scratch_bytes = nxe_winograd_scratch_bytes(g, p->tile_block);
+        const size_t fit = WINOGRAD_SCRATCH_CAP / p->scratch_bytes;
+        p->slots = fit < 1 ? 1 : fit > WINOGRAD_MAX_SLOTS ? WINOGRAD_MAX_SLOTS : (int64_t)fit;
+        *workspace_bytes = (size_t)p->slots * p->scratch_bytes + 64;
+        nxe_winograd_transform_weight(g, params->channels_last, inputs[1].data, weights);
+        *prepared = p;
+        return NXE_OK;
+    }
     /* bf16 on channels-first input reads a pair-interleaved copy made at every run. */
     if (kernel && kernel->type == NXE_GEMM_BF16 && !params->channels_last)
         *workspace_bytes = nxe_conv_bf16_pairs_bytes(g) + 64;
@@ -643,6 +716,25 @@ typedef struct depthwise_job {
     const conv_prepared *prepared;
     nxe_depthwise_args args;
 } depthwise_job;
+
+typedef struct winograd_job {
+    const conv_prepared *prepared;
+    nxe_winograd_args args;
+    char *scratch; /* slot i at i * prepared->scratch_bytes */
+    int64_t blocks;
+    int64_t slots;
+} winograd_job;
+
+/* Slot i computes the i-th of `slots` equal shares of the blocks in its own scratch, so no two
+ * threads share one; the blocks, and with them every output, do not depend on the split. */
+static void winograd_slots(void *ctx, int64_t begin, int64_t end)
+{
+    const winograd_job *job = ctx;
+    for (int64_t slot = begin; slot < end; slot++)
+        job->prepared->kernels->winograd_run(
+            &job->args, job->scratch + (size_t)slot * job->prepared->scratch_bytes,
+            slot * job->blocks / job->slots, (slot + 1) * job->blocks / job->slots);
+}
 
 static void depthwise_rows(void *ctx, int64_t begin, int64_t end)
 {
@@ -685,6 +777,32 @@ static nxe_status conv_run_prepared(const void *params_in, const void *prepared_
                                 (params->channels_last ? (double)g->out_channels : 1.0);
         nxe_parallel_for(pool, kernels->depthwise_rows(&job.args),
                          nxe_parallel_grain(row_work, CONV_TASK_WORK), depthwise_rows, &job);
+        return NXE_OK;
+    }
+    if (prepared->tile_block > 0) {
+        winograd_job job = {
+            prepared,
+            {
+                .kernel = prepared->kernel,
+                .geometry = &params->geometry,
+                .channels_last = params->channels_last,
+                .tile_block = prepared->tile_block,
+                .input = inputs[0].data,
+                .weight = prepared->weights,
+                .bias = bias,
+                .residual = residual,
+                .output = outputs[0].data,
+                .epilogue = fused->epilogue,
+            },
+            (char *)nxe_round_up((int64_t)(uintptr_t)workspace, 64),
+            0,
+            0,
+        };
+        job.blocks = kernels->winograd_blocks(&job.args);
+        job.slots = nxe_thread_pool_size(pool);
+        job.slots = job.slots < prepared->slots ? job.slots : prepared->slots;
+        job.slots = job.slots < job.blocks ? job.slots : job.blocks;
+        nxe_parallel_for(pool, job.slots, 1, winograd_slots, &job);
         return NXE_OK;
     }
     conv_gemm_job job = {
@@ -937,7 +1055,10 @@ static const nxe_op_attr_info depth_to_space_attrs[] = {
 static void conv_kernel_name(const void *prepared_in, char *name, size_t size)
 {
     const conv_prepared *prepared = prepared_in;
-    if (prepared->kernel)
+    if (prepared->tile_block > 0)
+        snprintf(name, size, "winograd-f4x4-3x3-%s+%s", prepared->kernels->name,
+                 prepared->kernel->name);
+    else if (prepared->kernel)
         snprintf(name, size, "%s", prepared->kernel->name);
     else
         snprintf(name, size, "f32-depthwise-%s", prepared->kernels->name);

@@ -486,6 +486,116 @@ static void test_conv_driver(const nxe_kernel_table *table, const nxe_gemm_kerne
     }
 }
 
+/* The Winograd F(4x4, 3x3) driver against the direct reference, both layouts, with tails
+ * (sizes not multiples of 4, odd channel counts), padding 0, 1 and 2, several images and
+ * blocks that span tile rows and images, with bias, residual and tanh. Tolerance: the bound of
+ * kernels/gemm.h, (C + 20) u 861 sum |w| max |x| per output channel (max over the whole
+ * input, which bounds each tile's), through the 1-Lipschitz tanh, plus tanh's own 4e-7 and
+ * the reference's f32 rounding. */
+static void test_winograd_driver(const nxe_kernel_table *table, const nxe_gemm_kernel *kernel)
+{
+    const conv_case cases[] = {
+        {2, 1, 3, 5, 1, {1, 9, 11}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}},
+        {2, 2, 17, 33, 1, {1, 7, 30}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}},
+        {2, 1, 64, 20, 1, {1, 13, 50}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}},
+        {2, 3, 8, 9, 1, {1, 4, 4}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}},
+        {2, 1, 5, 7, 1, {1, 3, 6}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 2, 2}},
+        {2, 1, 300, 12, 1, {1, 6, 9}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {0, 1, 1}},
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const nxe_conv_geometry g = geometry_of(&cases[ci]);
+        CHECK(nxe_winograd_applies(&g), "winograd case %zu does not apply", ci);
+        const int64_t c_in = g.in_channels, c_out = g.out_channels;
+        const int64_t in_px = g.in_size[1] * g.in_size[2], out_px = g.out_size[1] * g.out_size[2];
+        const size_t in_n = (size_t)(g.batch * c_in * in_px),
+                     out_n = (size_t)(g.batch * c_out * out_px);
+        float *x = random_floats(in_n), *w = random_floats((size_t)(c_out * c_in * 9));
+        float *bias = random_floats((size_t)c_out), *res = random_floats(out_n);
+        float *ref = malloc(sizeof(float) * out_n);
+        nxe_ref_f32_conv_ncdhw(&g, x, w, bias, ref, 0, g.batch * g.out_size[1]);
+        double x_max = 0.0;
+        for (size_t i = 0; i < in_n; i++)
+            x_max = fmax(x_max, fabs(x[i]));
+        for (int last = 0; last < 2; last++) {
+            float *xl = malloc(sizeof(float) * in_n),
+                  *wl = malloc(sizeof(float) * (size_t)(c_out * c_in * 9));
+            float *rl = malloc(sizeof(float) * out_n), *y = malloc(sizeof(float) * out_n);
+            for (int64_t n = 0; n < g.batch; n++)
+                for (int64_t c = 0; c < c_in; c++)
+                    for (int64_t p = 0; p < in_px; p++)
+                        xl[(n * in_px + p) * c_in + c] = x[(n * c_in + c) * in_px + p];
+            for (int64_t o = 0; o < c_out; o++)
+                for (int64_t c = 0; c < c_in; c++)
+                    for (int64_t t = 0; t < 9; t++)
+                        wl[(o * 9 + t) * c_in + c] = w[(o * c_in + c) * 9 + t];
+            for (int64_t n = 0; n < g.batch; n++)
+                for (int64_t o = 0; o < c_out; o++)
+                    for (int64_t p = 0; p < out_px; p++)
+                        rl[(n * out_px + p) * c_out + o] = res[(n * c_out + o) * out_px + p];
+            float *u = malloc(nxe_winograd_weight_bytes(&g));
+            nxe_winograd_transform_weight(&g, last, last ? wl : w, u);
+            nxe_winograd_args args = {
+                .kernel = kernel,
+                .geometry = &g,
+                .channels_last = last,
+                .tile_block = nxe_winograd_tile_block(kernel, &g),
+                .input = last ? xl : x,
+                .weight = u,
+                .bias = bias,
+                .residual = last ? rl : res,
+                .output = y,
+                .epilogue = {.scale = 1.0f,
+                             .activation = NXE_ACTIVATION_TANH,
+                             .residual_before_activation = 1,
+                             .bias_scale = 1.0f},
+            };
+            /* Small blocks too, so that blocks span tile rows and images. */
+            for (int small = 0; small < 2; small++) {
+                if (small)
+                    args.tile_block = kernel->nr / 2 + 1;
+                void *scratch = aligned_alloc(
+                    64, nxe_round_up((int64_t)nxe_winograd_scratch_bytes(&g, args.tile_block), 64));
+                const int64_t blocks = table->winograd_blocks(&args), mid = blocks / 2;
+                for (size_t i = 0; i < out_n; i++)
+                    y[i] = NAN;
+                table->winograd_run(&args, scratch, 0, mid);
+                table->winograd_run(&args, scratch, mid, blocks);
+                for (int64_t n = 0; n < g.batch; n++) {
+                    for (int64_t o = 0; o < c_out; o++) {
+                        double w_sum = 0.0;
+                        for (int64_t k = 0; k < c_in * 9; k++)
+                            w_sum += fabs(w[o * c_in * 9 + k]);
+                        const double bound = (double)(c_in + 20) * 0x1p-24 * 861.0 * w_sum * x_max;
+                        for (int64_t p = 0; p < out_px; p++) {
+                            size_t first = (size_t)((n * c_out + o) * out_px + p);
+                            size_t at = last ? (size_t)((n * out_px + p) * c_out + o) : first;
+                            double want = tanh((double)ref[first] + res[first]);
+                            double tol = bound + 4e-7 + 1e-6 * (fabs((double)ref[first]) + 1.0);
+                            CHECK(fabs(y[at] - want) <= tol,
+                                  "%s winograd case %zu layout %s block %lld (n %lld, o %lld, "
+                                  "pixel %lld): %g vs %g",
+                                  kernel->name, ci, last ? "last" : "first",
+                                  (long long)args.tile_block, (long long)n, (long long)o,
+                                  (long long)p, y[at], want);
+                        }
+                    }
+                }
+                free(scratch);
+            }
+            free(xl);
+            free(wl);
+            free(rl);
+            free(y);
+            free(u);
+        }
+        free(x);
+        free(w);
+        free(bias);
+        free(res);
+        free(ref);
+    }
+}
+
 /* The depthwise driver against the direct reference, both layouts, multipliers 1 and 2. */
 static void test_depthwise(const nxe_kernel_table *table)
 {
@@ -1060,6 +1170,8 @@ static void test_microkernels(const nxe_ukernel_entry *entries, int32_t count, b
             test_microkernel(e->gemm);
             test_gemm_driver(row, e->gemm);
             test_conv_driver(row, e->gemm);
+            if (e->gemm->type == NXE_GEMM_F32)
+                test_winograd_driver(row, e->gemm);
         } else {
             test_q8_microkernel(e->q8);
             test_q8_gemm(row, e->q8);
