@@ -31,7 +31,7 @@ from ..errors import (
 )
 from ..executable import Executable
 from ..graph import Graph, Tensor
-from . import registry
+from . import folding, registry
 
 # ONNX element type -> (numpy dtype, nxe dtype name) for the types nxe computes with.
 _ONNX_TYPES: dict[int, tuple[np.dtype, str]] = {
@@ -980,9 +980,13 @@ class OnnxModel:
     # -- folding ----------------------------------------------------------------------
 
     def evaluate_node(self, node: onnx.NodeProto, known: dict[str, np.ndarray]) -> list[Any]:
-        """Evaluates one node whose inputs are all known, with onnx's reference evaluator."""
+        """Evaluates one node whose inputs are all known: with numpy where onnx's reference
+        evaluator cannot (see folding.py), else with the reference evaluator."""
         from onnx.reference import ReferenceEvaluator
 
+        numpy_evaluator = folding.evaluator_for(node, self.opsets.get("", self.opset))
+        if numpy_evaluator is not None:
+            return numpy_evaluator(node, [known[n] if n else None for n in node.input])
         inputs = [i for i in node.input if i]
         try:
             with warnings.catch_warnings():
