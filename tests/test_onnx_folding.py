@@ -67,6 +67,19 @@ def test_dequantize_linear_per_tensor_folds_before_opset_19(opset, dtype, rng):
     assert_folds_as_onnxruntime(node, {"q": x, "scale": scale, "zero": zero}, (3, 5), opset)
 
 
+def test_dequantize_linear_of_a_scalar_folds_to_an_array(rng):
+    """A 0-d quantized constant (QDQ attention's scale factor) folds to a 0-d array, not a
+    numpy scalar: shape inference of the nodes that read it needs an array's type."""
+    node = helper.make_node("DequantizeLinear", ["q", "scale", "zero"], ["folded"])
+    constants = {"q": np.array(77, np.uint8), "scale": np.array(0.01, np.float32),
+                 "zero": np.array(3, np.uint8)}
+    model = folded_model(node, constants, TensorProto.FLOAT, 13)
+    (value,) = nxe.onnx.load(model).evaluate_node(node, constants)
+    assert isinstance(value, np.ndarray) and value.shape == () and value.dtype == np.float32
+    feeds = {"x": np.zeros((), np.float32)}
+    np.testing.assert_array_equal(value, onnxruntime_outputs(model, feeds)["y"])
+
+
 @pytest.mark.parametrize("axis, shape", [(0, (4, 3, 2)), (1, (2, 4, 3)), (-1, (3, 2, 4))])
 def test_dequantize_linear_per_axis_folds_at_opset_13(axis, shape, rng):
     x = rng.integers(-128, 128, shape).astype(np.int8)

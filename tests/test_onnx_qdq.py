@@ -210,3 +210,55 @@ def test_weights_without_zero_points_and_gemm_without_bias_fold(tmp_path, rng):
     (expected,) = onnxruntime_run(model_proto, feeds)
     assert_within_steps(model.run(feeds)["y"], expected, output_scale(model_proto))
     assert executed_ops(model, feeds).count("QLinearMatMul") == 3
+
+
+class TokenBatches(CalibrationDataReader):
+    def __init__(self, vocab, shape, seed):
+        rng = np.random.default_rng(seed)
+        self.batches = iter([{"input_ids": rng.integers(1, vocab, shape),
+                              "attention_mask": np.ones(shape, np.int64)}
+                             for _ in range(CALIBRATION_BATCHES)])
+
+    def get_next(self):
+        return next(self.batches, None)
+
+
+def test_quantized_transformer_encoder_runs_every_matmul_on_integer_ops(tmp_path, rng):
+    """A BERT encoder (transformers, small configuration, seeded random weights) exported and
+    quantized per channel: projections and attention's two activation products all become
+    QLinearMatMul; embeddings, LayerNorm, Softmax and GELU stay float between their Q/DQ."""
+    transformers = pytest.importorskip("transformers")
+    config = transformers.BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2,
+                                     num_attention_heads=4, intermediate_size=64,
+                                     max_position_embeddings=64)
+    torch.manual_seed(3)
+    bert = transformers.BertModel(config).eval()
+
+    class Encoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids, attention_mask):
+            return self.bert(input_ids=input_ids,
+                             attention_mask=attention_mask).last_hidden_state
+
+    float_path, int8_path = tmp_path / "bert.onnx", tmp_path / "bert-int8.onnx"
+    shape = (1, 16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ids = torch.randint(1, 100, shape)
+        torch.onnx.export(Encoder(), (ids, torch.ones_like(ids)), str(float_path),
+                          dynamo=False, opset_version=17,
+                          input_names=["input_ids", "attention_mask"], output_names=["y"])
+        quantize_static(str(float_path), str(int8_path), TokenBatches(100, shape, 5),
+                        quant_format=QuantFormat.QDQ, per_channel=True)
+    model_proto = onnx.load(str(int8_path))
+    model = nxe.onnx.load(model_proto, threads=1)
+    feeds = {"input_ids": rng.integers(1, 100, shape), "attention_mask": np.ones(shape, np.int64)}
+    (expected,) = onnxruntime_run(model_proto, feeds)
+    assert_within_steps(model.run(feeds)["y"], expected, output_scale(model_proto))
+    ops = executed_ops(model, feeds)
+    matmuls = sum(n.op_type == "MatMul" for n in model_proto.graph.node)
+    assert matmuls == 16  # per layer: Q, K, V, output, two FFN, and the two attention products
+    assert ops.count("QLinearMatMul") == matmuls and "MatMul" not in ops, ops

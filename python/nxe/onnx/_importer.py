@@ -989,7 +989,8 @@ class OnnxModel:
 
         numpy_evaluator = folding.evaluator_for(node, self.opsets.get("", self.opset))
         if numpy_evaluator is not None:
-            return numpy_evaluator(node, [known[n] if n else None for n in node.input])
+            return [np.asarray(v) for v in numpy_evaluator(
+                node, [known[n] if n else None for n in node.input])]
         inputs = [i for i in node.input if i]
         try:
             with warnings.catch_warnings():
