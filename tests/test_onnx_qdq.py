@@ -7,6 +7,7 @@ quantization step of the output scale."""
 import warnings
 
 import numpy as np
+import nxe
 import nxe.onnx
 import onnx
 import onnxruntime
@@ -262,3 +263,17 @@ def test_quantized_transformer_encoder_runs_every_matmul_on_integer_ops(tmp_path
     matmuls = sum(n.op_type == "MatMul" for n in model_proto.graph.node)
     assert matmuls == 16  # per layer: Q, K, V, output, two FFN, and the two attention products
     assert ops.count("QLinearMatMul") == matmuls and "MatMul" not in ops, ops
+
+
+def test_malformed_pattern_is_left_to_the_checker(tmp_path):
+    """The rewrite runs at load, before onnx's checker: a QDQ pattern with a malformed
+    attribute is not rewritten, and the model is refused as invalid when it is built."""
+    model_proto = quantized_model(tmp_path, "conv", True, QuantType.QUInt8)
+    weight = next(n for n in model_proto.graph.node if n.op_type == "DequantizeLinear"
+                  and any(a.name == "axis" for a in n.attribute))
+    axis = next(a for a in weight.attribute if a.name == "axis")
+    axis.CopyFrom(onnx.helper.make_attribute("axis", "zero"))
+    model = nxe.onnx.load(model_proto)
+    assert "Conv" in [n.op_type for n in model.nodes]
+    with pytest.raises(nxe.InvalidGraphError):
+        model.run({"x": np.zeros((1, 3, 12, 10), np.float32)})

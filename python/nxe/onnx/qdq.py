@@ -305,7 +305,12 @@ class _Rewriter:
             rewrite = patterns.get(node.op_type) if node.domain in ("", "ai.onnx") else None
             if rewrite is None:
                 continue
-            fused = rewrite(node)
+            try:
+                fused = rewrite(node)
+            except (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError):
+                # A malformed node or attribute (the rewrite runs at load, before onnx's
+                # checker) is left as it is: building it reports the model as invalid.
+                fused = None
             if fused is None:
                 continue
             quantize = self.producer[fused[-1].output[0]]
