@@ -277,3 +277,24 @@ def test_malformed_pattern_is_left_to_the_checker(tmp_path):
     assert "Conv" in [n.op_type for n in model.nodes]
     with pytest.raises(nxe.InvalidGraphError):
         model.run({"x": np.zeros((1, 3, 12, 10), np.float32)})
+
+
+def test_output_scale_from_a_constant_node_between_the_op_and_its_quantize(tmp_path, rng):
+    """A QuantizeLinear whose scale comes from a Constant node placed after the op it quantizes
+    (exporters interleave Constant nodes): the quantized op takes the QuantizeLinear's place,
+    where the scale is defined."""
+    model_proto = quantized_model(tmp_path, "conv", False, QuantType.QUInt8)
+    nodes = list(model_proto.graph.node)
+    position, quantize = next((i, n) for i, n in enumerate(nodes)
+                              if n.op_type == "QuantizeLinear" and n.input[0] in
+                              {o for c in nodes if c.op_type == "Conv" for o in c.output})
+    scale = next(t for t in model_proto.graph.initializer if t.name == quantize.input[1])
+    model_proto.graph.initializer.remove(scale)
+    nodes.insert(position, onnx.helper.make_node("Constant", [], [scale.name], value=scale))
+    del model_proto.graph.node[:]
+    model_proto.graph.node.extend(nodes)
+    model = nxe.onnx.load(model_proto, threads=1)
+    feeds = {"x": rng.standard_normal((1, 3, 12, 10)).astype(np.float32)}
+    (expected,) = onnxruntime_run(model_proto, feeds)
+    assert_within_steps(model.run(feeds)["y"], expected, output_scale(model_proto))
+    assert executed_ops(model, feeds).count("QLinearConv") == 3

@@ -314,8 +314,10 @@ class _Rewriter:
             if fused is None:
                 continue
             quantize = self.producer[fused[-1].output[0]]
-            replaced[i] = fused
-            removed.add(index_of[id(quantize)])
+            # In the QuantizeLinear's place: everything the op and the QuantizeLinear read
+            # (a Constant node's scale among them) is defined by then.
+            replaced[index_of[id(quantize)]] = fused
+            removed.add(i)
             for name in list(_read_names(node)) + list(_read_names(quantize)):
                 self.uses[name] -= 1
             for fused_node in fused:
