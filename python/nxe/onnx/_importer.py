@@ -31,7 +31,7 @@ from ..errors import (
 )
 from ..executable import Executable
 from ..graph import Graph, Tensor
-from . import registry
+from . import folding, qdq, registry
 
 # ONNX element type -> (numpy dtype, nxe dtype name) for the types nxe computes with.
 _ONNX_TYPES: dict[int, tuple[np.dtype, str]] = {
@@ -268,7 +268,7 @@ class _GraphBuilder:
         self.model = model
         self.opset = model.opset
         self.graph = Graph()
-        self.known: dict[str, np.ndarray] = dict(model.initializers)
+        self.known: dict[str, np.ndarray] = {**model.initializers, **model.added_constants}
         self.tensors: dict[str, Tensor] = {}
         self.folded_nodes = 0
         self.converted_nodes = 0
@@ -462,7 +462,7 @@ class _GraphBuilder:
     def plan(self, nodes: Sequence[onnx.NodeProto] | None = None) -> None:
         """Raises one UnsupportedError naming every node that would need a missing converter.
         An If node's taken branch is planned when it is inlined (see _inline_if)."""
-        nodes = self.model.proto.graph.node if nodes is None else nodes
+        nodes = self.model.nodes if nodes is None else nodes
         known_names = set(self.known)
         missing = []
         for node in nodes:
@@ -478,7 +478,7 @@ class _GraphBuilder:
                                    f"converter: {listed}")
 
     def build(self, nodes: Sequence[onnx.NodeProto] | None = None) -> None:
-        nodes = self.model.proto.graph.node if nodes is None else nodes
+        nodes = self.model.nodes if nodes is None else nodes
         self.plan(nodes)
         known_names = set(self.known)
         for node in nodes:
@@ -899,6 +899,9 @@ class OnnxModel:
         for sparse in model.graph.sparse_initializer:
             self.initializers[sparse.values.name] = self._initializer(
                 sparse.values.name, sparse.values.data_type, sparse.dims, sparse)
+        # What the graphs are built from: the model's nodes with its QDQ patterns rewritten
+        # into quantized ops (see qdq.py), and the constants the rewrite adds.
+        self.nodes, self.added_constants = qdq.fuse(model.graph, self.initializers)
         self.proto_without_data = _strip_initializer_data(model)
         self.input_names = [i.name for i in model.graph.input if i.name not in self.initializers]
         self.parameter_inputs = _parameter_inputs(model.graph, set(self.input_names))
@@ -980,9 +983,14 @@ class OnnxModel:
     # -- folding ----------------------------------------------------------------------
 
     def evaluate_node(self, node: onnx.NodeProto, known: dict[str, np.ndarray]) -> list[Any]:
-        """Evaluates one node whose inputs are all known, with onnx's reference evaluator."""
+        """Evaluates one node whose inputs are all known: with numpy where onnx's reference
+        evaluator cannot (see folding.py), else with the reference evaluator."""
         from onnx.reference import ReferenceEvaluator
 
+        numpy_evaluator = folding.evaluator_for(node, self.opsets.get("", self.opset))
+        if numpy_evaluator is not None:
+            return [np.asarray(v) for v in numpy_evaluator(
+                node, [known[n] if n else None for n in node.input])]
         inputs = [i for i in node.input if i]
         try:
             with warnings.catch_warnings():
