@@ -3,7 +3,10 @@ measured by: GEMM 2048^3, ESPCN x2, EDSR-baseline x2 and an all-MiniLM-L6-v2-sha
 A benchmark, not a test: it prints numbers and asserts nothing about them.
 
     python benchmarks/run.py [--cases gemm espcn_960x540 ...] [--repeats N] [--json out.json]
-                             [--quick] [--threads T] [--nxe-cap-s 10]
+                             [--quick] [--threads T] [--nxe-cap-s 10] [--levels]
+
+--levels runs every case once per dispatch level the machine has (NXE_ISA=level, each in a
+child process) and prints each level's table and then nxe against its best peer per level.
 
 Needs the `bench` extra (torch, onnx, onnxruntime); a missing peer is reported, not fatal.
 FLOPs are counted analytically: 2*M*N*K per GEMM, 2*Cout*Cin*kh*kw*Hout*Wout per convolution,
@@ -409,13 +412,37 @@ def onnxruntime_rows(case: Case, threads: int, repeats: int) -> list[Row]:
     return rows
 
 
-def torch_rows(case: Case, threads: int, repeats: int, compile_: bool) -> list[Row]:
+def cpu_flags() -> set[str]:
+    """The CPU's feature flags as Linux names them (/proc/cpuinfo), whatever level nxe is capped
+    at; empty where there is no /proc/cpuinfo."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def native_bf16_reason() -> str:
+    """Why PyTorch's bf16 cannot run natively here ("" when it can): without AVX512-BF16 or
+    AMX-BF16 its CPU kernels fall back to a scalar path that takes minutes on these cases."""
+    flags = cpu_flags()
+    if not flags or flags & {"avx512_bf16", "amx_bf16"}:
+        return ""
+    return ("skipped: no AVX512-BF16 or AMX-BF16 on this CPU, PyTorch's bf16 would run its "
+            "scalar fallback")
+
+
+def torch_rows(case: Case, threads: int, repeats: int, skip_compile: str) -> list[Row]:
+    """``skip_compile``: why torch.compile is not timed, "" to time it."""
     try:
         import torch
     except ImportError as error:
         return [Row(case.name, "torch", "fp32", unavailable=f"not installed: {error}")]
     torch.set_num_threads(threads)
     rows = []
+    no_bf16 = native_bf16_reason()
     if case.kind == "gemm":
         n = case.params["n"]
         gen = torch.Generator().manual_seed(0)
@@ -426,8 +453,9 @@ def torch_rows(case: Case, threads: int, repeats: int, compile_: bool) -> list[R
         with torch.no_grad():
             rows.append(Row(case.name, "torch", "fp32", time_runs(lambda: a32 @ b32, repeats,
                                                                    None)))
-            rows.append(Row(case.name, "torch", "bf16", time_runs(lambda: a16 @ b16, repeats,
-                                                                   None)))
+            rows.append(Row(case.name, "torch", "bf16", unavailable=no_bf16) if no_bf16 else
+                        Row(case.name, "torch", "bf16", time_runs(lambda: a16 @ b16, repeats,
+                                                                  None)))
             try:
                 rows.append(Row(case.name, "torch", "int8",
                                 time_runs(lambda: torch._int_mm(a8, b8), repeats, None)))
@@ -440,6 +468,10 @@ def torch_rows(case: Case, threads: int, repeats: int, compile_: bool) -> list[R
     with torch.inference_mode():
         rows.append(Row(case.name, "torch", "fp32",
                         time_runs(lambda: module(*inputs), repeats, None)))
+        if no_bf16:
+            rows.append(Row(case.name, "torch eager", "bf16", unavailable=no_bf16))
+            rows.append(Row(case.name, "torch.compile", "bf16", unavailable=no_bf16))
+            return rows
         layout = torch.channels_last if conv else torch.contiguous_format
         module16 = module.to(torch.bfloat16).to(memory_format=layout)
         inputs16 = tuple(t.to(torch.bfloat16).contiguous(memory_format=layout) if t.dim() == 4
@@ -447,7 +479,9 @@ def torch_rows(case: Case, threads: int, repeats: int, compile_: bool) -> list[R
         label = "torch eager" + (" channels_last" if conv else "")
         rows.append(Row(case.name, label, "bf16",
                         time_runs(lambda: module16(*inputs16), repeats, None)))
-        if compile_:
+        if skip_compile:
+            rows.append(Row(case.name, "torch.compile", "bf16", unavailable=skip_compile))
+        else:
             try:
                 compiled = torch.compile(module16)
                 rows.append(Row(case.name, "torch.compile", "bf16",
@@ -550,22 +584,124 @@ def print_report(report: list[dict], peak: dict[str, Any], header: str) -> None:
           "mode (bf16 operands, f32 accumulation) and in int8; above 1, nxe is faster.")
 
 
+def best_peers(report: list[dict]) -> list[dict]:
+    """Per case and precision nxe ran: nxe's median and the fastest peer's in that precision
+    (nxe's relax mode against the peers' bf16), and peer / nxe (above 1, nxe is faster)."""
+    summary = []
+    for case in dict.fromkeys(e["case"] for e in report):
+        rows = [e for e in report if e["case"] == case and "median_ms" in e]
+        for precision in ("fp32", "bf16", "int8"):
+            ours = [e for e in rows if e["engine"] == "nxe" and e["precision"] == precision]
+            peers = [e for e in rows if e["engine"] != "nxe" and e["precision"] == precision]
+            if not ours:
+                continue
+            best = min(peers, key=lambda e: e["median_ms"]) if peers else None
+            summary.append({
+                "case": case, "precision": precision, "nxe_ms": ours[0]["median_ms"],
+                "best_peer": best["engine"] if best else None,
+                "best_peer_ms": best["median_ms"] if best else None,
+                "ratio": best["median_ms"] / ours[0]["median_ms"] if best else None})
+    return summary
+
+
+def print_best_peers(summaries: dict[str, list[dict]]) -> None:
+    """One table: for each case and precision, nxe's median at each level and the ratio to the
+    best peer of that level's run."""
+    levels = list(summaries)
+    print("nxe against the best peer of the same precision, per dispatch level (peer ms / nxe ms:"
+          " above 1, nxe is faster; ratios from one run each)")
+    head = f"{'case':16}{'prec':6}" + "".join(f"{level + ' ms':>12}{'x best':>8}"
+                                                 for level in levels) + \
+        f"  best peer at {levels[-1]}"
+    print(head)
+    print("-" * len(head))
+    keys = list(dict.fromkeys((e["case"], e["precision"]) for s in summaries.values() for e in s))
+    for case, precision in keys:
+        line = f"{case:16}{precision:6}"
+        peer = ""  # the last level's: peers do not follow NXE_ISA, only the load varies
+        for level in levels:
+            entry = next((e for e in summaries[level] if (e["case"], e["precision"]) ==
+                          (case, precision)), None)
+            if entry is None:
+                line += f"{'':>20}"
+                continue
+            ratio = f"{entry['ratio']:7.2f}x" if entry["ratio"] else f"{'n/a':>8}"
+            line += f"{entry['nxe_ms']:12.2f}{ratio}"
+            if entry["best_peer"]:
+                peer = f"{entry['best_peer']} {entry['best_peer_ms']:.2f} ms"
+        print(f"{line}  {peer}")
+    print()
+
+
+def machine_levels() -> list[str]:
+    """The dispatch levels this machine runs, lowest first, up to this process's level (an
+    NXE_ISA cap on the run caps them), leaving out a level whose kernels are a lower level's
+    (amx runs the avx512 row until it has tile kernels of its own); each is asked of nxe in a
+    child process under NXE_ISA."""
+    order = ["scalar", "avx2", "avx512", "amx"]
+    levels, seen = [], []
+    for level in order[:order.index(nxe.cpu_info()["isa"]) + 1]:
+        env = {**os.environ, "NXE_ISA": level}
+        info = json.loads(subprocess.run(
+            [sys.executable, "-c", "import json, nxe; print(json.dumps(nxe.cpu_info()))"],
+            env=env, check=True, capture_output=True, text=True).stdout)
+        if info["isa"] != level:
+            break
+        if info["kernels"] not in seen or level == "scalar":
+            levels.append(level)
+            seen.append(info["kernels"])
+    return levels
+
+
+def run_levels(argv: list[str], json_path: Path | None) -> int:
+    """This script once per level in a child process (NXE_ISA=level) with the other options;
+    each prints its own table, then the best-peer ratios of all levels together."""
+    levels = machine_levels()
+    own = [a for a in argv if a != "--levels"]
+    if "--json" in own:
+        index = own.index("--json")
+        del own[index:index + 2]
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for level in levels:
+            out = Path(folder) / f"{level}.json"
+            print(f"== dispatch level {level} (NXE_ISA={level}) ==", flush=True)
+            subprocess.run([sys.executable, str(Path(__file__).resolve()), *own, "--json",
+                            str(out)], env={**os.environ, "NXE_ISA": level}, check=True)
+            results[level] = json.loads(out.read_text())
+            print(flush=True)
+    print_best_peers({level: r["best_peers"] for level, r in results.items()})
+    if json_path:
+        json_path.write_text(json.dumps({"levels": results}, indent=2) + "\n")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     all_cases = [c.name for c in make_cases(quick=False)]
     parser.add_argument("--cases", nargs="+", choices=all_cases, default=all_cases)
-    parser.add_argument("--repeats", type=int, default=10, help="timed runs per figure")
+    parser.add_argument("--repeats", type=int, help="timed runs per figure (default 10)")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--quick", action="store_true",
-                        help="smaller sizes (GEMM 512^3, frames and batches a quarter or less) "
-                             "for a smoke run")
+                        help="smaller sizes (GEMM 512^3, frames and batches a quarter or less), "
+                             "5 repeats unless --repeats is given, no torch.compile: a run of "
+                             "minutes")
+    parser.add_argument("--levels", action="store_true",
+                        help="run every case at each dispatch level the machine has (NXE_ISA), "
+                             "one child process per level")
     parser.add_argument("--nxe-cap-s", type=float, default=10.0,
                         help="a nxe run slower than this is timed once")
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
+    if args.repeats is None:
+        args.repeats = 5 if args.quick else 10
     if args.repeats < 1 or args.threads < 1:
         parser.error("--repeats and --threads must be at least 1")
+    if args.levels:
+        return run_levels(sys.argv[1:] if argv is None else argv, args.json)
+    skip_compile = ("skipped: --no-compile" if args.no_compile else
+                    "skipped: --quick (compiling takes minutes)" if args.quick else "")
 
     before = measure_peak(args.threads)
     cases = [c for c in make_cases(args.quick) if c.name in args.cases]
@@ -574,7 +710,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"running {case.name}: {case.description} ...", file=sys.stderr, flush=True)
         rows += nxe_rows(case, args.threads, args.repeats, args.nxe_cap_s)
         rows += onnxruntime_rows(case, args.threads, args.repeats)
-        rows += torch_rows(case, args.threads, args.repeats, not args.no_compile)
+        rows += torch_rows(case, args.threads, args.repeats, skip_compile)
     peak = merge_peaks(before, measure_peak(args.threads))
     report = build_report(cases, rows, peak)
     versions = {"nxe": nxe.version()}
@@ -586,15 +722,23 @@ def main(argv: list[str] | None = None) -> int:
     machine = f"{platform.machine()}, {platform.processor() or _cpu_model()}, " \
               f"{os.cpu_count()} CPUs"
     stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    info = nxe.cpu_info()
+    kernels = ", ".join(dict.fromkeys(k for k in info["kernels"].values() if k))
+    level = f"nxe dispatch level {info['isa']} ({kernels})"
     header = (f"{stamp}  {machine}; {args.threads} thread(s), {args.repeats} repeats"
-              f"{', --quick sizes' if args.quick else ''}\n"
+              f"{', --quick sizes' if args.quick else ''}\n{level}\n"
               + ", ".join(f"{k} {v}" for k, v in versions.items()))
     print_report(report, peak, header)
+    summary = best_peers(report)
+    print()
+    print_best_peers({info["isa"]: summary})
     if args.json:
-        args.json.write_text(json.dumps({"date": stamp, "machine": machine,
+        args.json.write_text(json.dumps({"date": stamp, "machine": machine, "level": info["isa"],
+                                         "kernels": info["kernels"],
                                          "threads": args.threads, "repeats": args.repeats,
                                          "quick": args.quick, "versions": versions,
-                                         "peak": peak, "results": report}, indent=2) + "\n")
+                                         "peak": peak, "results": report,
+                                         "best_peers": summary}, indent=2) + "\n")
     return 0
 
 

@@ -1,7 +1,15 @@
 /* threadpool.c — fixed workers that share one parallel-for. Chunks are claimed from an
- * atomic counter; the caller works too and waits for the rest. Between jobs a worker spins
- * briefly before it sleeps, and so does a caller waiting for workers: a model runs hundreds
- * of short parallel loops, and waking a sleeping thread costs more than most of them.
+ * atomic counter; the caller works too. Between jobs a worker spins briefly before it sleeps,
+ * and so does a caller waiting for workers: a model runs hundreds of short parallel loops, and
+ * waking a sleeping thread costs more than most of them.
+ *
+ * A worker joins a job before it reads it, and only while the job is open; the caller closes
+ * the job once every chunk is claimed and then waits only for the workers that joined. A
+ * worker that is asleep, still waking or descheduled (other processes on the cores) when the
+ * chunks run out is not waited for: it finds the job closed and skips it. Without this a
+ * batch-1 model, hundreds of loops of some microseconds each, waited at every loop for a
+ * worker's wake-up or time slice, and ran several times slower on two threads than on one.
+ *
  * The workers serve one caller at a time; a caller that finds them taken does not queue
  * behind it (runs of one executable from several threads would all wait on each other) but
  * runs its loop alone. */
@@ -13,6 +21,9 @@
 
 /* Polls of a spin before sleeping: with a pause each, some tens of microseconds. */
 #define SPIN_POLLS 4000
+
+#define JOB_CLOSED ((uint64_t)1 << 31)
+#define JOB_JOINED_MASK (JOB_CLOSED - 1)
 
 static inline void spin_pause(void)
 {
@@ -34,9 +45,13 @@ struct nxe_thread_pool {
      * must not miss (a new generation, the last worker finishing, stopping) is made or
      * followed up under the mutex, so no wake-up can be lost between a check and a wait. */
     atomic_uint_fast64_t generation; /* bumped for every job, under the mutex */
-    atomic_int busy_workers;         /* workers still inside the current job */
-    int sleeping_workers;            /* guarded by mutex */
-    int caller_sleeping;             /* guarded by mutex */
+    /* The current job's admission: its generation (low 32 bits) << 32, JOB_CLOSED, and the
+     * count of workers that joined it in the low bits; a worker joins by a compare-exchange,
+     * so none joins after the caller closed it. */
+    atomic_uint_fast64_t admission;
+    atomic_int finished_workers; /* joined workers done with the current job */
+    int sleeping_workers;        /* guarded by mutex */
+    int caller_sleeping;         /* guarded by mutex */
     atomic_bool stopping;
     /* Set by the caller that owns the workers, from before it writes the job until every
      * worker has finished it. */
@@ -77,6 +92,18 @@ static uint64_t await_job(nxe_thread_pool *pool, uint64_t seen)
     return atomic_load(&pool->generation);
 }
 
+/* Joins job `generation` if it is still open; false when it has closed (or been followed by
+ * another, which this worker will see as a new generation). */
+static bool join_job(nxe_thread_pool *pool, uint64_t generation)
+{
+    const uint64_t tag = (generation & 0xFFFFFFFFu) << 32;
+    uint_fast64_t admission = atomic_load(&pool->admission);
+    while ((admission & ~(uint64_t)JOB_JOINED_MASK) == tag)
+        if (atomic_compare_exchange_weak(&pool->admission, &admission, admission + 1))
+            return true;
+    return false;
+}
+
 static void *worker_main(void *arg)
 {
     nxe_thread_pool *pool = arg;
@@ -85,10 +112,15 @@ static void *worker_main(void *arg)
         seen = await_job(pool, seen);
         if (atomic_load(&pool->stopping))
             break;
+        if (!join_job(pool, seen))
+            continue;
         run_chunks(pool);
-        if (atomic_fetch_sub(&pool->busy_workers, 1) == 1) {
-            /* The last one out: a caller that checked before this and went to sleep is
-             * waiting on `done` by the time the mutex is ours. */
+        const int finished = atomic_fetch_add(&pool->finished_workers, 1) + 1;
+        const uint_fast64_t admission = atomic_load(&pool->admission);
+        if ((admission & JOB_CLOSED) && (uint64_t)finished == (admission & JOB_JOINED_MASK)) {
+            /* The last one out of a closed job: a caller that checked before this and went to
+             * sleep is waiting on `done` by the time the mutex is ours. (Before the close, the
+             * caller counts the finished workers itself.) */
             pthread_mutex_lock(&pool->mutex);
             if (pool->caller_sleeping)
                 pthread_cond_signal(&pool->done);
@@ -187,28 +219,33 @@ void nxe_parallel_for(nxe_thread_pool *pool, int64_t n, int64_t grain, nxe_range
     if (chunk < grain)
         chunk = grain;
 
-    /* Every worker has finished the previous job (its caller waited before it let go of the
-     * pool), so the job fields are free to write; the generation bump publishes them. */
+    /* Every worker that joined the previous job has finished it (its caller waited before it
+     * let go of the pool) and no other reads the job fields, so they are free to write; opening
+     * the admission publishes them, and the generation bump wakes the workers. */
     pool->fn = fn;
     pool->ctx = ctx;
     pool->n = n;
     pool->chunk = chunk;
     atomic_store(&pool->next, 0);
-    atomic_store(&pool->busy_workers, pool->num_workers);
+    atomic_store(&pool->finished_workers, 0);
+    const uint64_t generation = atomic_load(&pool->generation) + 1;
+    atomic_store(&pool->admission, (generation & 0xFFFFFFFFu) << 32);
     pthread_mutex_lock(&pool->mutex);
-    atomic_fetch_add(&pool->generation, 1);
+    atomic_store(&pool->generation, generation);
     if (pool->sleeping_workers > 0)
         pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->mutex);
 
     run_chunks(pool);
 
-    for (int poll = 0; poll < SPIN_POLLS && atomic_load(&pool->busy_workers) > 0; poll++)
+    /* Every chunk is claimed: close the job and wait for the workers inside it only. */
+    const int joined = (int)(atomic_fetch_or(&pool->admission, JOB_CLOSED) & JOB_JOINED_MASK);
+    for (int poll = 0; poll < SPIN_POLLS && atomic_load(&pool->finished_workers) < joined; poll++)
         spin_pause();
-    if (atomic_load(&pool->busy_workers) > 0) {
+    if (atomic_load(&pool->finished_workers) < joined) {
         pthread_mutex_lock(&pool->mutex);
         pool->caller_sleeping = 1;
-        while (atomic_load(&pool->busy_workers) > 0)
+        while (atomic_load(&pool->finished_workers) < joined)
             pthread_cond_wait(&pool->done, &pool->mutex);
         pool->caller_sleeping = 0;
         pthread_mutex_unlock(&pool->mutex);

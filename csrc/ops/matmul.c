@@ -523,11 +523,14 @@ typedef struct gemm_packed_job {
     const gemm_prepared *prepared;
     nxe_gemm_packed_args args;
     int64_t panels;       /* of B */
-    int64_t panel_groups; /* per row tile; 1: items are row tiles */
+    int64_t panel_groups; /* 1: items are row tiles */
     int64_t panels_per_group;
+    int64_t tiles; /* row tiles */
 } gemm_packed_job;
 
-/* Items are row tiles, or (row tile, group of panels) when rows are too few to share. */
+/* Items are row tiles, or groups of panels, each over every row tile, when rows are too few to
+ * share: a group's blocks of B are then read once, by one thread, and reused from cache by the
+ * row tiles after the first. */
 static void gemm_packed_tiles(void *ctx, int64_t begin, int64_t end)
 {
     const gemm_packed_job *job = ctx;
@@ -535,15 +538,13 @@ static void gemm_packed_tiles(void *ctx, int64_t begin, int64_t end)
         job->prepared->kernels->gemm_packed_run(&job->args, begin, end);
         return;
     }
-    for (int64_t item = begin; item < end; item++) {
+    for (int64_t group = begin; group < end; group++) {
         nxe_gemm_packed_args args = job->args;
-        const int64_t group = item % job->panel_groups;
         args.panel_begin = group * job->panels_per_group;
         args.panel_end = args.panel_begin + job->panels_per_group < job->panels
                              ? args.panel_begin + job->panels_per_group
                              : job->panels;
-        const int64_t tile = item / job->panel_groups;
-        job->prepared->kernels->gemm_packed_run(&args, tile, tile + 1);
+        job->prepared->kernels->gemm_packed_run(&args, 0, job->tiles);
     }
 }
 
@@ -608,7 +609,7 @@ static nxe_status gemm_run_prepared(const void *params, const void *prepared_in,
     (void)num_inputs;
     (void)num_outputs;
     const gemm_prepared *p = prepared_in;
-    gemm_packed_job job = {p, packed_args(p, fused, inputs, outputs), 0, 1, 0};
+    gemm_packed_job job = {p, packed_args(p, fused, inputs, outputs), 0, 1, 0, 0};
     job.panels = (p->n + p->kernel->nr - 1) / p->kernel->nr;
     if (p->b_source == B_PACKED_PER_RUN) {
         pack_job pack = {p, inputs[1].data, workspace};
@@ -619,13 +620,14 @@ static nxe_status gemm_run_prepared(const void *params, const void *prepared_in,
     }
     const int64_t tiles = p->kernels->gemm_packed_tiles(&job.args);
     const int64_t threads = pool ? nxe_thread_pool_size(pool) : 1;
+    job.tiles = tiles;
     if (tiles < 2 * threads && threads > 1 && job.panels > 1) {
         /* Few rows (one sentence): split B's panels instead, so that the threads share the
          * reading of the weights rather than each reading all of them. */
         job.panel_groups = job.panels < 2 * threads ? job.panels : 2 * threads;
         job.panels_per_group = (job.panels + job.panel_groups - 1) / job.panel_groups;
         job.panel_groups = (job.panels + job.panels_per_group - 1) / job.panels_per_group;
-        nxe_parallel_for(pool, tiles * job.panel_groups, 1, gemm_packed_tiles, &job);
+        nxe_parallel_for(pool, job.panel_groups, 1, gemm_packed_tiles, &job);
         return NXE_OK;
     }
     nxe_parallel_for(pool, tiles, packed_grain(p, tiles, pool), gemm_packed_tiles, &job);

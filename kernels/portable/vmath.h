@@ -1,8 +1,9 @@
 /* vmath.h — branchless single-precision exp, tanh, sigmoid and erf for loops the compiler
  * vectorizes: every function is straight-line arithmetic and selects, no calls and no table,
- * so a loop over them becomes vector code under each ISA's flags. Accuracy against libm
- * (tests/kernels/kernels.c checks them over a dense sweep): exp within a few ulp, tanh within
- * 4e-7 absolute and relative, the GELUs and sigmoid within about 1e-6 relative. */
+ * so a loop over them becomes vector code under each ISA's flags (with -fno-trapping-math, as
+ * kernels/meson.build builds them: GCC keeps the selects as branches otherwise). Accuracy
+ * against libm (tests/kernels/kernels.c checks them over a dense sweep): exp within a few ulp,
+ * tanh within 4e-7 absolute and relative, the GELUs and sigmoid within about 1e-6 relative. */
 #ifndef NXE_KERNELS_PORTABLE_VMATH_H
 #define NXE_KERNELS_PORTABLE_VMATH_H
 

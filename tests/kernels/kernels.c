@@ -842,16 +842,27 @@ static void test_q8_gemm(const nxe_kernel_table *table, const nxe_q8_gemm_kernel
 }
 
 /* The thread pool under back-to-back loops of every size, as a model runs them: every item
- * of every loop runs exactly once, with workers spinning, sleeping and waking in between. */
+ * of every loop runs exactly once, with workers spinning, sleeping and waking in between, and
+ * no chunk is still running when parallel_for returns (a caller waits for every worker that
+ * joined its loop; some chunks are made slow so that workers are caught inside them). */
 typedef struct pool_probe {
     _Atomic int64_t *counts;
+    _Atomic int inside; /* chunks running now */
+    int slow;           /* every item sleeps a little */
 } pool_probe;
 
 static void count_items(void *ctx, int64_t begin, int64_t end)
 {
     pool_probe *probe = ctx;
-    for (int64_t i = begin; i < end; i++)
+    probe->inside++;
+    for (int64_t i = begin; i < end; i++) {
         probe->counts[i]++;
+        if (probe->slow) {
+            struct timespec pause = {0, 20000};
+            nanosleep(&pause, NULL);
+        }
+    }
+    probe->inside--;
 }
 
 /* The 8-bit driver's convolution mode (implicit im2col rows) against nxe_ref_q8_conv2d_nchw:
@@ -989,12 +1000,14 @@ static void test_thread_pool(void)
         CHECK(nxe_thread_pool_create(threads, &pool) == NXE_OK, "pool of %d", threads);
         enum { MAX_N = 257 };
         _Atomic int64_t counts[MAX_N];
-        pool_probe probe = {counts};
         for (int round = 0; round < 3000; round++) {
-            const int64_t n = 1 + round % MAX_N;
+            pool_probe probe = {counts, 0, round % 50 == 7};
+            const int64_t n = probe.slow ? 1 + round % 16 : 1 + round % MAX_N;
             for (int64_t i = 0; i < n; i++)
                 counts[i] = 0;
             nxe_parallel_for(pool, n, 1 + round % 3, count_items, &probe);
+            CHECK(probe.inside == 0, "%d threads, round %d: %d chunks still running after the loop",
+                  threads, round, (int)probe.inside);
             int64_t wrong = 0;
             for (int64_t i = 0; i < n; i++)
                 wrong += counts[i] != 1;
