@@ -579,8 +579,32 @@ static inline int32_t q8_at(nxe_q8_ref ref, int64_t index)
                          : (int32_t)((const uint8_t *)ref.data)[index];
 }
 
+/* Appends one byte of an A row to its panel: bytes gather in `group` and move a 4-byte group
+ * (one word of the panel's transpose) at a time, so no byte needs a division to find its
+ * place. */
+typedef struct q8_row_writer {
+    uint32_t *out; /* the panel as words */
+    int32_t width; /* words per k-group: the panel's rows */
+    int32_t row;
+    int64_t group_index;
+    uint8_t group[4];
+    int32_t filled;
+    uint32_t sum;
+} q8_row_writer;
+
+static inline void q8_put(q8_row_writer *w, uint8_t v)
+{
+    w->group[w->filled++] = v;
+    w->sum += v;
+    if (w->filled == 4) {
+        memcpy(&w->out[w->group_index++ * w->width + w->row], w->group, sizeof w->group);
+        w->filled = 0;
+    }
+}
+
 /* Row i of a convolution's implicit im2col (kernels/gemm.h), shifted to u8, into its place in
- * an A panel `width` wide; returns the sum of the packed values. */
+ * an A panel `width` wide; returns the sum of the packed values. A window wholly inside the
+ * image skips the bounds checks. */
 static uint32_t q8_gather_conv_row(const nxe_q8_packed_args *args, int64_t pixel, int32_t i,
                                    int32_t width, uint8_t *panel)
 {
@@ -591,24 +615,34 @@ static uint32_t q8_gather_conv_row(const nxe_q8_packed_args *args, int64_t pixel
                                   flip); /* one zero point per tensor */
     const int64_t oy = pixel / g->out_width, ox = pixel % g->out_width;
     const int64_t channels = g->in_channels / g->groups, plane = g->in_height * g->in_width;
-    uint32_t sum = 0;
-    int64_t kk = 0;
+    const int64_t kh = g->kernel_height, kw = g->kernel_width;
+    const int64_t dh = g->dilation_height, dw = g->dilation_width;
+    const int64_t iy0 = oy * g->stride_height - g->pad_top;
+    const int64_t ix0 = ox * g->stride_width - g->pad_left;
+    const bool inside = iy0 >= 0 && iy0 + (kh - 1) * dh < g->in_height && ix0 >= 0 &&
+                        ix0 + (kw - 1) * dw < g->in_width;
+    q8_row_writer w = {(uint32_t *)(void *)panel, width, i, 0, {0, 0, 0, 0}, 0, 0};
     for (int64_t c = 0; c < channels; c++) {
-        for (int64_t ky = 0; ky < g->kernel_height; ky++) {
-            const int64_t iy = oy * g->stride_height - g->pad_top + ky * g->dilation_height;
+        for (int64_t ky = 0; ky < kh; ky++) {
+            const int64_t iy = iy0 + ky * dh;
+            if (inside) {
+                const uint8_t *src = x + c * plane + iy * g->in_width + ix0;
+                for (int64_t kx = 0; kx < kw; kx++)
+                    q8_put(&w, (uint8_t)(src[kx * dw] ^ flip));
+                continue;
+            }
             const bool row_inside = iy >= 0 && iy < g->in_height;
             const uint8_t *src = row_inside ? x + c * plane + iy * g->in_width : x;
-            for (int64_t kx = 0; kx < g->kernel_width; kx++, kk++) {
-                const int64_t ix = ox * g->stride_width - g->pad_left + kx * g->dilation_width;
-                const uint8_t v =
-                    row_inside && ix >= 0 && ix < g->in_width ? (uint8_t)(src[ix] ^ flip) : pad;
-                panel[((kk / 4) * width + i) * 4 + kk % 4] = v;
-                sum += v;
+            for (int64_t kx = 0; kx < kw; kx++) {
+                const int64_t ix = ix0 + kx * dw;
+                q8_put(&w,
+                       row_inside && ix >= 0 && ix < g->in_width ? (uint8_t)(src[ix] ^ flip) : pad);
             }
         }
     }
-    for (; kk % 4; kk++)
-        panel[((kk / 4) * width + i) * 4 + kk % 4] = 0;
+    const uint32_t sum = w.sum;
+    while (w.filled)
+        q8_put(&w, 0); /* the ragged last group: zeros add nothing to the sum */
     return sum;
 }
 
