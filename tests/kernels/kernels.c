@@ -513,9 +513,11 @@ static void test_winograd_driver(const nxe_kernel_table *table, const nxe_gemm_k
         float *bias = random_floats((size_t)c_out), *res = random_floats(out_n);
         float *ref = malloc(sizeof(float) * out_n);
         nxe_ref_f32_conv_ncdhw(&g, x, w, bias, ref, 0, g.batch * g.out_size[1]);
+        /* A comparison, not fmax: GCC 12 for aarch64 fails (an internal compiler error) to
+         * vectorize an fmax reduction over this loop at -O3. */
         double x_max = 0.0;
         for (size_t i = 0; i < in_n; i++)
-            x_max = fmax(x_max, fabs(x[i]));
+            x_max = fabs(x[i]) > x_max ? fabs(x[i]) : x_max;
         for (int last = 0; last < 2; last++) {
             float *xl = malloc(sizeof(float) * in_n),
                   *wl = malloc(sizeof(float) * (size_t)(c_out * c_in * 9));
