@@ -49,14 +49,16 @@ HERE = Path(__file__).resolve().parent
 
 def measure_peak(threads: int) -> dict[str, Any]:
     """Compiles benchmarks/peak.c with the system C compiler and runs it on ``threads`` threads:
-    {"fp32_fma": {"isa", "gops"}, "avx512_bf16": ..., "avx512_vnni_int8": ..., "amx_bf16": ...,
-    "amx_int8": ...}; a figure that cannot be measured has gops None and a reason."""
+    {"fp32_fma": {"isa", "gops"} (the widest FMA), "fp32_fma_avx2", "int8_avx2" (the AVX2
+    level's units), "avx512_bf16", "avx512_vnni_int8", "amx_bf16", "amx_int8"}; a figure that
+    cannot be measured has gops None and a reason."""
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     missing = {"isa": None, "gops": None}
     if compiler is None:
         reason = "no C compiler (cc) to build benchmarks/peak.c"
         return {k: {**missing, "reason": reason} for k in
-                ("fp32_fma", "avx512_bf16", "avx512_vnni_int8", "amx_bf16", "amx_int8")}
+                ("fp32_fma", "fp32_fma_avx2", "int8_avx2", "avx512_bf16", "avx512_vnni_int8",
+                 "amx_bf16", "amx_int8")}
     with tempfile.TemporaryDirectory() as folder:
         exe = Path(folder) / "peak"
         subprocess.run([compiler, "-std=c11", "-O2", "-pthread", str(HERE / "peak.c"), "-o",
@@ -503,11 +505,28 @@ PEAK_FOR_PRECISION = {
 }
 
 
-def peak_for(precision: str, peak: dict[str, Any]) -> tuple[float | None, str]:
-    """(GOP/s, name) of the peak a row is measured against: the fastest unit the machine has
-    for that precision (AMX, else AVX512-BF16 / AVX512-VNNI dot products); (None, "") when
-    none was measured."""
-    for name in PEAK_FOR_PRECISION[precision]:
+# The units nxe's kernels run on at each dispatch level, first choice first: a level without
+# the unit (AVX-512 without BF16) runs the next one's kernels. The scalar level runs the
+# reference kernels, which have no peak to speak of.
+PEAK_FOR_LEVEL = {
+    "scalar": {"fp32": (), "bf16": (), "int8": ()},
+    "avx2": {"fp32": ("fp32_fma_avx2",), "bf16": ("fp32_fma_avx2",), "int8": ("int8_avx2",)},
+    "avx512": {"fp32": ("fp32_fma",), "bf16": ("avx512_bf16", "fp32_fma"),
+               "int8": ("avx512_vnni_int8", "int8_avx2")},
+    "amx": {"fp32": ("fp32_fma",), "bf16": ("amx_bf16", "avx512_bf16", "fp32_fma"),
+            "int8": ("amx_int8", "avx512_vnni_int8", "int8_avx2")},
+}
+
+
+def peak_for(precision: str, peak: dict[str, Any],
+             level: str | None = None) -> tuple[float | None, str]:
+    """(GOP/s, name) of the peak a row is measured against: for nxe at a dispatch ``level``,
+    the unit that level's kernels use; for a peer (``level`` None), the fastest unit the
+    machine has for that precision (AMX, else AVX512-BF16 / AVX512-VNNI dot products);
+    (None, "") when none was measured."""
+    names = PEAK_FOR_LEVEL.get(level, {}).get(precision, ()) if level else \
+        PEAK_FOR_PRECISION[precision]
+    for name in names:
         if peak.get(name, {}).get("gops"):
             return peak[name]["gops"], name
     return None, ""
@@ -525,7 +544,8 @@ def merge_peaks(*measurements: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def build_report(cases: list[Case], rows: list[Row], peak: dict[str, Any]) -> list[dict]:
+def build_report(cases: list[Case], rows: list[Row], peak: dict[str, Any],
+                 level: str) -> list[dict]:
     by_case = {c.name: c for c in cases}
     nxe_ms = {(r.case, r.precision): r.timing.median_ms for r in rows
               if r.engine == "nxe" and r.timing}
@@ -539,7 +559,8 @@ def build_report(cases: list[Case], rows: list[Row], peak: dict[str, Any]) -> li
         else:
             ms = r.timing.median_ms
             gops = by_case[r.case].flops / (ms * 1e-3) / 1e9
-            peak_gops, peak_name = peak_for(r.precision, peak)
+            peak_gops, peak_name = peak_for(r.precision, peak,
+                                            level if r.engine == "nxe" else None)
             entry.update({"median_ms": ms, "runs": r.timing.runs, "note": r.timing.note,
                           "gops": gops, "peak": peak_name or None,
                           "percent_of_peak": 100.0 * gops / peak_gops if peak_gops else None})
@@ -598,19 +619,22 @@ def best_peers(report: list[dict]) -> list[dict]:
             best = min(peers, key=lambda e: e["median_ms"]) if peers else None
             summary.append({
                 "case": case, "precision": precision, "nxe_ms": ours[0]["median_ms"],
+                "nxe_percent_of_peak": ours[0].get("percent_of_peak"),
+                "nxe_peak": ours[0].get("peak"),
                 "best_peer": best["engine"] if best else None,
                 "best_peer_ms": best["median_ms"] if best else None,
                 "ratio": best["median_ms"] / ours[0]["median_ms"] if best else None})
     return summary
 
 
-def print_best_peers(summaries: dict[str, list[dict]]) -> None:
-    """One table: for each case and precision, nxe's median at each level and the ratio to the
-    best peer of that level's run."""
+def print_best_peers(summaries: dict[str, list[dict]],
+                     peaks: dict[str, dict[str, Any]]) -> None:
+    """One table: for each case and precision, nxe's median at each level, its share of that
+    level's peak and the ratio to the best peer of that level's run; then each level's peaks."""
     levels = list(summaries)
     print("nxe against the best peer of the same precision, per dispatch level (peer ms / nxe ms:"
-          " above 1, nxe is faster; ratios from one run each)")
-    head = f"{'case':16}{'prec':6}" + "".join(f"{level + ' ms':>12}{'x best':>8}"
+          " above 1, nxe is faster; ratios from one run each; % pk: of the level's peak below)")
+    head = f"{'case':16}{'prec':6}" + "".join(f"{level + ' ms':>12}{'% pk':>6}{'x best':>8}"
                                                  for level in levels) + \
         f"  best peer at {levels[-1]}"
     print(head)
@@ -623,13 +647,22 @@ def print_best_peers(summaries: dict[str, list[dict]]) -> None:
             entry = next((e for e in summaries[level] if (e["case"], e["precision"]) ==
                           (case, precision)), None)
             if entry is None:
-                line += f"{'':>20}"
+                line += f"{'':>26}"
                 continue
             ratio = f"{entry['ratio']:7.2f}x" if entry["ratio"] else f"{'n/a':>8}"
-            line += f"{entry['nxe_ms']:12.2f}{ratio}"
+            share = entry.get("nxe_percent_of_peak")
+            line += f"{entry['nxe_ms']:12.2f}" + (f"{share:5.0f}%" if share else f"{'':>6}") + \
+                ratio
             if entry["best_peer"]:
                 peer = f"{entry['best_peer']} {entry['best_peer_ms']:.2f} ms"
         print(f"{line}  {peer}")
+    print("peak per level (GOP/s, measured by benchmarks/peak.c in each level's run):")
+    for level in levels:
+        figures = []
+        for precision in ("fp32", "bf16", "int8"):
+            gops, name = peak_for(precision, peaks[level], level)
+            figures.append(f"{precision} {gops:.0f} ({name})" if gops else f"{precision} n/a")
+        print(f"  {level:8}" + ", ".join(figures))
     print()
 
 
@@ -670,7 +703,8 @@ def run_levels(argv: list[str], json_path: Path | None) -> int:
                             str(out)], env={**os.environ, "NXE_ISA": level}, check=True)
             results[level] = json.loads(out.read_text())
             print(flush=True)
-    print_best_peers({level: r["best_peers"] for level, r in results.items()})
+    print_best_peers({level: r["best_peers"] for level, r in results.items()},
+                     {level: r["peak"] for level, r in results.items()})
     if json_path:
         json_path.write_text(json.dumps({"levels": results}, indent=2) + "\n")
     return 0
@@ -712,7 +746,8 @@ def main(argv: list[str] | None = None) -> int:
         rows += onnxruntime_rows(case, args.threads, args.repeats)
         rows += torch_rows(case, args.threads, args.repeats, skip_compile)
     peak = merge_peaks(before, measure_peak(args.threads))
-    report = build_report(cases, rows, peak)
+    info = nxe.cpu_info()
+    report = build_report(cases, rows, peak, info["isa"])
     versions = {"nxe": nxe.version()}
     for module in ("onnxruntime", "torch", "onnx"):
         try:
@@ -722,7 +757,6 @@ def main(argv: list[str] | None = None) -> int:
     machine = f"{platform.machine()}, {platform.processor() or _cpu_model()}, " \
               f"{os.cpu_count()} CPUs"
     stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-    info = nxe.cpu_info()
     kernels = ", ".join(dict.fromkeys(k for k in info["kernels"].values() if k))
     level = f"nxe dispatch level {info['isa']} ({kernels})"
     header = (f"{stamp}  {machine}; {args.threads} thread(s), {args.repeats} repeats"
@@ -731,7 +765,7 @@ def main(argv: list[str] | None = None) -> int:
     print_report(report, peak, header)
     summary = best_peers(report)
     print()
-    print_best_peers({info["isa"]: summary})
+    print_best_peers({info["isa"]: summary}, {info["isa"]: peak})
     if args.json:
         args.json.write_text(json.dumps({"date": stamp, "machine": machine, "level": info["isa"],
                                          "kernels": info["kernels"],

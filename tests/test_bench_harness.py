@@ -47,6 +47,31 @@ def test_best_peer_is_the_fastest_of_the_same_precision(run: object) -> None:
     assert summary[("d", "fp32")]["ratio"] is None
 
 
+def test_nxe_is_measured_against_its_level_s_peak_and_peers_against_the_machine_s(
+        run: object) -> None:
+    peak = {"fp32_fma": {"gops": 200.0}, "fp32_fma_avx2": {"gops": 100.0},
+            "int8_avx2": {"gops": 150.0}, "avx512_bf16": {"gops": None},
+            "avx512_vnni_int8": {"gops": 800.0}, "amx_bf16": {"gops": None},
+            "amx_int8": {"gops": None}}
+    assert run.peak_for("fp32", peak, "avx2") == (100.0, "fp32_fma_avx2")
+    assert run.peak_for("bf16", peak, "avx2") == (100.0, "fp32_fma_avx2")  # f32 kernels
+    assert run.peak_for("int8", peak, "avx2") == (150.0, "int8_avx2")
+    assert run.peak_for("fp32", peak, "avx512") == (200.0, "fp32_fma")
+    # Without AVX512-BF16 the avx512 level's relax mode runs the f32 kernels.
+    assert run.peak_for("bf16", peak, "avx512") == (200.0, "fp32_fma")
+    assert run.peak_for("int8", peak, "avx512") == (800.0, "avx512_vnni_int8")
+    assert run.peak_for("fp32", peak, "scalar") == (None, "")
+    assert run.peak_for("int8", peak) == (800.0, "avx512_vnni_int8")
+    case = run.Case("c", "a case", 1e9, "gemm")
+    rows = [run.Row("c", "nxe", "fp32", run.Timing(10.0, 3)),
+            run.Row("c", "onnxruntime", "fp32", run.Timing(20.0, 3))]
+    report = {e["engine"]: e for e in run.build_report([case], rows, peak, "avx2")}
+    assert report["nxe"]["peak"] == "fp32_fma_avx2"
+    assert report["nxe"]["percent_of_peak"] == pytest.approx(100.0)  # 100 GOP/s of 100
+    assert report["onnxruntime"]["peak"] == "fp32_fma"
+    assert report["onnxruntime"]["nxe_fp32_speedup"] == pytest.approx(2.0)
+
+
 def test_levels_are_those_the_machine_runs(run: object) -> None:
     levels = run.machine_levels()
     order = ["scalar", "avx2", "avx512", "amx"]

@@ -258,7 +258,7 @@ class PlanReader:
         self.fields = {}
         self.kernel_abi = self.u32("kernel_abi")
         self.isa = self.string("isa")
-        self.relax = self.u32("relax")
+        self.flags = self.u32("flags")
         self.fingerprint = self.raw(32, "fingerprint")
         self.buffers = [(self.u64(f"buffer{b}.offset"), self.u64(f"buffer{b}.size"))
                         for b in range(self.u32("num_buffers"))]
@@ -855,6 +855,8 @@ def hostile_cases(plan, data):
     w = plan.tensor_index("w")
     conv = next(s for s, step in enumerate(plan.steps) if step["type"] == "Conv2d")
     data_size = sections(data)[SECTION_DATA][1]
+    yield "unknown compile flag", patch(data, f["flags"], "I", 1 << 3), "compile flags 0x8"
+    yield "unknown Winograd mode", patch(data, f["flags"], "I", 3 << 1), "compile flags 0x6"
     yield "step input id", patch(data, f[f"s{conv}.inputs[0]"], "i", 9999), "is tensor 9999"
     yield "negative required input", patch(data, f[f"s{conv}.inputs[0]"], "i", -1), "is tensor -1"
     yield "graph input id", patch(data, f["inputs[0]"], "i", len(plan.tensors)), "input 0 is tensor"

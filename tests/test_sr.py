@@ -91,7 +91,13 @@ def test_other_scales(model):
 @pytest.mark.parametrize("model,tile,size,precision", [
     (ESPCN, 16, (61, 47), "fp32"), (ESPCN, 9, (30, 29), "fp32"), (EDSR, 80, (130, 85), "fp32"),
     (ESPCN, 16, (61, 47), "relax"), (EDSR, 80, (130, 85), "relax")])
-def test_tiled_result_equals_untiled(model, tile, size, precision):
+@pytest.mark.parametrize("winograd", ["off", "on"])
+def test_tiled_result_equals_untiled(model, tile, size, precision, winograd, monkeypatch):
+    """With direct convolutions every output comes from its receptive field alone, which the
+    overlap covers: tiles equal the whole frame byte for byte. Winograd's rounding also
+    depends on where its 4x4 tiles fall, so tiles may differ from the whole frame in the last
+    bits of a few values: at most one code value, at a small share of samples."""
+    monkeypatch.setenv("NXE_WINOGRAD", winograd)
     w, h = size
     planes = frame_planes("yuv420p", w, h, seed=4)
     whole = nxe.sr.Upscaler(model, tile=-1, precision=precision).upscale_planes(planes,
@@ -100,7 +106,12 @@ def test_tiled_result_equals_untiled(model, tile, size, precision):
     parts = tiled.upscale_planes(planes, "yuv420p")
     assert tiled.info()["tiles"] > 2
     for a, b in zip(whole, parts):
-        np.testing.assert_array_equal(a, b)
+        if winograd == "off":
+            np.testing.assert_array_equal(a, b)
+        else:
+            difference = np.abs(a.astype(np.int16) - b.astype(np.int16))
+            assert difference.max() <= 1
+            assert np.count_nonzero(difference) <= 0.001 * difference.size
 
 
 def test_overlap_below_the_receptive_radius_shows_seams():

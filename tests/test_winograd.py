@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import nxe
 import pytest
 import torch
 
@@ -102,14 +103,30 @@ def test_winograd_matches_float64_within_its_error_bound(level_results, case):
 def test_winograd_runs_when_asked_and_the_cost_model_keeps_small_layers_direct(level_results):
     level, data = level_results
     kernels = json.loads(str(data["kernels"]))
+    winograd = f"winograd-f4x4-3x3-{level}+f32-gemm-"
     for name, chosen in kernels.items():
-        assert chosen["on"].startswith(f"winograd-f4x4-3x3-{level}+f32-gemm-"), (name, chosen)
-        assert not chosen["off"].startswith("winograd"), (name, chosen)
-        assert not chosen["unset"].startswith("winograd"), (name, chosen)
+        for mode in ("on", "option_on", "option_on_env_off", "option_on_loaded",
+                     "option_on_env_off_loaded"):
+            assert chosen[mode].startswith(winograd), (name, mode, chosen)
+        for mode in ("off", "option_off", "option_off_env_on", "option_off_loaded",
+                     "option_off_env_on_loaded"):
+            assert not chosen[mode].startswith("winograd"), (name, mode, chosen)
+        # Unset, the cost model chooses.
+        assert chosen["unset"] == chosen["auto"], (name, chosen)
     # Many channels on a wide image pay for the transforms; a few channels do not.
-    assert kernels["edsr_like"]["auto"].startswith("winograd"), kernels["edsr_like"]
+    assert kernels["edsr_like"]["auto"].startswith(winograd), kernels["edsr_like"]
     for name in ("tails_bias_tanh", "single_channel", "no_bias"):
         assert not kernels[name]["auto"].startswith("winograd"), (name, kernels[name])
+    # Relax mode: f32 Winograd replaces the bf16 direct product where it is cheaper still (on
+    # a frame with few ragged tiles, even against bf16 at twice the f32 rate).
+    assert kernels["edsr_frame"]["relax_unset"].startswith(winograd), kernels["edsr_frame"]
+
+
+def test_unknown_winograd_mode_is_refused():
+    g = nxe.Graph()
+    g.mark_output(g.Relu(g.input("x", (2, 3), "f32")), name="y")
+    with pytest.raises(ValueError, match="winograd='fast'"):
+        g.compile(winograd="fast")
 
 
 def test_bound_constant_of_the_documentation():

@@ -1,7 +1,9 @@
 """Cases for tests/test_winograd.py, run in a fresh process per ISA level (NXE_ISA is read once
 per process): each 3x3 convolution is compiled with NXE_WINOGRAD=on (run compiled in memory and
-loaded from a binary, whose loader prepares again), and its kernel name is recorded under
-NXE_WINOGRAD=on, off, auto (the cost model) and unset.
+loaded from a binary, whose loader prepares again), and its kernel name is recorded for each
+way of choosing (MODES): the environment variable NXE_WINOGRAD=on, off, auto or unset with the
+compile option left at "auto", the compile option "on" or "off" with the environment unset or
+saying the opposite, relax mode, and binaries compiled with each option.
 
     NXE_ISA=avx2 python tests/winograd_cases.py OUT.npz
 """
@@ -23,6 +25,7 @@ CASES = [
     {"name": "odd_channels_no_pad", "n": 2, "c": 17, "h": 7, "w": 30, "o": 33, "pad": 0,
      "then": "Relu", "residual": True},
     {"name": "edsr_like", "n": 1, "c": 64, "h": 13, "w": 50, "o": 64, "pad": 1, "residual": True},
+    {"name": "edsr_frame", "n": 1, "c": 64, "h": 32, "w": 64, "o": 64, "pad": 1, "then": "Relu"},
     {"name": "no_bias", "n": 1, "c": 8, "h": 5, "w": 6, "o": 7, "pad": 1, "bias": False},
     {"name": "single_channel", "n": 1, "c": 1, "h": 6, "w": 9, "o": 3, "pad": 1,
      "then": "Sigmoid"},
@@ -33,7 +36,18 @@ CASES = [
     {"name": "long_reduction", "n": 1, "c": 300, "h": 6, "w": 9, "o": 20, "pad": 1},
 ]
 
-MODES = {"on": "on", "off": "off", "auto": "auto", "unset": None}
+# name: (NXE_WINOGRAD, compile options)
+MODES = {
+    "on": ("on", {}),
+    "off": ("off", {}),
+    "auto": ("auto", {}),
+    "unset": (None, {}),
+    "option_on": (None, {"winograd": "on"}),
+    "option_off": (None, {"winograd": "off"}),
+    "option_on_env_off": ("off", {"winograd": "on"}),
+    "option_off_env_on": ("on", {"winograd": "off"}),
+    "relax_unset": (None, {"relax": True}),
+}
 
 
 def arrays_of(case: dict, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -81,13 +95,18 @@ def main(out_path: str) -> None:
         arrays = arrays_of(case, rng)
         graph, inputs = build(case, arrays)
         kernels[case["name"]] = {}
-        for mode, value in MODES.items():
+        for mode, (value, options) in MODES.items():
             if value is None:
                 os.environ.pop("NXE_WINOGRAD", None)
             else:
                 os.environ["NXE_WINOGRAD"] = value
-            exe = graph.compile()
+            exe = graph.compile(**options)
             kernels[case["name"]][mode] = conv_kernel(exe, inputs)
+            if "winograd" in options:
+                # The choice is baked into the binary: the loader's environment does not move it.
+                os.environ["NXE_WINOGRAD"] = "off" if options["winograd"] == "on" else "on"
+                vm = nxe.VirtualMachine(graph.compile_to_binary(winograd=options["winograd"]))
+                kernels[case["name"]][f"{mode}_loaded"] = conv_kernel(vm.executable, inputs)
             if mode != "on":
                 continue
             compiled = exe.run(*inputs)["y"]

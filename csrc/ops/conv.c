@@ -25,6 +25,8 @@
 #define WINOGRAD_TRANSFORM_COST 64.0
 /* Winograd runs when its estimated cost is below this share of the direct path's. */
 #define WINOGRAD_MAX_COST_RATIO 0.6
+/* Fewer input or output channels than this keep the direct path (see winograd_pays). */
+#define WINOGRAD_MIN_CHANNELS 4
 
 static bool input_present(const nxe_value *inputs, int32_t num_inputs, int32_t index)
 {
@@ -597,48 +599,31 @@ typedef struct conv_prepared {
     size_t scratch_bytes;
 } conv_prepared;
 
-/* How NXE_WINOGRAD chooses for convolutions Winograd can compute: "auto" by the cost model,
- * "on" (or "1") always, anything else or unset never. Read at every prepare, so that tests and
- * benchmarks can compare the paths in one process. Off by default: Winograd's rounding depends
- * on where the 4x4 tiles fall, so an output's bits depend on inputs beyond its receptive field
- * and on how a frame is cut, and libnxe_sr's tiles equal the whole frame byte for byte only
- * because every output is computed from its receptive field alone (docs/architecture.md). */
-typedef enum winograd_mode { WINOGRAD_OFF, WINOGRAD_AUTO, WINOGRAD_ON } winograd_mode;
-
-static winograd_mode winograd_mode_of_environment(void)
-{
-    const char *value = getenv("NXE_WINOGRAD");
-    if (!value)
-        return WINOGRAD_OFF;
-    if (strcmp(value, "auto") == 0)
-        return WINOGRAD_AUTO;
-    if (strcmp(value, "on") == 0 || strcmp(value, "1") == 0)
-        return WINOGRAD_ON;
-    return WINOGRAD_OFF;
-}
-
-/* The cost model: multiply-adds of the direct product (9 C O per output pixel) against
+/* The cost model: multiply-adds of the direct product (9 C O per output pixel, divided by
+ * `direct_speedup` when the direct path would run bf16 at twice the f32 rate) against
  * Winograd's per 4x4 tile (36 C O, plus the transforms; the tiles of a tail compute outputs
  * that are thrown away). Few channels (a first layer on RGB, a last layer making 3) keep the
  * direct path: the transforms, not the products, would dominate. */
-static bool winograd_pays(const nxe_conv_geometry *g)
+static bool winograd_pays(const nxe_conv_geometry *g, double direct_speedup)
 {
     const double c = (double)g->in_channels, o = (double)g->out_channels;
     const double tiles =
         (double)g->batch * (double)((g->out_size[1] + 3) / 4) * (double)((g->out_size[2] + 3) / 4);
-    const double direct =
-        9.0 * c * o * (double)g->batch * (double)g->out_size[1] * (double)g->out_size[2];
+    const double direct = 9.0 * c * o * (double)g->batch * (double)g->out_size[1] *
+                          (double)g->out_size[2] / direct_speedup;
     const double winograd = tiles * (36.0 * c * o + WINOGRAD_TRANSFORM_COST * (c + o));
-    return g->in_channels >= 8 && g->out_channels >= 8 &&
+    return g->in_channels >= WINOGRAD_MIN_CHANNELS && g->out_channels >= WINOGRAD_MIN_CHANNELS &&
            winograd < WINOGRAD_MAX_COST_RATIO * direct;
 }
 
-static bool use_winograd(const nxe_conv_geometry *g)
+/* Whether the step runs Winograd, by the compile option (nxe_winograd_mode, the environment
+ * already resolved into it): always where it applies when ON, never when OFF, by the cost
+ * model when AUTO, against the bf16 direct product when that is the alternative. */
+static bool use_winograd(const nxe_conv_geometry *g, int32_t mode, bool bf16_alternative)
 {
-    if (!nxe_winograd_applies(g))
+    if (!nxe_winograd_applies(g) || mode == NXE_WINOGRAD_OFF)
         return false;
-    const winograd_mode mode = winograd_mode_of_environment();
-    return mode == WINOGRAD_ON || (mode == WINOGRAD_AUTO && winograd_pays(g));
+    return mode == NXE_WINOGRAD_ON || winograd_pays(g, bf16_alternative ? 2.0 : 1.0);
 }
 
 /* Packs constant f32 weights for this level's kernels: the depthwise kernel for one input
@@ -661,14 +646,15 @@ static nxe_status conv_prepare(const void *params_in, const nxe_value *inputs, i
      * converting its input costs as much as the product saves. */
     const int64_t reduction =
         g->in_channels / g->groups * g->kernel[0] * g->kernel[1] * g->kernel[2];
-    const bool bf16 =
+    const bool bf16_direct =
         context->relax_precision && kernels->bf16_gemm_kernel && reduction >= BF16_MIN_REDUCTION;
+    /* Winograd runs in f32 only (bf16 operands' rounding the transforms would amplify); in
+     * relax mode it replaces the bf16 direct product where it is cheaper still. */
+    const bool winograd = !depthwise && use_winograd(g, context->winograd, bf16_direct);
+    const bool bf16 = bf16_direct && !winograd;
     const nxe_gemm_kernel *kernel = depthwise ? NULL
                                     : bf16    ? kernels->bf16_gemm_kernel
                                               : kernels->f32_gemm_kernel;
-    /* Winograd in f32 only: relaxed work keeps the bf16 implicit GEMM, whose rounding the
-     * transforms would amplify. */
-    const bool winograd = !depthwise && !bf16 && use_winograd(g);
     size_t bytes =
         depthwise
             ? sizeof(float) * (size_t)(g->out_channels * g->kernel[0] * g->kernel[1] * g->kernel[2])

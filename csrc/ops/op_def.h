@@ -63,6 +63,7 @@ typedef struct nxe_fused_epilogue {
 typedef struct nxe_prepare_context {
     const nxe_kernel_table *kernels; /* this process's kernels */
     int32_t relax_precision;         /* fp32 work may run in bf16 */
+    int32_t winograd;                /* an nxe_winograd_mode for 3x3 convolutions */
 } nxe_prepare_context;
 
 /* Optional, after infer (compile) or the loader's shape rules: readies the step for the

@@ -525,7 +525,7 @@ static nxe_status decode_plan(nxe_reader *r, const nxe_container *container,
 typedef struct plan_prefix {
     uint32_t kernel_abi;
     char *isa;
-    uint32_t relax_precision;
+    uint32_t flags; /* binary_writer.c: bit 0 relax_precision, bits 1-2 nxe_winograd_mode */
     const uint8_t *fingerprint;
 } plan_prefix;
 
@@ -536,9 +536,14 @@ static nxe_status read_prefix(nxe_reader *r, plan_prefix *prefix)
     if (status == NXE_OK)
         status = nxe_read_string(r, NXE_ISA_TAG_CAPACITY - 1, &prefix->isa);
     if (status == NXE_OK)
-        status = nxe_read_u32(r, &prefix->relax_precision);
+        status = nxe_read_u32(r, &prefix->flags);
     if (status == NXE_OK)
         status = nxe_read_bytes(r, 32, &prefix->fingerprint);
+    if (status == NXE_OK && (prefix->flags > 7u || prefix->flags >> 1 > NXE_WINOGRAD_ON))
+        status = nxe_error(NXE_ERROR_FORMAT,
+                           "PLAN section: compile flags 0x%x name options this library does "
+                           "not know",
+                           prefix->flags);
     return status;
 }
 
@@ -604,7 +609,8 @@ static nxe_status recompile(const nxe_container *container, const plan_prefix *p
     if (status == NXE_OK)
         status = nxe_model_build_graph(model, context, &graph);
     nxe_compile_request compile = {.num_threads = request->num_threads,
-                                   .relax_precision = (int32_t)prefix->relax_precision,
+                                   .relax_precision = (int32_t)(prefix->flags & 1u),
+                                   .winograd = (int32_t)(prefix->flags >> 1),
                                    .staging_bytes = request->staging_bytes,
                                    .limits = request->limits};
     if (status == NXE_OK)
@@ -692,7 +698,8 @@ static nxe_status load_plan(const nxe_container *container, const load_request *
         *file = (nxe_file_map){0};
         exe->loaded = true;
         exe->kernel_abi = (int32_t)prefix.kernel_abi;
-        exe->relax_precision = (int32_t)prefix.relax_precision;
+        exe->relax_precision = (int32_t)(prefix.flags & 1u);
+        exe->winograd = (int32_t)(prefix.flags >> 1);
         memcpy(exe->isa, prefix.isa, strlen(prefix.isa) + 1);
         memcpy(exe->fingerprint, prefix.fingerprint, sizeof exe->fingerprint);
         /* The arena is planned after the steps are prepared and folded for this CPU, as the

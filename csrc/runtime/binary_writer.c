@@ -104,13 +104,15 @@ static nxe_status check_plan(const nxe_executable *exe, const char *where)
     return NXE_OK;
 }
 
-/* The PLAN section. Its prefix (kernel ABI, ISA, relax flag, fingerprint) keeps this layout in
- * every version, so a loader can always tell why it cannot run a plan. */
+/* The PLAN section. Its prefix (kernel ABI, ISA, compile flags, fingerprint) keeps this layout
+ * in every version, so a loader can always tell why it cannot run a plan. The flags word is
+ * bit 0 relax_precision, bits 1-2 the nxe_winograd_mode (before 0.7 the word was the relax
+ * flag alone, so old plans read as NXE_WINOGRAD_AUTO). */
 static void write_plan(nxe_writer *w, const nxe_executable *exe, const data_layout *data)
 {
     nxe_write_u32(w, (uint32_t)exe->kernel_abi);
     nxe_write_string(w, exe->isa);
-    nxe_write_u32(w, (uint32_t)exe->relax_precision);
+    nxe_write_u32(w, (exe->relax_precision ? 1u : 0u) | (uint32_t)exe->winograd << 1);
     nxe_write_bytes(w, exe->fingerprint, sizeof exe->fingerprint);
 
     nxe_write_u32(w, (uint32_t)data->num_buffers);

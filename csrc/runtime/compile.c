@@ -3,6 +3,7 @@
  * once, copies what the plan needs so the executable outlives the graph, and prepares it. The
  * graph is only read. */
 #define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -231,6 +232,19 @@ int32_t nxe_default_thread_count(void)
     return online < 1 ? 1 : online > 256 ? 256 : (int32_t)online;
 }
 
+/* NXE_WINOGRAD=auto|on|off (or 1|0), for comparing the convolution paths without
+ * recompiling a program; anything else, or unset, leaves the cost model. Read at every
+ * compile, so that tests and benchmarks can compare the paths in one process. */
+static int32_t winograd_mode_of_environment(void)
+{
+    const char *value = getenv("NXE_WINOGRAD");
+    if (value && (strcmp(value, "on") == 0 || strcmp(value, "1") == 0))
+        return NXE_WINOGRAD_ON;
+    if (value && (strcmp(value, "off") == 0 || strcmp(value, "0") == 0))
+        return NXE_WINOGRAD_OFF;
+    return NXE_WINOGRAD_AUTO;
+}
+
 nxe_status nxe_compile_request_from(const nxe_graph *graph, const nxe_compile_options *options,
                                     const char *where, nxe_compile_request *request)
 {
@@ -246,9 +260,23 @@ nxe_status nxe_compile_request_from(const nxe_graph *graph, const nxe_compile_op
                              where, options->struct_size, sizeof(nxe_compile_options));
         request->num_threads = options->num_threads;
         request->relax_precision = options->relax_precision;
-        if (options->struct_size >= sizeof(nxe_compile_options) && options->limits)
+        if (options->struct_size >=
+                offsetof(nxe_compile_options, limits) + sizeof options->limits &&
+            options->limits)
             limits = options->limits;
+        /* A 0.5 or 0.6 caller's options end before winograd. */
+        if (options->struct_size >=
+            offsetof(nxe_compile_options, winograd) + sizeof options->winograd)
+            request->winograd = options->winograd;
     }
+    if (request->winograd != NXE_WINOGRAD_AUTO && request->winograd != NXE_WINOGRAD_OFF &&
+        request->winograd != NXE_WINOGRAD_ON)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                         "%s: options.winograd is %d; expected NXE_WINOGRAD_AUTO (0), "
+                         "NXE_WINOGRAD_OFF (1) or NXE_WINOGRAD_ON (2)",
+                         where, request->winograd);
+    if (request->winograd == NXE_WINOGRAD_AUTO)
+        request->winograd = winograd_mode_of_environment();
     nxe_status status = nxe_limits_resolve(limits, where, &request->limits);
     if (status != NXE_OK)
         return status;
@@ -279,6 +307,7 @@ nxe_status nxe_compile_graph(nxe_graph *graph, const nxe_compile_request *reques
         status = collect_io(graph, exe);
     if (status == NXE_OK) {
         exe->relax_precision = request->relax_precision;
+        exe->winograd = request->winograd;
         if (graph->has_source_fingerprint)
             memcpy(exe->fingerprint, graph->source_fingerprint, sizeof exe->fingerprint);
         /* A plan to be written keeps every step unprepared: the loader prepares it for its

@@ -58,6 +58,7 @@ struct nxe_executable {
     int32_t num_constants;
     nxe_thread_pool *pool;
     int32_t relax_precision;
+    int32_t winograd; /* an nxe_winograd_mode */
 
     /* What the plan is and where it came from (nxe_executable_get_info). */
     uint8_t fingerprint[32];
@@ -104,6 +105,7 @@ nxe_status nxe_executable_plan_arena(nxe_executable *exe);
 typedef struct nxe_compile_request {
     int32_t num_threads; /* 0 = one per online CPU */
     int32_t relax_precision;
+    int32_t winograd;       /* an nxe_winograd_mode; AUTO is resolved against the environment */
     uint64_t staging_bytes; /* 0 = default */
     nxe_limits limits;      /* resolved (nxe_limits_resolve): no field is 0 */
     bool serialize_only;    /* the plan is written out, never run: constant and variable

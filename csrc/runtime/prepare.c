@@ -10,7 +10,7 @@
 
 static nxe_status prepare_steps(nxe_executable *exe)
 {
-    const nxe_prepare_context context = {nxe_kernels(), exe->relax_precision};
+    const nxe_prepare_context context = {nxe_kernels(), exe->relax_precision, exe->winograd};
     for (int32_t s = 0; s < exe->num_steps; s++) {
         nxe_exe_step *step = &exe->steps[s];
         step->fused = (nxe_fused_epilogue){

@@ -80,7 +80,7 @@ extern "C" {
  * declaration. The build reads all three from here (the meson project version, the shared
  * library's version, the Python package's version). Since 0.1; NXE_VERSION_PATCH since 0.4. */
 #define NXE_API_VERSION_MAJOR 0
-#define NXE_API_VERSION_MINOR 6
+#define NXE_API_VERSION_MINOR 7
 #define NXE_VERSION_PATCH 0
 /* Most dimensions a tensor may have. Since 0.1. */
 #define NXE_MAX_RANK 6
@@ -437,17 +437,32 @@ NXE_API nxe_status nxe_op_registry_find(const char *op_type, const nxe_op_info *
 
 /* ---- Compilation ----------------------------------------------------------------------- */
 
+/* How fp32 2-D convolutions with a 3x3 kernel, stride 1, dilation 1 and one group are
+ * computed (nxe_compile_options.winograd). Winograd F(4x4, 3x3) does a quarter of the
+ * multiply-adds; its error is larger than the direct product's (docs/architecture.md states
+ * both bounds), and its rounding depends on where the 4x4 output tiles fall, so an output's
+ * last bits depend on inputs up to three pixels beyond its receptive field. Since 0.7. */
+typedef enum nxe_winograd_mode {
+    NXE_WINOGRAD_AUTO = 0, /* a cost model chooses per layer; the environment variable
+                              NXE_WINOGRAD=auto|on|off, read when compiling, may override */
+    NXE_WINOGRAD_OFF = 1,  /* the direct product everywhere: every output is computed from its
+                              receptive field alone */
+    NXE_WINOGRAD_ON = 2    /* Winograd wherever it applies */
+} nxe_winograd_mode;
+
 /* Since 0.1, but for the fields marked otherwise. A struct_size of a 0.4 caller (without
- * `limits`) is accepted and means the context's limits. */
+ * `limits`) is accepted and means the context's limits; one of a 0.5 or 0.6 caller (without
+ * `winograd`) means NXE_WINOGRAD_AUTO. */
 typedef struct nxe_compile_options {
     uint32_t struct_size;     /* sizeof(nxe_compile_options) */
     int32_t num_threads;      /* worker threads for the executable; 0 = one per online CPU */
     int32_t relax_precision;  /* nonzero: fp32 work may run in bf16 with fp32 accumulation */
     const nxe_limits *limits; /* since 0.5: NULL = the graph's context's limits
                                  (nxe_context_set_limits); borrowed for the call */
+    int32_t winograd;         /* since 0.7: an nxe_winograd_mode, baked into compiled binaries */
 } nxe_compile_options;
 /* Since 0.1. */
-#define NXE_COMPILE_OPTIONS_INIT {sizeof(nxe_compile_options), 0, 0, NULL}
+#define NXE_COMPILE_OPTIONS_INIT {sizeof(nxe_compile_options), 0, 0, NULL, NXE_WINOGRAD_AUTO}
 
 /* Infers shapes, validates the graph (cycles, unbound and unconsumed tensors, dtypes, shapes),
  * plans memory and returns an executable that is independent of the graph; the caller

@@ -401,18 +401,18 @@ class Graph:
 
     @_locked
     def compile(self, threads: int = 0, relax: bool = False,
-                limits: Limits | None = None) -> Executable:
+                limits: Limits | None = None, winograd: str = "auto") -> Executable:
         """Infers shapes, validates and plans the graph. ``threads`` = 0 uses every online CPU;
         ``relax`` lets fp32 work run in bf16 with fp32 accumulation; ``limits`` (nxe.Limits)
         bounds the op count, each tensor's bytes and a run's memory (None: the graph's own
-        limits, ``Graph(limits=...)``)."""
+        limits, ``Graph(limits=...)``); ``winograd`` chooses how fp32 3x3 stride-1
+        convolutions run: "auto" (a cost model per layer; the NXE_WINOGRAD environment
+        variable may override it), "off" (the direct product: every output computed from its
+        receptive field alone) or "on" (Winograd F(4x4, 3x3) wherever it applies)."""
         self._require_open()
-        options = ffi.new("nxe_compile_options *")
-        options.struct_size = ffi.sizeof("nxe_compile_options")
+        options = _compile_options(threads, relax, winograd)
         limits_struct = c_limits(limits)  # kept alive through the call
         options.limits = limits_struct
-        options.num_threads = operator.index(threads)
-        options.relax_precision = 1 if relax else 0
         out = ffi.new("nxe_executable **")
         check(lib.nxe_graph_compile(self._handle, options, out))
         variables = {t.name: (t.shape, t.dtype) for t in self._variables}
@@ -420,18 +420,17 @@ class Graph:
 
     @_locked
     def compile_to_binary(self, path: str | os.PathLike[str] | None = None, threads: int = 0,
-                          relax: bool = False, limits: Limits | None = None) -> bytes:
+                          relax: bool = False, limits: Limits | None = None,
+                          winograd: str = "auto") -> bytes:
         """Compiles the graph as ``compile`` does and returns the compiled binary (.nxb), which
         ``nxe.VirtualMachine`` loads; with ``path`` it is also written to that file. ``relax``
-        is baked into the plan; the thread count is chosen again by whoever loads it, so
-        ``threads`` only sizes the compile's own executable; ``limits`` as for ``compile``."""
+        and ``winograd`` are baked into the plan; the thread count is chosen again by whoever
+        loads it, so ``threads`` only sizes the compile's own executable; ``limits`` as for
+        ``compile``."""
         self._require_open()
-        options = ffi.new("nxe_compile_options *")
-        options.struct_size = ffi.sizeof("nxe_compile_options")
+        options = _compile_options(threads, relax, winograd)
         limits_struct = c_limits(limits)  # kept alive through the call
         options.limits = limits_struct
-        options.num_threads = operator.index(threads)
-        options.relax_precision = 1 if relax else 0
         size = ffi.new("size_t *")
         check(lib.nxe_graph_compile_to_binary(self._handle, options, ffi.NULL, size))
         buffer = bytearray(size[0])
@@ -442,6 +441,23 @@ class Graph:
             with open(path, "wb") as file:
                 file.write(data)
         return data
+
+
+_WINOGRAD_MODES = {"auto": "NXE_WINOGRAD_AUTO", "off": "NXE_WINOGRAD_OFF",
+                   "on": "NXE_WINOGRAD_ON"}
+
+
+def _compile_options(threads: int, relax: bool, winograd: str) -> Any:
+    """nxe_compile_options for the compile calls (limits are set by the caller, which keeps
+    their struct alive)."""
+    if winograd not in _WINOGRAD_MODES:
+        raise ValueError(f"winograd={winograd!r}; expected one of {sorted(_WINOGRAD_MODES)}")
+    options = ffi.new("nxe_compile_options *")
+    options.struct_size = ffi.sizeof("nxe_compile_options")
+    options.num_threads = operator.index(threads)
+    options.relax_precision = 1 if relax else 0
+    options.winograd = getattr(lib, _WINOGRAD_MODES[winograd])
+    return options
 
 
 def _output_count(op_type: str, schema: dict[str, Any] | None, num_outputs: int | None) -> int:

@@ -733,6 +733,19 @@ static void test_compile_rejects_null_and_bad_options(void)
     options.num_threads = -1;
     EXPECT_FAIL(nxe_graph_compile(graph, &options, &exe), NXE_ERROR_INVALID_ARGUMENT,
                 "num_threads");
+    options = (nxe_compile_options)NXE_COMPILE_OPTIONS_INIT;
+    options.winograd = 3;
+    EXPECT_FAIL(nxe_graph_compile(graph, &options, &exe), NXE_ERROR_INVALID_ARGUMENT,
+                "options.winograd is 3");
+    nxe_graph_release(graph);
+    /* A 0.6 caller's options end before winograd: accepted, meaning NXE_WINOGRAD_AUTO. */
+    graph = new_graph();
+    nxe_tensor *x = add_tensor(graph, "x", NXE_TENSOR_INPUT, NXE_DTYPE_F32, 2, shape_2x3);
+    nxe_tensor *y = add_tensor(graph, "y", NXE_TENSOR_OUTPUT, NXE_DTYPE_NONE, -1, NULL);
+    add_op(graph, "Relu", "relu", &x, 1, &y, 1);
+    options.struct_size = (uint32_t)offsetof(nxe_compile_options, winograd);
+    EXPECT_TRUE(nxe_graph_compile(graph, &options, &exe) == NXE_OK && exe != NULL);
+    nxe_executable_release(exe);
     nxe_graph_release(graph);
 }
 
