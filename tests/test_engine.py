@@ -121,6 +121,32 @@ def test_tensor_model_answers_as_its_executable(tmp_path, engine):
     assert stats.resident_models == 1 and stats.resident_bytes == info.resident_bytes
 
 
+def test_tensor_model_winograd_option_reaches_the_compile(tmp_path, engine):
+    """winograd=on|off compiles the model file that way: each answer equals the file compiled
+    in this process with the same option, bit for bit, and the two ways differ in the last
+    bits (64 channels on a 24 x 24 image make thousands of sums round differently)."""
+    rng = np.random.default_rng(3)
+    g = nxe.Graph()
+    x = g.input("x", (1, 64, 24, 24), "f32")
+    w = g.constant(rng.standard_normal((64, 64, 3, 3)).astype(np.float32) / 24)
+    g.mark_output(g.Conv2d(x, w, pads=[1, 1, 1, 1]), name="y")
+    path = str(tmp_path / "conv.nxm")
+    nxe.save_model(g, path)
+    feed = {"x": rng.standard_normal((1, 64, 24, 24)).astype(np.float32)}
+    got = {}
+    for mode in ("on", "off"):
+        engine.add_model(tensor_spec(mode, path, options={"winograd": mode}))
+        got[mode] = engine.run(mode, feed)["y"]
+        with nxe.Model(path) as model:
+            want = model.graph().compile(threads=1, winograd=mode).run(feed)["y"]
+        np.testing.assert_array_equal(got[mode], want)
+    assert np.any(got["on"] != got["off"])
+    np.testing.assert_allclose(got["on"], got["off"], rtol=1e-4, atol=1e-4)
+    engine.add_model(tensor_spec("bad", path, options={"winograd": "fast"}))
+    with pytest.raises(nxe.InvalidArgumentError, match="winograd is 'fast'"):
+        engine.run("bad", feed)
+
+
 def test_submit_returns_a_request_to_wait_on_and_poll(tmp_path, engine):
     path = save_mlp(tmp_path, "mlp", seed=2)
     engine.add_model(tensor_spec("mlp", path))

@@ -27,6 +27,14 @@ typedef struct stacked_variant {
     uint64_t last_used;
 } stacked_variant;
 
+/* The kind's options (parse_options). */
+typedef struct tensor_options {
+    int32_t relax;
+    int32_t batch;
+    int32_t num_threads;
+    int32_t winograd; /* an nxe_winograd_mode */
+} tensor_options;
+
 typedef struct tensor_model {
     nxe_executable *exe;
     int32_t num_inputs;
@@ -36,8 +44,7 @@ typedef struct tensor_model {
     /* batch = true: the model file, kept open (mapped) to compile stacked variants from */
     nxe_model *file;
     uint64_t file_bytes;
-    int32_t relax;
-    int32_t num_threads;
+    tensor_options options;
     stacked_variant variants[STACKED_VARIANTS];
     uint64_t batches;
 } tensor_model;
@@ -69,30 +76,40 @@ static nxe_status parse_bool(const char *key, const char *value, int32_t *out)
     return NXE_OK;
 }
 
-/* The kind's options: relax and batch (bools) and num_threads (integer >= 0). */
-static nxe_status parse_options(const nxe_engine_load_args *args, int32_t *relax, int32_t *batch,
-                                int32_t *num_threads)
+/* The kind's options: relax and batch (bools), num_threads (integer >= 0) and winograd
+ * (auto, on or off). */
+static nxe_status parse_options(const nxe_engine_load_args *args, tensor_options *options)
 {
-    *relax = 0;
-    *batch = 0;
-    *num_threads = args->num_threads;
+    *options = (tensor_options){0, 0, args->num_threads, NXE_WINOGRAD_AUTO};
     for (int32_t i = 0; i < args->num_options; i++) {
         const char *key = args->options[i].key, *value = args->options[i].value;
         nxe_status status = NXE_OK;
         if (strcmp(key, "relax") == 0) {
-            status = parse_bool(key, value, relax);
+            status = parse_bool(key, value, &options->relax);
         } else if (strcmp(key, "batch") == 0) {
-            status = parse_bool(key, value, batch);
+            status = parse_bool(key, value, &options->batch);
         } else if (strcmp(key, "num_threads") == 0) {
             char *end = NULL;
             long n = strtol(value, &end, 10);
             if (!value[0] || *end || n < 0 || n > 4096)
                 return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
                                  "tensor: option num_threads is '%s', expected 0 to 4096", value);
-            *num_threads = (int32_t)n;
+            options->num_threads = (int32_t)n;
+        } else if (strcmp(key, "winograd") == 0) {
+            if (strcmp(value, "auto") == 0)
+                options->winograd = NXE_WINOGRAD_AUTO;
+            else if (strcmp(value, "on") == 0)
+                options->winograd = NXE_WINOGRAD_ON;
+            else if (strcmp(value, "off") == 0)
+                options->winograd = NXE_WINOGRAD_OFF;
+            else
+                return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                                 "tensor: option winograd is '%s', expected auto, on or off",
+                                 value);
         } else {
             return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
-                             "tensor: unknown option '%s' (relax, batch, num_threads)", key);
+                             "tensor: unknown option '%s' (relax, batch, num_threads, winograd)",
+                             key);
         }
         if (status != NXE_OK)
             return status;
@@ -114,7 +131,7 @@ static bool is_binary(const char *path)
 /* Compiles the model's graph; with `stack` > 1, with the leading dimension of each of the
  * `num_names` inputs named multiplied by it. */
 static nxe_status compile_model(const nxe_model *file, int32_t stack, const char *const *names,
-                                int32_t num_names, int32_t relax, int32_t num_threads,
+                                int32_t num_names, const tensor_options *settings,
                                 nxe_executable **exe)
 {
     nxe_context *context = NULL;
@@ -135,8 +152,9 @@ static nxe_status compile_model(const nxe_model *file, int32_t stack, const char
     }
     if (status == NXE_OK) {
         nxe_compile_options options = NXE_COMPILE_OPTIONS_INIT;
-        options.num_threads = num_threads;
-        options.relax_precision = relax;
+        options.num_threads = settings->num_threads;
+        options.relax_precision = settings->relax;
+        options.winograd = settings->winograd;
         status = nxe_graph_compile(graph, &options, exe);
     }
     nxe_graph_release(graph);
@@ -144,13 +162,13 @@ static nxe_status compile_model(const nxe_model *file, int32_t stack, const char
     return status;
 }
 
-static nxe_status compile_model_file(const char *path, int32_t relax, int32_t num_threads,
+static nxe_status compile_model_file(const char *path, const tensor_options *settings,
                                      nxe_model **kept, nxe_executable **exe)
 {
     nxe_model *file = NULL;
     nxe_status status = nxe_model_open_file(path, NULL, &file);
     if (status == NXE_OK)
-        status = compile_model(file, 1, NULL, 0, relax, num_threads, exe);
+        status = compile_model(file, 1, NULL, 0, settings, exe);
     if (status == NXE_OK && kept)
         *kept = file;
     else
@@ -184,23 +202,26 @@ static nxe_status tensor_load(void *user_data, const nxe_engine_load_args *args,
 {
     (void)user_data;
     *instance = NULL;
-    int32_t relax, batch, num_threads;
-    nxe_status status = parse_options(args, &relax, &batch, &num_threads);
+    tensor_options settings;
+    nxe_status status = parse_options(args, &settings);
     if (status != NXE_OK)
         return status;
     nxe_executable *exe = NULL;
     nxe_model *file = NULL;
     if (is_binary(args->path)) {
-        if (relax || batch)
+        if (settings.relax || settings.batch || settings.winograd != NXE_WINOGRAD_AUTO)
             return nxe_error(NXE_ERROR_UNSUPPORTED,
                              "tensor: %s applies to model files; the binary '%s' keeps the "
                              "plan it was compiled with",
-                             relax ? "relax" : "batch", args->path);
+                             settings.relax   ? "relax"
+                             : settings.batch ? "batch"
+                                              : "winograd",
+                             args->path);
         nxe_load_options options = NXE_LOAD_OPTIONS_INIT;
-        options.num_threads = num_threads;
+        options.num_threads = settings.num_threads;
         status = nxe_executable_load_file(args->path, &options, &exe);
     } else {
-        status = compile_model_file(args->path, relax, num_threads, batch ? &file : NULL, &exe);
+        status = compile_model_file(args->path, &settings, settings.batch ? &file : NULL, &exe);
     }
     if (status != NXE_OK) {
         nxe_error_prefix("tensor: '%s': ", args->path);
@@ -210,8 +231,7 @@ static nxe_status tensor_load(void *user_data, const nxe_engine_load_args *args,
     if (model) {
         model->exe = exe;
         model->file = file;
-        model->relax = relax;
-        model->num_threads = num_threads;
+        model->options = settings;
         nxe_executable_io_count(exe, &model->num_inputs, &model->num_outputs);
         model->input_descs =
             nxe_alloc_zeroed(sizeof *model->input_descs * (size_t)(model->num_inputs + 1));
@@ -400,7 +420,7 @@ static const stacked_variant *stacked_variant_for(tensor_model *model, int32_t c
     *slot = (stacked_variant){count, NULL, ++model->batches};
     nxe_executable *exe = NULL;
     nxe_status status = compile_model(model->file, count, model->input_names, model->num_inputs,
-                                      model->relax, model->num_threads, &exe);
+                                      &model->options, &exe);
     if (status == NXE_OK && stacks_outputs(model, exe, count)) {
         slot->exe = exe;
     } else {

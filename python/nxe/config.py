@@ -166,7 +166,8 @@ def _one_of(*choices: str) -> Any:
 # not); a kind another part of nxe ships, or a program registers from C, adds its entry here.
 KINDS: dict[str, dict[str, Any]] = {
     # Named tensors in and out of a .nxm, .nxb or imported model.
-    "tensor": {"relax": _boolean, "batch": _boolean, "num_threads": _count},
+    "tensor": {"relax": _boolean, "batch": _boolean, "num_threads": _count,
+               "winograd": _one_of("auto", "on", "off")},
     # Frames through libnxe_sr: path is a built-in model's name or an .nxm.
     "super_resolution": {"precision": _one_of("fp32", "relax"), "tile_size": _count,
                          "num_threads": _count},
