@@ -241,7 +241,7 @@ BAD = {
                             "models[0].options.num_threads", f"must be at most {2**31 - 1}"),
     "unknown option in its table": (MODEL + f"[models.options]\nrelax = true\nfrobs = 2  {MARK}\n",
                                     "models[0].options.frobs",
-                                    "unknown key (known: relax, batch, num_threads)"),
+                                    "unknown key (known: relax, batch, num_threads, winograd)"),
     "option of the wrong type": (MODEL + f'[models.options]\nrelax = "yes"  {MARK}\n',
                                  "models[0].options.relax", "expected true or false, got 'yes'"),
     "dotted option key": (MODEL + f"options.num_threads = -2  {MARK}\n",
