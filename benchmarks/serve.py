@@ -35,6 +35,9 @@ import nxe
 from nxe import images, models
 from nxe.engine import Engine, ModelSpec
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import run  # noqa: E402  (benchmarks/run.py: the CPU's name)
+
 FEATURES, OUTPUTS = 16, 8
 CONCURRENCY = (1, 8, 32)
 
@@ -186,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
 
-    results: dict = {"nxe": nxe.version(), "cpu": _cpu_name(), "isa": nxe.cpu_info()["isa"],
+    results: dict = {"nxe": nxe.version(), "cpu": run._cpu_model(), "isa": nxe.cpu_info()["isa"],
                      "rows": []}
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1, FEATURES)).astype(np.float32)
@@ -251,16 +254,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return 0
-
-
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
 
 
 if __name__ == "__main__":

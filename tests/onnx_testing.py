@@ -18,3 +18,11 @@ def onnxruntime_outputs(model: ModelProto, feeds: dict[str, np.ndarray]) -> dict
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs()]
     return dict(zip(names, session.run(None, feeds)))
+
+
+def onnxruntime_run(path, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """The model file at ``path`` run by onnxruntime's CPU provider on one thread."""
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)

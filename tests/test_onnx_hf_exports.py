@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import nxe.onnx
-import onnxruntime
 import pytest
 import torch
+from onnx_testing import onnxruntime_run
 
 transformers = pytest.importorskip("transformers")
 
@@ -145,14 +145,6 @@ class Exports(dict):
 @pytest.fixture(scope="module")
 def exports(tmp_path_factory):
     return Exports(tmp_path_factory.mktemp("hf_exports"))
-
-
-def onnxruntime_run(path, feeds):
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = 1
-    session = onnxruntime.InferenceSession(str(path), options,
-                                           providers=["CPUExecutionProvider"])
-    return session.run(None, feeds)
 
 
 def feeds_of_shapes(example, shapes, seed):

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import nxe.onnx
-import onnxruntime
 import pytest
 import torch
+from onnx_testing import onnxruntime_run
 
 # fp32 against fp32: the largest absolute difference allowed on the SR outputs (of order one).
 SR_MAX_ABS_DIFF = 1e-4
@@ -48,14 +48,6 @@ class ExportedFiles(dict):
 @pytest.fixture(scope="module")
 def onnx_files(tmp_path_factory):
     return ExportedFiles(tmp_path_factory.mktemp("onnx_real_models"))
-
-
-def onnxruntime_run(path, inputs):
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = 1
-    session = onnxruntime.InferenceSession(str(path), options,
-                                           providers=["CPUExecutionProvider"])
-    return session.run(None, inputs)
 
 
 class ModelRuns(dict):
