@@ -15,7 +15,9 @@ THREADS = 8
 RUNS = 100          # per thread
 POOL_THREADS = 4    # the executable's own workers, which the calling threads contend for
 JOIN_TIMEOUT = 120  # seconds for all threads of one test; far above a healthy run
-RTOL, ATOL = 1e-4, 1e-5  # float32 kernels against float64 numpy
+# float32 kernels against float64 numpy; the 3x3 convolutions run Winograd F(4x4, 3x3) by the
+# cost model, whose error on these sums (of order 10) reaches a few 1e-5.
+RTOL, ATOL = 1e-4, 2e-4
 
 
 def run_threads(body, count=THREADS):
