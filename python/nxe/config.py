@@ -168,7 +168,7 @@ KINDS: dict[str, dict[str, Any]] = {
     # Named tensors in and out of a .nxm, .nxb or imported model.
     "tensor": {"relax": _boolean, "batch": _boolean, "num_threads": _count},
     # Frames through libnxe_sr: path is a built-in model's name or an .nxm.
-    "super_resolution": {"precision": _one_of("fp32", "relax"), "tile_size": _count,
+    "super_resolution": {"precision": _one_of("fp32", "relax", "int8"), "tile_size": _count,
                          "num_threads": _count},
 }
 
