@@ -1,5 +1,6 @@
 """Frames per second of the shipped ESPCN x2 on 960x540 -> 1920x1080 video: nxe through
-libnxe_sr (a whole YUV420P frame: luma network, chroma cubic) and end to end through ffmpeg with
+libnxe_sr (a whole YUV420P frame: luma network, chroma cubic; fp32, relax and the int8 variant)
+and end to end through ffmpeg with
 the nxe_sr filter (Y4M decode, filter, rawvideo encode), beside the same network, with the same
 trained weights, run by PyTorch and onnxruntime on the luma plane alone (the peers have no frame
 path; their figures leave out chroma and colour work that nxe's include).
@@ -29,10 +30,12 @@ import nxe.sr
 from nxe import images
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import Case, espcn_flops, time_runs, torch_module  # noqa: E402
+from run import Case, _cpu_model, espcn_flops, time_runs, torch_module  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL = "espcn-x2"
+# libnxe_sr's precisions and how the table names them.
+PRECISIONS = {"fp32": "fp32", "relax": "bf16 (relax)", "int8": "int8"}
 
 
 def frame(width: int, height: int, seed: int) -> list[np.ndarray]:
@@ -44,12 +47,11 @@ def frame(width: int, height: int, seed: int) -> list[np.ndarray]:
 def nxe_library_rows(width: int, height: int, threads: int, repeats: int) -> list[dict]:
     rows = []
     planes = frame(width, height, 0)
-    for precision in ("fp32", "relax"):
+    for precision, label in PRECISIONS.items():
         up = nxe.sr.Upscaler(MODEL, threads=threads, precision=precision)
         timing = time_runs(lambda u=up: u.upscale_planes(planes, "yuv420p"), repeats, None)
         info = up.info()
-        rows.append(dict(engine="nxe libnxe_sr, whole YUV420P frame",
-                         precision="fp32" if precision == "fp32" else "bf16 (relax)",
+        rows.append(dict(engine="nxe libnxe_sr, whole YUV420P frame", precision=label,
                          ms=timing.median_ms, runs=timing.runs,
                          note=f"tiles {info['tiles'] // max(info['frames'], 1)} per frame of "
                               f"at most {info['tile_size']} px"))
@@ -68,7 +70,7 @@ def ffmpeg_rows(ffmpeg: Path, width: int, height: int, frames: int, threads: int
             images.write_y4m_header(f, images.Y4mHeader(width, height, "yuv420p"))
             for i in range(frames):
                 images.write_y4m_frame(f, frame(width, height, i))
-        for precision in ("fp32", "relax"):
+        for precision, label in PRECISIONS.items():
             command = [str(ffmpeg), "-hide_banner", "-loglevel", "error", "-nostdin", "-y",
                        "-i", str(clip), "-vf",
                        f"nxe_sr=model={MODEL}:threads={threads}:precision={precision}",
@@ -80,7 +82,7 @@ def ffmpeg_rows(ffmpeg: Path, width: int, height: int, frames: int, threads: int
                 walls.append(time.perf_counter() - start)
             wall = float(np.median(walls))
             rows.append(dict(engine=f"nxe through ffmpeg ({frames} frames, process included)",
-                             precision="fp32" if precision == "fp32" else "bf16 (relax)",
+                             precision=label,
                              ms=wall * 1e3 / frames, runs=len(walls),
                              note="Y4M decode + nxe_sr + rawvideo encode, median wall time"))
     return rows
@@ -156,6 +158,9 @@ def main(argv: list[str] | None = None) -> int:
             + ffmpeg_rows(args.ffmpeg, width, height, args.frames, args.threads, args.repeats)
             + peer_rows(width, height, args.threads, args.repeats))
     reference = rows[0].get("ms")
+    info = nxe.cpu_info()
+    print(f"{_cpu_model()}, {os.cpu_count()} CPUs; nxe dispatch level {info['isa']}, int8 "
+          f"kernel {info['kernels'].get('int8')}")
     print(f"ESPCN x2 (shipped weights), {width}x{height} -> {2 * width}x{2 * height}, "
           f"{args.threads} threads, median of {args.repeats} runs; "
           f"{espcn_flops(height, width) / 1e9:.1f} GFLOP per frame in the network")

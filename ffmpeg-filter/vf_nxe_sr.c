@@ -56,7 +56,7 @@ static const AVOption nxesr_options[] = {
      AV_OPT_TYPE_INT,
      {.i64 = NXE_SR_PRECISION_FP32},
      NXE_SR_PRECISION_FP32,
-     NXE_SR_PRECISION_RELAX,
+     NXE_SR_PRECISION_INT8,
      FLAGS,
      "precision"},
     {"fp32",
@@ -73,6 +73,15 @@ static const AVOption nxesr_options[] = {
      0,
      AV_OPT_TYPE_CONST,
      {.i64 = NXE_SR_PRECISION_RELAX},
+     0,
+     0,
+     FLAGS,
+     "precision"},
+    {"int8",
+     "the model's int8 variant (ESPCN; within 0.05 dB of fp32)",
+     0,
+     AV_OPT_TYPE_CONST,
+     {.i64 = NXE_SR_PRECISION_INT8},
      0,
      0,
      FLAGS,
@@ -143,7 +152,10 @@ static av_cold int init(AVFilterContext *ctx)
         return library_error(ctx, status, "cannot read the model's info");
     av_log(ctx, AV_LOG_VERBOSE, "model %s: x%d on %s, tile %d, overlap %d, %s, %d threads\n",
            info.name, info.scale, info.channels == 1 ? "luma" : "RGB", info.tile_size,
-           info.tile_overlap, info.precision == NXE_SR_PRECISION_RELAX ? "relax" : "fp32",
+           info.tile_overlap,
+           info.precision == NXE_SR_PRECISION_INT8    ? "int8"
+           : info.precision == NXE_SR_PRECISION_RELAX ? "relax"
+                                                      : "fp32",
            info.num_threads);
     return 0;
 }

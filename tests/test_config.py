@@ -249,7 +249,7 @@ BAD = {
     "inline option table": (f'[[models]]\nname = "m"\nkind = "super_resolution"\n'
                             f'path = "espcn-x2"\noptions = {{ precision = "fp16" }}  {MARK}\n',
                             "models[0].options.precision",
-                            "expected one of fp32, relax, got 'fp16'"),
+                            "expected one of fp32, relax, int8, got 'fp16'"),
     "options not a table": (MODEL + f"options = 3  {MARK}\n", "models[0].options",
                             "expected a table, got 3"),
     "models as a table": (f"[models]  {MARK}\nname = 1\n", "models",

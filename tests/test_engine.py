@@ -383,6 +383,14 @@ def test_super_resolution_options_reach_the_session(engine):
     with nxe.sr.Upscaler("espcn-x2", threads=1, precision="relax", tile=16) as upscaler:
         want = upscaler.upscale(image)
     np.testing.assert_array_equal(engine.run("up", {"image": image})["image"], want)
+    engine.add_model(ModelSpec("int8", "super_resolution", "espcn-x2",
+                               options={"precision": "int8"}))
+    with nxe.sr.Upscaler("espcn-x2", threads=1, precision="int8") as upscaler:
+        want = upscaler.upscale(image)
+    np.testing.assert_array_equal(engine.run("int8", {"image": image})["image"], want)
+    # An int8 session's fingerprint is the int8 variant's, the file it runs.
+    with nxe.Model(nxe.sr.model_path("espcn-x2").with_name("espcn-x2-int8.nxm")) as model:
+        assert engine.model_info("int8").fingerprint == model.fingerprint
     engine.add_model(ModelSpec("bad", "super_resolution", "espcn-x2",
                                options={"precision": "fp8"}))
     with pytest.raises(nxe.InvalidArgumentError, match="precision"):

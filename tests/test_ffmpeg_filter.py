@@ -245,6 +245,18 @@ def test_relaxed_filter_output_equals_relaxed_library(ffmpeg):
     )
 
 
+def test_int8_filter_output_equals_int8_library(ffmpeg):
+    clip = Clip(97, 61, 2, FORMATS["yuv420p"])
+    assert_filter_matches_library(
+        ffmpeg,
+        clip,
+        "espcn-x2",
+        filter_options="precision=int8:threads=2",
+        precision="int8",
+        threads=2,
+    )
+
+
 def test_filter_hands_its_options_to_the_library(ffmpeg):
     # The filter reports the session it opened at the verbose level.
     chain = "format=yuv420p,nxe_sr=model=espcn-x2:tile=16:threads=3:precision=relax"
@@ -275,6 +287,7 @@ def test_filter_scales_the_size_and_keeps_the_sample_aspect_ratio(ffmpeg):
     [
         ("model=no-such-model", {"model": "no-such-model"}),
         ("tile=3", {"tile": 3}),
+        ("model=edsr-x2:precision=int8", {"model": "edsr-x2", "precision": "int8"}),
         # Overlaps whose double wrapped in int32: opened, then crashed on the first tiled frame.
         ("overlap=1073741824", {"overlap": 2**30}),
         ("overlap=2147483647", {"overlap": 2**31 - 1}),

@@ -211,6 +211,20 @@ def test_upscale_image_writes_what_the_library_computes(tmp_path):
     assert f"PSNR {psnr:.2f} dB, SSIM {ssim:.4f}" in result.stdout
 
 
+def test_upscale_int8_writes_what_the_int8_library_computes(tmp_path):
+    image = photo(channels=3)
+    images.write_png(tmp_path / "in.png", image)
+    result = nxe_cli("upscale", tmp_path / "in.png", "-o", tmp_path / "out.png",
+                     "--model", "espcn-x2", "--precision", "int8")
+    assert result.returncode == 0, result.stderr
+    np.testing.assert_array_equal(images.read_png(tmp_path / "out.png"),
+                                  nxe.sr.Upscaler("espcn-x2", precision="int8").upscale(image))
+    result = nxe_cli("upscale", tmp_path / "in.png", "-o", tmp_path / "edsr.png",
+                     "--model", "edsr-x2", "--precision", "int8")
+    assert result.returncode != 0 and "'edsr-x2' has no int8 variant" in result.stderr
+    assert not (tmp_path / "edsr.png").exists()
+
+
 def test_upscale_jpeg_and_the_shipped_sample(tmp_path):
     Image.fromarray(photo()).save(tmp_path / "in.jpg", quality=95)
     result = nxe_cli("upscale", tmp_path / "in.jpg", "-o", tmp_path / "out.jpg")

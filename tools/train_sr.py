@@ -6,6 +6,7 @@ against bicubic. It uses only the photographs bundled with scikit-image and is n
     python tools/train_sr.py edsr-x4 --iterations 907 --init-from models/sr/edsr-x2.nxm \\
         --out models/sr/
     python tools/train_sr.py --evaluate models/sr/      # the PSNR table of the .nxm files
+    python tools/train_sr.py --quantize models/sr/      # the int8 variants of the ESPCN files
     python tools/train_sr.py --sample models/sr/sample.png
 
 A run is deterministic given its seed and iteration count. ``--minutes`` derives the count
@@ -30,6 +31,7 @@ import torch
 from export_onnx import Espcn, ResBlock
 from nxe.models.edsr import edsr_baseline, edsr_receptive_radius
 from nxe.models.espcn import espcn, espcn_receptive_radius
+from nxe.sr_quantize import calibrate_espcn, espcn_int8
 from PIL import Image
 from torch import nn
 from torch.nn import functional
@@ -502,9 +504,19 @@ def train_and_bake(name: str, out: Path, seed: int, iterations: int | None,
 # -- the table and the sample ----------------------------------------------------------------
 
 
+def fp32_model_files(folder: Path) -> list[Path]:
+    """The trained models in ``folder``: every .nxm but the int8 variants."""
+    paths = []
+    for path in sorted(folder.glob("*.nxm")):
+        with nxe.Model(path) as model:
+            if model.metadata.get("precision") != "int8":
+                paths.append(path)
+    return paths
+
+
 def evaluate(folder: Path, threads: int) -> str:
-    """The markdown PSNR table (Y, dB) of every .nxm in ``folder`` against bicubic."""
-    shipped = [open_shipped(path) for path in sorted(folder.glob("*.nxm"))]
+    """The markdown PSNR table (Y, dB) of every fp32 .nxm in ``folder`` against bicubic."""
+    shipped = [open_shipped(path) for path in fp32_model_files(folder)]
     scales = sorted({m.scale for m in shipped})
     lines = ["| image | scale | bicubic | ESPCN | EDSR |", "|---|---|---|---|---|"]
     for name in EVAL_IMAGES:
@@ -520,6 +532,61 @@ def evaluate(folder: Path, threads: int) -> str:
     return "\n".join(lines)
 
 
+# -- int8 variants ---------------------------------------------------------------------------
+
+
+def calibration_frames(scale: int) -> list[np.ndarray]:
+    """The 8-bit luma of every training photograph, degraded whole as in training: what the
+    int8 variants' activation ranges are measured on (the evaluation images stay out)."""
+    frames = []
+    for name in TRAIN_IMAGES:
+        lr = downscale(to_tensor(load_rgb(name), scale), scale)
+        frames.append(quantize(luma(lr))[0, 0].numpy())
+    return frames
+
+
+def quantize_folder(folder: Path, threads: int) -> None:
+    """Writes ``<name>-int8.nxm`` beside every ESPCN file in ``folder``: calibrated on the
+    training photographs (nxe.sr_quantize), built at the nominal size, with the PSNR of both
+    precisions on each evaluation image in its annotations. The files depend only on the fp32
+    weights and the photographs, so running this again rewrites them byte for byte."""
+    for path in fp32_model_files(folder):
+        shipped = open_shipped(path)
+        if shipped.arch != "espcn":
+            continue
+        params = calibrate_espcn(shipped.weights, shipped.scale,
+                                 calibration_frames(shipped.scale))
+        with nxe.Model(path) as fp32:
+            meta = dict(fp32.metadata, precision="int8", fp32_fingerprint=fp32.fingerprint)
+        results = {}
+        for name in EVAL_IMAGES:
+            image = eval_image(name, shipped.scale)
+            x = image.lr_y.numpy()
+            int8 = espcn_int8(params, x.shape[2], x.shape[3])
+            output = int8.graph.compile(threads=threads).run(x)[int8.output]
+            fp32_db = psnr(output_y(shipped.run(image, threads)), image.hr_y, shipped.scale)
+            int8_db = psnr(output_y(output), image.hr_y, shipped.scale)
+            results[name] = {"fp32": round(fp32_db, 4), "int8": round(int8_db, 4),
+                             "difference": round(int8_db - fp32_db, 4)}
+        annotations = {
+            "calibration": {
+                "frames": [f"{name} (whole, degraded x{shipped.scale}, luma)"
+                           for name in TRAIN_IMAGES],
+                "activations": "u8 per channel, step = largest |tanh| / 127, zero point 128",
+                "weights": "s8 per output channel, symmetric, kernel sums kept",
+                "accumulation": "int32 (ConvInteger), tanh and bias in f32"},
+            "psnr_y_db": results,
+        }
+        out = folder / f"{shipped.name}-int8.nxm"
+        built = espcn_int8(params, NOMINAL_SIZE, NOMINAL_SIZE)
+        nxe.save_model(built.graph, out, metadata=meta, annotations=annotations)
+        worst = min(r["difference"] for r in results.values())
+        print(f"wrote {out} ({out.stat().st_size} bytes); int8 - fp32 PSNR, worst image: "
+              f"{worst:+.4f} dB", flush=True)
+        for name, scores in results.items():
+            print(f"  {name}: fp32 {scores['fp32']:.4f} dB, int8 {scores['int8']:.4f} dB")
+
+
 def write_sample(path: Path) -> None:
     """chelsea downscaled x2 the way the training data is degraded, as an 8-bit RGB PNG."""
     lr = downscale(to_tensor(load_rgb("chelsea"), 2), 2)
@@ -532,6 +599,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("model", nargs="?", choices=sorted(RECIPES))
     parser.add_argument("--evaluate", type=Path, metavar="DIR",
                         help="print the PSNR table of the .nxm files in DIR")
+    parser.add_argument("--quantize", type=Path, metavar="DIR",
+                        help="write the int8 variant of each ESPCN .nxm in DIR beside it")
     parser.add_argument("--sample", type=Path, metavar="PNG",
                         help="write the x2-downscaled sample image")
     parser.add_argument("--out", type=Path, default=Path("models/sr"))
@@ -547,6 +616,8 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     if args.evaluate is not None:
         print(evaluate(args.evaluate, args.threads))
+    elif args.quantize is not None:
+        quantize_folder(args.quantize, args.threads)
     elif args.sample is not None:
         write_sample(args.sample)
     elif args.model is not None:
@@ -555,7 +626,7 @@ def main(argv: list[str] | None = None) -> int:
         train_and_bake(args.model, args.out, args.seed, args.iterations, args.minutes,
                        args.threads, args.init_from)
     else:
-        parser.error("give a model, --evaluate or --sample")
+        parser.error("give a model, --evaluate, --quantize or --sample")
     return 0
 
 

@@ -48,10 +48,12 @@ static nxe_status read_options(const nxe_engine_load_args *args, nxe_sr_options 
                 options->precision = NXE_SR_PRECISION_FP32;
             else if (strcmp(value, "relax") == 0)
                 options->precision = NXE_SR_PRECISION_RELAX;
+            else if (strcmp(value, "int8") == 0)
+                options->precision = NXE_SR_PRECISION_INT8;
             else
                 return kind_error(NXE_ERROR_INVALID_ARGUMENT,
                                   "super_resolution: option precision is '%s'; "
-                                  "expected fp32 or relax",
+                                  "expected fp32, relax or int8",
                                   value);
         } else if (strcmp(key, "tile_size") == 0) {
             if (!parse_int(value, -1, INT32_MAX, &options->tile_size))
@@ -104,15 +106,24 @@ static uint64_t sr_resident_bytes(void *user_data, void *instance)
     return nxe_sr_get_info(instance, &info) == NXE_OK ? info.resident_bytes : 0;
 }
 
-/* The fingerprint of the file the path names, a built-in name's file included. The stored
- * fingerprint is read without checking the data (lazy open): a damaged file fails its load. */
+/* Whether the options ask for precision int8. */
+static bool wants_int8(const nxe_engine_option *options, int32_t num_options)
+{
+    for (int32_t i = 0; i < num_options; i++)
+        if (strcmp(options[i].key, "precision") == 0)
+            return strcmp(options[i].value, "int8") == 0;
+    return false;
+}
+
+/* The fingerprint of the file the session will run: the one the path names (a built-in name's
+ * file included), or with precision int8 its int8 variant where one lies beside it (where none
+ * does, the load fails and says so). The stored fingerprint is read without checking the data
+ * (lazy open): a damaged file fails its load. */
 static nxe_status sr_fingerprint(void *user_data, const char *path,
                                  const nxe_engine_option *options, int32_t num_options,
                                  uint8_t fingerprint[32])
 {
     (void)user_data;
-    (void)options;
-    (void)num_options;
     char file[4352];
     nxe_status status = sr_resolve_model(path, file, sizeof file);
     if (status != NXE_OK)
@@ -124,6 +135,20 @@ static nxe_status sr_fingerprint(void *user_data, const char *path,
     if (status != NXE_OK)
         return kind_error(status, "super_resolution: cannot open model '%s' (%s): %s", path, file,
                           nxe_last_error());
+    const char *json;
+    size_t json_size;
+    sr_metadata meta;
+    char variant[4352];
+    if (wants_int8(options, num_options) &&
+        nxe_model_metadata(model, &json, &json_size) == NXE_OK &&
+        sr_read_metadata(json, json_size, &meta) == NXE_OK && !sr_is_int8(&meta) &&
+        sr_int8_variant_path(file, variant, sizeof variant)) {
+        nxe_model *int8 = NULL;
+        if (nxe_model_open_file(variant, &model_options, &int8) == NXE_OK) {
+            nxe_model_release(model);
+            model = int8;
+        }
+    }
     status = nxe_model_fingerprint(model, fingerprint);
     nxe_model_release(model);
     if (status != NXE_OK)

@@ -149,6 +149,7 @@ nxe_status sr_read_metadata(const char *json, size_t size, sr_metadata *out)
             {"name", out->name, sizeof out->name, NULL},
             {"input", out->input, sizeof out->input, NULL},
             {"output", out->output, sizeof out->output, NULL},
+            {"precision", out->precision, sizeof out->precision, NULL},
             {"scale", NULL, 0, &out->scale},
             {"channels", NULL, 0, &out->channels},
             {"receptive_radius", NULL, 0, &out->receptive_radius},

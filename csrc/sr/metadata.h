@@ -12,7 +12,8 @@ typedef struct sr_metadata {
     char name[64];
     char input[64];
     char output[64];
-    int32_t scale; /* -1 when absent */
+    char precision[16]; /* "int8" for an int8 variant; empty when absent (fp32 weights) */
+    int32_t scale;      /* -1 when absent */
     int32_t channels;
     int32_t receptive_radius;
 } sr_metadata;

@@ -188,10 +188,11 @@ static nxe_status apply_options(nxe_sr *sr, const nxe_sr_options *options)
         return sr_error(NXE_ERROR_INVALID_ARGUMENT,
                         "nxe_sr_open: num_threads is %d; use 0 for one per CPU",
                         options->num_threads);
-    if (options->precision != NXE_SR_PRECISION_FP32 && options->precision != NXE_SR_PRECISION_RELAX)
+    if (options->precision != NXE_SR_PRECISION_FP32 &&
+        options->precision != NXE_SR_PRECISION_RELAX && options->precision != NXE_SR_PRECISION_INT8)
         return sr_error(NXE_ERROR_INVALID_ARGUMENT,
-                        "nxe_sr_open: precision %d is neither NXE_SR_PRECISION_FP32 (0) nor "
-                        "NXE_SR_PRECISION_RELAX (1)",
+                        "nxe_sr_open: precision %d is not NXE_SR_PRECISION_FP32 (0), "
+                        "NXE_SR_PRECISION_RELAX (1) or NXE_SR_PRECISION_INT8 (2)",
                         options->precision);
     int32_t tile = options->tile_size;
     if (tile == NXE_SR_TILE_DEFAULT)
@@ -241,6 +242,77 @@ static nxe_status count_model_bytes(nxe_sr *sr)
     return NXE_OK;
 }
 
+/* Opens the model file at `path` into sr->model and reads its metadata. */
+static nxe_status open_model_file(nxe_sr *sr, const char *model, const char *path)
+{
+    nxe_model_options model_options = NXE_MODEL_OPTIONS_INIT;
+    nxe_status status = nxe_model_open_file(path, &model_options, &sr->model);
+    if (status != NXE_OK)
+        return sr_error_with_cause(status, "nxe_sr_open: cannot open model '%s' (%s)", model, path);
+    const char *json;
+    size_t json_size;
+    status = nxe_model_metadata(sr->model, &json, &json_size);
+    if (status == NXE_OK)
+        status = sr_read_metadata(json, json_size, &sr->meta);
+    if (status == NXE_OK)
+        status = check_metadata(&sr->meta, path);
+    if (status == NXE_OK && !sr->meta.name[0])
+        snprintf(sr->meta.name, sizeof sr->meta.name, "%s", model);
+    return status;
+}
+
+bool sr_is_int8(const sr_metadata *m)
+{
+    return strcmp(m->precision, "int8") == 0;
+}
+
+bool sr_int8_variant_path(const char *path, char *out, size_t cap)
+{
+    size_t length = strlen(path);
+    if (length >= 4 && strcmp(path + length - 4, ".nxm") == 0)
+        length -= 4;
+    return (size_t)snprintf(out, cap, "%.*s-int8.nxm", (int)length, path) < cap;
+}
+
+/* Int8 runs a model's int8 variant: the file itself when its metadata says int8, else the file
+ * beside it with "-int8" before ".nxm", whose metadata then sets the option defaults. An int8
+ * file runs only as int8, so that the session's precision always says what arithmetic it
+ * does. */
+static nxe_status open_precision_variant(nxe_sr *sr, const char *model, const char *path,
+                                         const nxe_sr_options *options)
+{
+    bool int8 = sr_is_int8(&sr->meta);
+    if (sr->precision != NXE_SR_PRECISION_INT8) {
+        if (int8)
+            return sr_error(NXE_ERROR_INVALID_ARGUMENT,
+                            "nxe_sr_open: '%s' is an int8 model; open it with "
+                            "NXE_SR_PRECISION_INT8 (2), or open its fp32 model",
+                            path);
+        return NXE_OK;
+    }
+    if (int8)
+        return NXE_OK;
+    char variant[4352];
+    if (!sr_int8_variant_path(path, variant, sizeof variant))
+        return sr_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_sr_open: model path is too long");
+    if (access(variant, F_OK) != 0)
+        return sr_error(NXE_ERROR_UNSUPPORTED,
+                        "nxe_sr_open: model '%s' has no int8 variant (no file '%s'); use "
+                        "NXE_SR_PRECISION_FP32 or NXE_SR_PRECISION_RELAX",
+                        model, variant);
+    nxe_model_release(sr->model);
+    sr->model = NULL;
+    nxe_status status = open_model_file(sr, model, variant);
+    if (status == NXE_OK && !sr_is_int8(&sr->meta))
+        status = sr_error(NXE_ERROR_FORMAT,
+                          "nxe_sr_open: '%s', the int8 variant of '%s', lacks the metadata "
+                          "\"precision\": \"int8\"",
+                          variant, model);
+    if (status == NXE_OK)
+        status = apply_options(sr, options);
+    return status;
+}
+
 NXE_SR_API nxe_status nxe_sr_open(const char *model, const nxe_sr_options *options, nxe_sr **out)
 {
     if (!out)
@@ -260,24 +332,11 @@ NXE_SR_API nxe_status nxe_sr_open(const char *model, const nxe_sr_options *optio
         free(sr);
         return sr_error(NXE_ERROR_OUT_OF_MEMORY, "nxe_sr_open: cannot create the session's lock");
     }
-    nxe_model_options model_options = NXE_MODEL_OPTIONS_INIT;
-    status = nxe_model_open_file(path, &model_options, &sr->model);
-    if (status != NXE_OK) {
-        sr_error_with_cause(status, "nxe_sr_open: cannot open model '%s' (%s)", model, path);
-        free(sr);
-        return status;
-    }
-    const char *json;
-    size_t json_size;
-    status = nxe_model_metadata(sr->model, &json, &json_size);
-    if (status == NXE_OK)
-        status = sr_read_metadata(json, json_size, &sr->meta);
-    if (status == NXE_OK)
-        status = check_metadata(&sr->meta, path);
-    if (status == NXE_OK && !sr->meta.name[0])
-        snprintf(sr->meta.name, sizeof sr->meta.name, "%s", model);
+    status = open_model_file(sr, model, path);
     if (status == NXE_OK)
         status = apply_options(sr, options);
+    if (status == NXE_OK)
+        status = open_precision_variant(sr, model, path, options);
     if (status == NXE_OK)
         status = count_model_bytes(sr);
     if (status != NXE_OK) {

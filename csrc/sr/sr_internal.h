@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "nxe/nxe_sr.h"
+#include "sr/metadata.h"
 
 #if defined(__GNUC__)
 #define SR_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
@@ -36,6 +37,11 @@ nxe_status sr_error_with_cause(nxe_status status, const char *fmt, ...) SR_PRINT
 /* The file a model argument of nxe_sr_open names: a path as given, or a built-in name's file
  * (NXE_ERROR_NOT_FOUND for an unknown name). */
 nxe_status sr_resolve_model(const char *model, char *path, size_t cap);
+/* Whether an SR model's metadata marks it as an int8 variant ("precision": "int8"). */
+bool sr_is_int8(const sr_metadata *m);
+/* The file of the int8 variant beside model file `path`: "-int8" before its ".nxm" (or at the
+ * end). False when it does not fit in `cap`. */
+bool sr_int8_variant_path(const char *path, char *out, size_t cap);
 /* The table entry of an NXE_SR_FORMAT_* code (struct_size and format left 0), or NULL. */
 const nxe_sr_format_desc *sr_format_of(int32_t code);
 /* Width and height in samples of plane `plane` of a width x height frame, and its row bytes. */

@@ -22,8 +22,11 @@
  * Luma models (ESPCN) run on Y and upscale chroma bicubically; RGB models (EDSR) run on RGB,
  * converting YUV with the frame's matrix and range. Alpha is upscaled bicubically and kept.
  * Frames larger than the tile size go through overlapping tiles; with the default overlap
- * (the model's receptive radius) the result equals an untiled run exactly. A frame of a new
- * size reconfigures the session (recompiles for the new tile shape) without reopening.
+ * (the model's receptive radius) the result equals an untiled run exactly when convolutions
+ * run direct (int8, or NXE_WINOGRAD=off in the environment), and within one code value at a
+ * few samples when fp32 3x3 layers run Winograd, as nxe's cost model chooses by default. A
+ * frame of a new size reconfigures the session (recompiles for the new tile shape) without
+ * reopening.
  *
  * Conventions are nxe.h's, with libnxe_sr's own last-error slot: every call that can fail
  * returns an nxe_status (enum nxe_status_code; callers must accept codes they do not know) and,
@@ -64,7 +67,7 @@ extern "C" {
  * MAJOR.MINOR.0 of it. */
 
 #define NXE_SR_API_VERSION_MAJOR 0
-#define NXE_SR_API_VERSION_MINOR 3
+#define NXE_SR_API_VERSION_MINOR 4
 
 /* since SR API 0.1. (major << 16) | minor of the libnxe_sr actually loaded; compare with the
  * macros above. Cannot fail. */
@@ -183,8 +186,14 @@ typedef struct nxe_sr nxe_sr;
 
 /* since SR API 0.1. */
 enum nxe_sr_precision {
-    NXE_SR_PRECISION_FP32 = 0, /* exact fp32 */
-    NXE_SR_PRECISION_RELAX = 1 /* fp32 work may run in bf16 with fp32 accumulation */
+    NXE_SR_PRECISION_FP32 = 0,  /* exact fp32 */
+    NXE_SR_PRECISION_RELAX = 1, /* fp32 work may run in bf16 with fp32 accumulation */
+    /* since SR API 0.4: the model's int8 variant, an SR model file whose metadata has
+     * "precision": "int8" (8-bit activations and weights, int32 accumulation): the file
+     * opened itself when it is one, else the file beside it named with "-int8" before ".nxm"
+     * ("espcn-x2" -> espcn-x2-int8.nxm). Its PSNR is within 0.05 dB of fp32's on the
+     * evaluation images (models/sr/README.md); the output has 8 bits of luma precision. */
+    NXE_SR_PRECISION_INT8 = 2
 };
 
 /* since SR API 0.1. Special values of nxe_sr_options.tile_size and tile_overlap. */
@@ -217,11 +226,14 @@ typedef struct nxe_sr_options {
  * looked up in the model folder installed beside the library, or the environment variable
  * NXE_SR_MODEL_DIR when set; anything containing '/' or ending in ".nxm" is a path to a model
  * file. The file must be an SR model (metadata "task": "super_resolution"). `options` may be
- * NULL for the defaults. Nothing is compiled until the first frame.
+ * NULL for the defaults. Nothing is compiled until the first frame. With
+ * NXE_SR_PRECISION_INT8 the session runs the model's int8 variant (see enum nxe_sr_precision);
+ * an int8 file opens only with that precision.
  * On NXE_OK, *out is a session the caller releases with nxe_sr_release; on failure *out (when
  * out is not NULL) is NULL and nothing is left to release. Returns NXE_ERROR_INVALID_ARGUMENT
- * (NULL out or model, an empty name, a bad option), NXE_ERROR_NOT_FOUND (an unknown built-in
- * name), NXE_ERROR_IO (a file that cannot be read), NXE_ERROR_FORMAT (a corrupt file or one
+ * (NULL out or model, an empty name, a bad option, an int8 file opened with another precision),
+ * NXE_ERROR_NOT_FOUND (an unknown built-in name), NXE_ERROR_UNSUPPORTED (since SR API 0.4:
+ * int8 asked of a model that has no int8 variant), NXE_ERROR_IO (a file that cannot be read), NXE_ERROR_FORMAT (a corrupt file or one
  * that is not an SR model), NXE_ERROR_OUT_OF_MEMORY. */
 NXE_SR_API nxe_status nxe_sr_open(const char *model, const nxe_sr_options *options, nxe_sr **out);
 /* since SR API 0.1. Frees the session and everything it holds; NULL does nothing. No other
@@ -284,14 +296,14 @@ NXE_SR_API nxe_status nxe_sr_process(nxe_sr *sr, const nxe_sr_frame *input,
 
 /* since SR API 0.3. Registers the kind "super_resolution" in `engine` (nxe_engine.h): a model's
  * path is what nxe_sr_open takes (a built-in name or a .nxm file), its options `precision`
- * (fp32 | relax), `tile_size` and `num_threads` (default: the engine's). A request gives one
+ * (fp32 | relax | int8 since SR API 0.4), `tile_size` and `num_threads` (default: the engine's). A request gives one
  * input `image`, uint8 [H, W, C] with C = 3 (RGB) or 4 (RGBA), and gets one output `image`,
  * uint8 [scale x H, scale x W, C]: nxe_sr_process of that frame as RGB24 or RGBA (BT.601
  * limited, as nxe_sr_frame's defaults). A request with another input fails alone with
  * NXE_ERROR_INVALID_ARGUMENT (a missing or extra input), NXE_ERROR_DTYPE_MISMATCH or
  * NXE_ERROR_SHAPE_MISMATCH (rank, channels or a side outside 1 .. 32768), and a message
  * naming what is wrong. A model's fingerprint is its file's (the built-in name's file for a
- * name). Returns NXE_OK, or nxe_engine_register_kind's codes (NXE_ERROR_INVALID_ARGUMENT for
+ * name; with precision int8 since SR API 0.4, the int8 variant's where there is one). Returns NXE_OK, or nxe_engine_register_kind's codes (NXE_ERROR_INVALID_ARGUMENT for
  * a NULL engine or a kind already registered there). */
 NXE_SR_API nxe_status nxe_sr_engine_register(nxe_engine *engine);
 

@@ -169,7 +169,7 @@ KINDS: dict[str, dict[str, Any]] = {
     "tensor": {"relax": _boolean, "batch": _boolean, "num_threads": _count,
                "winograd": _one_of("auto", "on", "off")},
     # Frames through libnxe_sr: path is a built-in model's name or an .nxm.
-    "super_resolution": {"precision": _one_of("fp32", "relax"), "tile_size": _count,
+    "super_resolution": {"precision": _one_of("fp32", "relax", "int8"), "tile_size": _count,
                          "num_threads": _count},
 }
 

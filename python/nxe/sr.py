@@ -163,8 +163,9 @@ class Upscaler:
     """An SR session: a model (built-in name or .nxm path) with its options. ``tile`` is the
     largest input tile side (0: the library's default, -1: never tile), ``overlap`` the
     context tiles share (None: the model's receptive radius, which makes tiles exact),
-    ``precision`` "fp32" or "relax" (bf16 where the CPU has it), ``threads`` 0 for one per
-    CPU. A new frame size reconfigures the session; no reopening is needed.
+    ``precision`` "fp32", "relax" (bf16 where the CPU has it) or "int8" (the model's int8
+    variant, which the ESPCN models ship; others raise nxe.UnsupportedError), ``threads`` 0
+    for one per CPU. A new frame size reconfigures the session; no reopening is needed.
 
     Threads may share one Upscaler: libnxe_sr runs overlapping calls on a session one at a
     time (nxe_sr.h), so each call releases the GIL while it works and gets the result it would

@@ -1,7 +1,8 @@
 /* sr.c — libnxe_sr as a C user links it: open a built-in model, upscale YUV420P frames of two
  * sizes in one session, check that tiles give the untiled result byte for byte, that bad
- * frames and options get their status and a message in nxe_sr_last_error(), and that the
- * format table answers for every code. */
+ * frames and options get their status and a message in nxe_sr_last_error(), that the format
+ * table answers for every code, and that int8 opens where a model has an int8 variant (and its
+ * tiles equal its whole frames) and is refused where it has none. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdint.h>
 #include <stdio.h>
@@ -74,6 +75,45 @@ static nxe_sr *open_model(const char *name, int32_t tile)
     nxe_sr *sr = NULL;
     EXPECT(nxe_sr_open(name, &options, &sr) == NXE_OK);
     return sr;
+}
+
+/* NXE_SR_PRECISION_INT8: ESPCN's int8 variant runs, reports itself and tiles exactly; EDSR has
+ * none and says so. */
+static void check_int8(void)
+{
+    nxe_sr_options options = NXE_SR_OPTIONS_INIT;
+    options.precision = NXE_SR_PRECISION_INT8;
+    options.num_threads = 2;
+    options.tile_size = NXE_SR_TILE_NONE;
+    nxe_sr *whole = NULL, *tiled = NULL, *none = NULL;
+    EXPECT(nxe_sr_open("espcn-x2", &options, &whole) == NXE_OK);
+    EXPECT(nxe_sr_open("edsr-x2", &options, &none) == NXE_ERROR_UNSUPPORTED && none == NULL);
+    EXPECT(strstr(nxe_sr_last_error(), "'edsr-x2' has no int8 variant") != NULL);
+    options.tile_size = 16;
+    EXPECT(nxe_sr_open("espcn-x2", &options, &tiled) == NXE_OK);
+    if (!whole || !tiled) {
+        nxe_sr_release(whole);
+        nxe_sr_release(tiled);
+        return;
+    }
+    nxe_sr_info info = {.struct_size = sizeof info};
+    EXPECT(nxe_sr_get_info(whole, &info) == NXE_OK && info.precision == NXE_SR_PRECISION_INT8 &&
+           strcmp(info.name, "espcn-x2") == 0);
+    frame_buffer in, out_whole, out_tiled;
+    frame_alloc(&in, 45, 33);
+    frame_fill(&in, 9);
+    frame_alloc(&out_whole, 90, 66);
+    frame_alloc(&out_tiled, 90, 66);
+    EXPECT(nxe_sr_process(whole, &in.frame, &out_whole.frame) == NXE_OK);
+    EXPECT(nxe_sr_process(tiled, &in.frame, &out_tiled.frame) == NXE_OK);
+    for (int p = 0; p < 3; p++)
+        EXPECT(memcmp(out_whole.planes[p], out_tiled.planes[p], frame_bytes(&out_whole, p)) == 0);
+    EXPECT(nxe_sr_get_info(tiled, &info) == NXE_OK && info.tiles > 2);
+    frame_free(&in);
+    frame_free(&out_whole);
+    frame_free(&out_tiled);
+    nxe_sr_release(whole);
+    nxe_sr_release(tiled);
 }
 
 /* Options and frames at the int32 and int64 limits are refused with a message naming the
@@ -238,6 +278,7 @@ int main(void)
     EXPECT(strstr(nxe_sr_last_error(), "tile_size 3") != NULL);
     EXPECT(nxe_sr_process(NULL, NULL, NULL) == NXE_ERROR_INVALID_ARGUMENT);
     check_geometry_limits(tiled);
+    check_int8();
 
     nxe_sr_release(whole);
     nxe_sr_release(tiled);
