@@ -2,7 +2,8 @@
 cost per step. A benchmark, not a test: it prints numbers and asserts nothing about them.
 
     python benchmarks/small_m.py [--rows 1 2 4 8 16 32] [--threads 1 2] [--repeats 200]
-                                 [--levels] [--steps-only | --sweep-only]
+                                 [--precisions fp32 relax] [--levels]
+                                 [--steps-only | --sweep-only]
 
 The sweep times one FullyConnected (constant [N, K] weights and a bias, as in a transformer's
 dense layers) for each M = rows of X and (K, N) in (384, 384), (384, 1536), (1536, 384): median
@@ -86,7 +87,7 @@ def report(args: argparse.Namespace) -> None:
         return
     print("| precision | threads | K | N | M | median us | best us | GFLOP/s (median) |")
     print("|---|---|---|---|---|---|---|---|")
-    for relax in (False, True):
+    for relax in (p == "relax" for p in args.precisions):
         for threads in args.threads:
             for k, n in SHAPES:
                 for m in args.rows:
@@ -101,6 +102,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int, nargs="+", default=[1, 2, 4, 8, 12, 16, 24, 32])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeats", type=int, default=200)
+    parser.add_argument("--precisions", nargs="+", choices=("fp32", "relax"),
+                        default=["fp32", "relax"])
     parser.add_argument("--levels", action="store_true",
                         help="run once per dispatch level the machine has")
     only = parser.add_mutually_exclusive_group()

@@ -156,18 +156,21 @@ static void pack_a_tile(const nxe_gemm_packed_args *args, int64_t i0, int32_t mr
 }
 
 /* Few rows (nxe_gemm_small_m): panel by panel, each over the whole reduction for every row
- * tile in turn, so that a panel comes from memory once, while the kernel fetches the next one
- * of the range, and the row tiles after the first find it in cache. */
+ * tile in turn, so that a panel comes from memory once, while the kernel fetches the next one,
+ * and the row tiles after the first find it in cache. The next panel is fetched even past the
+ * end of the range: the thread that computes it (this one or another, panels being split
+ * between threads in contiguous groups) then finds it in a cache rather than in memory. */
 static void gemm_small_m_run(const nxe_gemm_packed_args *args, int64_t first_panel, int64_t panels,
                              int64_t tile_begin, int64_t tile_end)
 {
     const nxe_gemm_kernel *kernel = args->kernel;
     const int32_t mr_max = kernel->mr, nr_max = kernel->nr;
+    const int64_t all_panels = (args->n + nr_max - 1) / nr_max;
     for (int64_t p = first_panel; p < panels; p++) {
         const float *b = nxe_gemm_panel_block(kernel, args->b_packed, nr_max, args->k, p, 0);
-        const float *next =
-            p + 1 < panels ? nxe_gemm_panel_block(kernel, args->b_packed, nr_max, args->k, p + 1, 0)
-                           : NULL;
+        const float *next = p + 1 < all_panels ? nxe_gemm_panel_block(kernel, args->b_packed,
+                                                                      nr_max, args->k, p + 1, 0)
+                                               : NULL;
         const int64_t j0 = p * nr_max;
         const int32_t nr = (int32_t)(args->n - j0 < nr_max ? args->n - j0 : nr_max);
         for (int64_t t = tile_begin; t < tile_end; t++) {

@@ -977,12 +977,14 @@ typedef struct pool_probe {
     _Atomic int64_t *counts;
     _Atomic int inside; /* chunks running now */
     int slow;           /* every item sleeps a little */
+    _Atomic int calls;  /* chunks run */
 } pool_probe;
 
 static void count_items(void *ctx, int64_t begin, int64_t end)
 {
     pool_probe *probe = ctx;
     probe->inside++;
+    probe->calls++;
     for (int64_t i = begin; i < end; i++) {
         probe->counts[i]++;
         if (probe->slow) {
@@ -1129,13 +1131,18 @@ static void test_thread_pool(void)
         enum { MAX_N = 257 };
         _Atomic int64_t counts[MAX_N];
         for (int round = 0; round < 3000; round++) {
-            pool_probe probe = {counts, 0, round % 50 == 7};
+            pool_probe probe = {counts, 0, round % 50 == 7, 0};
             const int64_t n = probe.slow ? 1 + round % 16 : 1 + round % MAX_N;
+            const int64_t grain = 1 + round % 3;
             for (int64_t i = 0; i < n; i++)
                 counts[i] = 0;
-            nxe_parallel_for(pool, n, 1 + round % 3, count_items, &probe);
+            nxe_parallel_for(pool, n, grain, count_items, &probe);
             CHECK(probe.inside == 0, "%d threads, round %d: %d chunks still running after the loop",
                   threads, round, (int)probe.inside);
+            /* Under two grains: one inline call. From two grains on, with workers: chunks. */
+            CHECK(n < 2 * grain ? probe.calls == 1 : threads == 1 || probe.calls >= 2,
+                  "%d threads, n %lld, grain %lld: %d chunks", threads, (long long)n,
+                  (long long)grain, (int)probe.calls);
             int64_t wrong = 0;
             for (int64_t i = 0; i < n; i++)
                 wrong += counts[i] != 1;
