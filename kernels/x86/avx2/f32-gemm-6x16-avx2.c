@@ -37,9 +37,10 @@ tile(int32_t rows, int32_t vecs, int full, __m256i last_mask, int64_t kc, const 
                                : _mm256_maskload_ps(c + i * ldc + v * 8, mask[v]);
     for (int64_t k = 0; k < kc; k++) {
         const float *b = panel ? b_panel + k * NR : b_rows[k];
-        /* A row of the next panel per row of this one: one panel's time ahead of its use. */
+        /* A row of the next panel per row of this one: one panel's time ahead of its use,
+         * into L2 only (a whole panel ahead overflows L1). */
         if (panel)
-            _mm_prefetch((const char *)(next + k * NR), _MM_HINT_T0);
+            _mm_prefetch((const char *)(next + k * NR), _MM_HINT_T1);
         __m256 b0 = full ? _mm256_loadu_ps(b) : _mm256_maskload_ps(b, mask[0]);
         __m256 b1 = vecs == 1 ? b0
                     : full    ? _mm256_loadu_ps(b + 8)

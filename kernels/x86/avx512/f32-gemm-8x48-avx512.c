@@ -45,11 +45,13 @@ tile(int32_t rows, int32_t vecs, __mmask16 last_mask, int64_t kc, const float *a
         const float *b = panel ? b_panel + k * NR : b_rows[k];
         if (panel) {
             /* A row of the next panel per row of this one: one panel's time ahead of its
-             * use, which covers the memory's latency at any bandwidth. */
+             * use, which covers the memory's latency at any bandwidth. Into L2 only: a whole
+             * panel ahead overflows L1, and in L1 it evicted the rows in use (a GEMV over
+             * weights in L3 took a quarter longer). */
             const char *ahead = (const char *)(next + k * NR);
-            _mm_prefetch(ahead, _MM_HINT_T0);
-            _mm_prefetch(ahead + 64, _MM_HINT_T0);
-            _mm_prefetch(ahead + 128, _MM_HINT_T0);
+            _mm_prefetch(ahead, _MM_HINT_T1);
+            _mm_prefetch(ahead + 64, _MM_HINT_T1);
+            _mm_prefetch(ahead + 128, _MM_HINT_T1);
         } else if (k + PREFETCH_AHEAD < kc) {
             /* B rows may be scattered over the input (one per channel and tap): fetch ahead. */
             const char *later = b_rows[k + PREFETCH_AHEAD];
