@@ -78,7 +78,7 @@ NXE_ROW_LEVELS(NXE_DECLARE_PORTABLE_LEVEL)
 /* Packed-GEMM microkernels (contract: kernels/gemm.h), each in x86/<folder>/
  * <dtype>-gemm-<MR>x<NR>-<isa>.c as nxe_<dtype>_gemm_<MR>x<NR>_<isa>:
  *     X(dtype, MR, NR, isa, row, features)
- * dtype f32 (with a _rows variant that reads A in place and a _panel one for few rows) or bf16; `row` is the level whose
+ * dtype f32 (with _rows and _panel variants, kernels/gemm.h) or bf16; `row` is the level whose
  * dispatch row (drivers, epilogue) it runs in; `features` are the enum nxe_cpu_feature bits it
  * needs beyond that level's (a kernel that needs AMX tiles lists NXE_CPU_FEATURE_AMX_TILE, runs
  * only at the amx level, which has no row of its own and runs the avx512 row, and dispatch asks

@@ -155,6 +155,22 @@ static void pack_a_tile(const nxe_gemm_packed_args *args, int64_t i0, int32_t mr
     }
 }
 
+/* Applies the epilogue to the finished tile of y at (i0, j0). */
+static void finish_tile(const nxe_gemm_packed_args *args, int64_t i0, int64_t j0, int32_t mr,
+                        int32_t nr)
+{
+    const nxe_epilogue_operands ops = {
+        .bias =
+            args->bias ? args->bias + i0 * args->bias_stride_m + j0 * args->bias_stride_n : NULL,
+        .bias_stride_m = args->bias_stride_m,
+        .bias_stride_n = args->bias_stride_n,
+        .residual = args->residual ? args->residual + i0 * args->residual_stride_m + j0 : NULL,
+        .ldr = args->residual_stride_m,
+    };
+    args->kernel->epilogue(mr, nr, args->y + i0 * args->y_stride_m + j0, args->y_stride_m,
+                           &args->epilogue, &ops);
+}
+
 /* Few rows (nxe_gemm_small_m): panel by panel, each over the whole reduction for every row
  * tile in turn, so that a panel comes from memory once, while the kernel fetches the next one,
  * and the row tiles after the first find it in cache. The next panel is fetched even past the
@@ -179,17 +195,7 @@ static void gemm_small_m_run(const nxe_gemm_packed_args *args, int64_t first_pan
             float *c = args->y + i0 * args->y_stride_m + j0;
             kernel->run_panel(mr, nr, args->k, args->a + i0 * args->a_stride_m, args->a_stride_m, b,
                               next, c, args->y_stride_m);
-            const nxe_epilogue_operands ops = {
-                .bias = args->bias
-                            ? args->bias + i0 * args->bias_stride_m + j0 * args->bias_stride_n
-                            : NULL,
-                .bias_stride_m = args->bias_stride_m,
-                .bias_stride_n = args->bias_stride_n,
-                .residual =
-                    args->residual ? args->residual + i0 * args->residual_stride_m + j0 : NULL,
-                .ldr = args->residual_stride_m,
-            };
-            kernel->epilogue(mr, nr, c, args->y_stride_m, &args->epilogue, &ops);
+            finish_tile(args, i0, j0, mr, nr);
         }
     }
 }
@@ -245,20 +251,8 @@ void NXE_ISA_NAME(nxe_gemm_packed_run)(const nxe_gemm_packed_args *args, int64_t
                     else
                         kernel->run(mr, nr, kc, a_panel, b_rows[p - pb], c, args->y_stride_m,
                                     k0 > 0);
-                    if (last) {
-                        nxe_epilogue_operands ops = {
-                            .bias = args->bias ? args->bias + i0 * args->bias_stride_m +
-                                                     j0 * args->bias_stride_n
-                                               : NULL,
-                            .bias_stride_m = args->bias_stride_m,
-                            .bias_stride_n = args->bias_stride_n,
-                            .residual = args->residual
-                                            ? args->residual + i0 * args->residual_stride_m + j0
-                                            : NULL,
-                            .ldr = args->residual_stride_m,
-                        };
-                        kernel->epilogue(mr, nr, c, args->y_stride_m, &args->epilogue, &ops);
-                    }
+                    if (last)
+                        finish_tile(args, i0, j0, mr, nr);
                 }
             }
             if (args->k == 0)
