@@ -85,6 +85,19 @@ typedef void nxe_gemm_ukernel_rows_fn(int32_t mr, int32_t nr, int64_t kc, const 
                                       int64_t a_stride_m, const void *const *b_rows, float *c,
                                       int64_t ldc, int32_t accumulate);
 
+/* The product of few rows with one whole packed B panel, for GEMMs of few rows (batch-1
+ * inference), where every weight is read once or a few times and the time goes to streaming B
+ * from memory: C[i, j] = sum over k < k of A[k, i] * B[k, j] for i < mr, j < nr, overwritten,
+ * rows of C ldc apart. A is read in place (element (k, i) at a[i * a_stride_m + k]); b is the
+ * start of one f32 panel packed NR wide over the whole reduction (element (k, j) at
+ * b[k * NR + j]), of which nr columns are read. `next` is the panel the caller reads after
+ * this one, or NULL: the kernel fetches it into cache as it goes, so that the memory system
+ * works while the core computes. The chains are the microkernel's (k in increasing order), so
+ * results equal the blocked driver's bit for bit. Optional: f32 kernels only. */
+typedef void nxe_gemm_ukernel_panel_fn(int32_t mr, int32_t nr, int64_t k, const float *a,
+                                       int64_t a_stride_m, const float *b, const float *next,
+                                       float *c, int64_t ldc);
+
 /* Applies the epilogue to C[mr x nr] in place. */
 typedef void nxe_epilogue_fn(int32_t mr, int32_t nr, float *c, int64_t ldc,
                              const nxe_epilogue *epilogue, const nxe_epilogue_operands *operands);
@@ -97,8 +110,9 @@ typedef struct nxe_gemm_kernel {
     int32_t nr;
     int32_t k_unit;
     nxe_gemm_ukernel_fn *run;
-    nxe_epilogue_fn *epilogue;          /* the portable epilogue of the kernel's level */
-    nxe_gemm_ukernel_rows_fn *run_rows; /* NULL: A is always packed */
+    nxe_epilogue_fn *epilogue;            /* the portable epilogue of the kernel's level */
+    nxe_gemm_ukernel_rows_fn *run_rows;   /* NULL: A is always packed */
+    nxe_gemm_ukernel_panel_fn *run_panel; /* NULL: no few-row path */
 } nxe_gemm_kernel;
 
 /* Reduction slices longer than this are split into blocks whose partial sums wait in C. */
@@ -170,6 +184,23 @@ typedef struct nxe_gemm_packed_args {
     int64_t panel_begin;
     int64_t panel_end;
 } nxe_gemm_packed_args;
+
+/* Few rows: at most this many row tiles, A at most this many bytes (it is read once per
+ * panel of B, from cache). */
+#define NXE_GEMM_SMALL_M_TILES 4
+#define NXE_GEMM_SMALL_M_A_BYTES (256 * 1024)
+
+/* Whether the driver runs `args` on the few-row path: a kernel with run_panel, B packed, A rows
+ * with k dense, and few rows. That path goes panel by panel over the whole reduction, each panel
+ * read from memory once for all row tiles while the next is fetched; callers splitting the work
+ * between threads should then split by panels of B (panel_begin, panel_end), not row tiles.
+ * Results are the same either way. */
+static inline int nxe_gemm_small_m(const nxe_gemm_packed_args *args)
+{
+    return args->kernel->run_panel && args->b_packed && args->a_stride_k == 1 &&
+           args->m <= NXE_GEMM_SMALL_M_TILES * (int64_t)args->kernel->mr &&
+           args->m * args->k <= NXE_GEMM_SMALL_M_A_BYTES / (int64_t)sizeof(float);
+}
 
 /* The drivers are compiled once per ISA level (kernels/portable/portable.h) and reached
  * through the dispatch table:

@@ -78,7 +78,7 @@ NXE_ROW_LEVELS(NXE_DECLARE_PORTABLE_LEVEL)
 /* Packed-GEMM microkernels (contract: kernels/gemm.h), each in x86/<folder>/
  * <dtype>-gemm-<MR>x<NR>-<isa>.c as nxe_<dtype>_gemm_<MR>x<NR>_<isa>:
  *     X(dtype, MR, NR, isa, row, features)
- * dtype f32 (with a _rows variant that reads A in place) or bf16; `row` is the level whose
+ * dtype f32 (with _rows and _panel variants, kernels/gemm.h) or bf16; `row` is the level whose
  * dispatch row (drivers, epilogue) it runs in; `features` are the enum nxe_cpu_feature bits it
  * needs beyond that level's (a kernel that needs AMX tiles lists NXE_CPU_FEATURE_AMX_TILE, runs
  * only at the amx level, which has no row of its own and runs the avx512 row, and dispatch asks
@@ -109,10 +109,14 @@ NXE_ROW_LEVELS(NXE_DECLARE_PORTABLE_LEVEL)
 
 #define NXE_UKERNEL_FN(dtype, mr, nr, isa) nxe_##dtype##_gemm_##mr##x##nr##_##isa
 #define NXE_UKERNEL_ROWS_FN(dtype, mr, nr, isa) nxe_##dtype##_gemm_##mr##x##nr##_rows_##isa
+#define NXE_UKERNEL_PANEL_FN(dtype, mr, nr, isa) nxe_##dtype##_gemm_##mr##x##nr##_panel_##isa
 #define NXE_UKERNEL_ROWS_f32(mr, nr, isa) NXE_UKERNEL_ROWS_FN(f32, mr, nr, isa)
 #define NXE_UKERNEL_ROWS_bf16(mr, nr, isa) NULL
+#define NXE_UKERNEL_PANEL_f32(mr, nr, isa) NXE_UKERNEL_PANEL_FN(f32, mr, nr, isa)
+#define NXE_UKERNEL_PANEL_bf16(mr, nr, isa) NULL
 #define NXE_DECLARE_ROWS_f32(mr, nr, isa)                                                          \
-    nxe_gemm_ukernel_rows_fn NXE_UKERNEL_ROWS_FN(f32, mr, nr, isa);
+    nxe_gemm_ukernel_rows_fn NXE_UKERNEL_ROWS_FN(f32, mr, nr, isa);                                \
+    nxe_gemm_ukernel_panel_fn NXE_UKERNEL_PANEL_FN(f32, mr, nr, isa);
 #define NXE_DECLARE_ROWS_bf16(mr, nr, isa)
 
 #define NXE_DECLARE_GEMM_UKERNEL(dtype, mr, nr, isa, ...)                                          \
@@ -134,6 +138,7 @@ NXE_Q8_UKERNELS(NXE_DECLARE_Q8_UKERNEL)
         .run = NXE_UKERNEL_FN(dtype, mr_, nr_, isa),                                               \
         .epilogue = nxe_epilogue_##row,                                                            \
         .run_rows = NXE_UKERNEL_ROWS_##dtype(mr_, nr_, isa),                                       \
+        .run_panel = NXE_UKERNEL_PANEL_##dtype(mr_, nr_, isa),                                     \
     }
 #define NXE_Q8_KERNEL_INIT(dtype, mr_, nr_, isa)                                                   \
     {                                                                                              \

@@ -1,10 +1,10 @@
 """Few-row products at every kernel level (a fresh process per NXE_ISA level, isa_levels.py):
-FullyConnected with a fused exact GELU and MatMul on a constant B, 1 to 16 rows, against
-float64 references, and bit for bit equal on 1, 2 and 3 threads (with few rows the threads
-split B's panels, each over every row tile). Tolerance: 1e-5 of the sum of |x| |w| over each
-output's reduction (plus |bias|) plus 1e-5, for f32 rounding of up to 384 terms; GELU is
-1.13-Lipschitz and its vectorized form is within 1e-6 relative of the exact one, so 2e-5 after
-it."""
+FullyConnected with a fused exact GELU or a fused residual Add and MatMul on a constant B, 1 to
+33 rows (across the few-row path's limit), against float64 references, and bit for bit equal on
+1, 2 and 3 threads (with few rows the threads split B's panels, each over every row tile).
+Tolerance: 1e-5 of the sum of |x| |w| over each output's reduction (plus |bias| and |residual|)
+plus 1e-5, for f32 rounding of up to 384 terms; GELU is 1.13-Lipschitz and its vectorized form
+is within 1e-6 relative of the exact one, so 2e-5 after it."""
 
 from __future__ import annotations
 
@@ -52,7 +52,8 @@ def test_few_rows_match_float64_on_any_thread_count(results, k: int, n: int) -> 
         for threads in cases.THREADS:
             fc = results[f"{k}x{n}/{m}/{threads}/fc"]
             mm = results[f"{k}x{n}/{m}/{threads}/mm"]
-            assert fc.shape == mm.shape == (1, m, n)
+            res = results[f"{k}x{n}/{m}/{threads}/res"]
+            assert fc.shape == mm.shape == res.shape == (1, m, n)
             mm_error = np.abs(mm - product)
             assert (mm_error <= bound).all(), \
                 f"MatMul m={m} threads={threads}: worst excess {(mm_error - bound).max():.3g}"
@@ -60,7 +61,13 @@ def test_few_rows_match_float64_on_any_thread_count(results, k: int, n: int) -> 
             fc_error = np.abs(fc - gelu(product + b))
             assert (fc_error <= fc_bound).all(), \
                 f"FC+GELU m={m} threads={threads}: worst excess {(fc_error - fc_bound).max():.3g}"
+            r = results[f"{k}x{n}/{m}/r"].astype(np.float64)
+            res_bound = 1e-5 * (magnitude + np.abs(b) + np.abs(r)) + 1e-5
+            res_error = np.abs(res - (product + b + r))
+            assert (res_error <= res_bound).all(), \
+                f"FC+residual m={m} threads={threads}: worst excess " \
+                f"{(res_error - res_bound).max():.3g}"
             if threads > 1:
-                one = results[f"{k}x{n}/{m}/1/fc"], results[f"{k}x{n}/{m}/1/mm"]
-                assert np.array_equal(fc, one[0]) and np.array_equal(mm, one[1]), \
-                    f"m={m}: {threads} threads differ from 1"
+                for name, got in (("fc", fc), ("mm", mm), ("res", res)):
+                    assert np.array_equal(got, results[f"{k}x{n}/{m}/1/{name}"]), \
+                        f"{name} m={m}: {threads} threads differ from 1"

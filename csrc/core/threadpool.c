@@ -208,7 +208,11 @@ void nxe_parallel_for(nxe_thread_pool *pool, int64_t n, int64_t grain, nxe_range
     if (grain < 1)
         grain = 1;
     bool idle = false;
-    if (!pool || pool->num_workers == 0 || n <= grain ||
+    /* Under two grains of work the loop runs inline: a second chunk would hold less than a
+     * grain, which costs the caller more to hand out (and a sleeping worker more to wake)
+     * than it saves. A 16-row LayerNorm with a grain of 15 rows used to wake a worker for one
+     * row. */
+    if (!pool || pool->num_workers == 0 || n < 2 * grain ||
         !atomic_compare_exchange_strong(&pool->taken, &idle, true)) {
         fn(ctx, 0, n);
         return;

@@ -27,10 +27,11 @@ int64_t nxe_parallel_grain(double work_per_item, double target_work);
 int64_t nxe_parallel_grain_few_chunks(const nxe_thread_pool *pool, int64_t n, int64_t grain);
 
 /* Runs fn over [0, n) in chunks of at least `grain` items, on the caller and the workers,
- * and returns when all chunks are done. pool may be NULL (runs inline). Safe to call from
- * several threads at once and from inside fn: a caller that finds the workers busy with
- * another caller's loop runs its whole range inline on its own thread, which gives the same
- * results, since no loop's results depend on how its range is split. */
+ * and returns when all chunks are done. pool may be NULL (runs inline); a loop of fewer than
+ * 2 * grain items also runs inline, as one call fn(ctx, 0, n), and wakes no worker. Safe to
+ * call from several threads at once and from inside fn: a caller that finds the workers busy
+ * with another caller's loop runs its whole range inline on its own thread, which gives the
+ * same results, since no loop's results depend on how its range is split. */
 void nxe_parallel_for(nxe_thread_pool *pool, int64_t n, int64_t grain, nxe_range_fn fn, void *ctx);
 
 #endif

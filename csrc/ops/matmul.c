@@ -621,9 +621,10 @@ static nxe_status gemm_run_prepared(const void *params, const void *prepared_in,
     const int64_t tiles = p->kernels->gemm_packed_tiles(&job.args);
     const int64_t threads = pool ? nxe_thread_pool_size(pool) : 1;
     job.tiles = tiles;
-    if (tiles < 2 * threads && threads > 1 && job.panels > 1) {
+    if ((tiles < 2 * threads || nxe_gemm_small_m(&job.args)) && threads > 1 && job.panels > 1) {
         /* Few rows (one sentence): split B's panels instead, so that the threads share the
-         * reading of the weights rather than each reading all of them. */
+         * reading of the weights rather than each reading all of them; the few-row path of
+         * the driver streams each thread's panels in turn. */
         job.panel_groups = job.panels < 2 * threads ? job.panels : 2 * threads;
         job.panels_per_group = (job.panels + job.panel_groups - 1) / job.panel_groups;
         job.panel_groups = (job.panels + job.panels_per_group - 1) / job.panels_per_group;

@@ -155,6 +155,51 @@ static void pack_a_tile(const nxe_gemm_packed_args *args, int64_t i0, int32_t mr
     }
 }
 
+/* Applies the epilogue to the finished tile of y at (i0, j0). */
+static void finish_tile(const nxe_gemm_packed_args *args, int64_t i0, int64_t j0, int32_t mr,
+                        int32_t nr)
+{
+    const nxe_epilogue_operands ops = {
+        .bias =
+            args->bias ? args->bias + i0 * args->bias_stride_m + j0 * args->bias_stride_n : NULL,
+        .bias_stride_m = args->bias_stride_m,
+        .bias_stride_n = args->bias_stride_n,
+        .residual = args->residual ? args->residual + i0 * args->residual_stride_m + j0 : NULL,
+        .ldr = args->residual_stride_m,
+    };
+    args->kernel->epilogue(mr, nr, args->y + i0 * args->y_stride_m + j0, args->y_stride_m,
+                           &args->epilogue, &ops);
+}
+
+/* Few rows (nxe_gemm_small_m): panel by panel, each over the whole reduction for every row
+ * tile in turn, so that a panel comes from memory once, while the kernel fetches the next one,
+ * and the row tiles after the first find it in cache. The next panel is fetched even past the
+ * end of the range: the thread that computes it (this one or another, panels being split
+ * between threads in contiguous groups) then finds it in a cache rather than in memory. */
+static void gemm_small_m_run(const nxe_gemm_packed_args *args, int64_t first_panel, int64_t panels,
+                             int64_t tile_begin, int64_t tile_end)
+{
+    const nxe_gemm_kernel *kernel = args->kernel;
+    const int32_t mr_max = kernel->mr, nr_max = kernel->nr;
+    const int64_t all_panels = (args->n + nr_max - 1) / nr_max;
+    for (int64_t p = first_panel; p < panels; p++) {
+        const float *b = nxe_gemm_panel_block(kernel, args->b_packed, nr_max, args->k, p, 0);
+        const float *next = p + 1 < all_panels ? nxe_gemm_panel_block(kernel, args->b_packed,
+                                                                      nr_max, args->k, p + 1, 0)
+                                               : NULL;
+        const int64_t j0 = p * nr_max;
+        const int32_t nr = (int32_t)(args->n - j0 < nr_max ? args->n - j0 : nr_max);
+        for (int64_t t = tile_begin; t < tile_end; t++) {
+            const int64_t i0 = t * mr_max;
+            const int32_t mr = (int32_t)(args->m - i0 < mr_max ? args->m - i0 : mr_max);
+            float *c = args->y + i0 * args->y_stride_m + j0;
+            kernel->run_panel(mr, nr, args->k, args->a + i0 * args->a_stride_m, args->a_stride_m, b,
+                              next, c, args->y_stride_m);
+            finish_tile(args, i0, j0, mr, nr);
+        }
+    }
+}
+
 void NXE_ISA_NAME(nxe_gemm_packed_run)(const nxe_gemm_packed_args *args, int64_t tile_begin,
                                        int64_t tile_end)
 {
@@ -163,6 +208,10 @@ void NXE_ISA_NAME(nxe_gemm_packed_run)(const nxe_gemm_packed_args *args, int64_t
     const int64_t all_panels = (args->n + nr_max - 1) / nr_max;
     const int64_t first_panel = args->panel_end > 0 ? args->panel_begin : 0;
     const int64_t panels = args->panel_end > 0 ? args->panel_end : all_panels;
+    if (nxe_gemm_small_m(args)) {
+        gemm_small_m_run(args, first_panel, panels, tile_begin, tile_end);
+        return;
+    }
     int64_t nc_panels = GEMM_NC_BYTES / ((int64_t)NXE_GEMM_KC * nr_max *
                                          (int64_t)nxe_gemm_element_size(kernel->type));
     nc_panels = nc_panels < 1 ? 1 : nc_panels > GEMM_NC_MAX_PANELS ? GEMM_NC_MAX_PANELS : nc_panels;
@@ -202,20 +251,8 @@ void NXE_ISA_NAME(nxe_gemm_packed_run)(const nxe_gemm_packed_args *args, int64_t
                     else
                         kernel->run(mr, nr, kc, a_panel, b_rows[p - pb], c, args->y_stride_m,
                                     k0 > 0);
-                    if (last) {
-                        nxe_epilogue_operands ops = {
-                            .bias = args->bias ? args->bias + i0 * args->bias_stride_m +
-                                                     j0 * args->bias_stride_n
-                                               : NULL,
-                            .bias_stride_m = args->bias_stride_m,
-                            .bias_stride_n = args->bias_stride_n,
-                            .residual = args->residual
-                                            ? args->residual + i0 * args->residual_stride_m + j0
-                                            : NULL,
-                            .ldr = args->residual_stride_m,
-                        };
-                        kernel->epilogue(mr, nr, c, args->y_stride_m, &args->epilogue, &ops);
-                    }
+                    if (last)
+                        finish_tile(args, i0, j0, mr, nr);
                 }
             }
             if (args->k == 0)

@@ -110,6 +110,71 @@ static void test_microkernel(const nxe_gemm_kernel *kernel)
     }
 }
 
+/* The few-row variant: A rows in place (a_stride_m apart), one whole packed B panel over
+ * reductions longer than a driver's block, a next panel to fetch or none; every element against
+ * a double reference, and bit for bit against the _rows variant over the same reduction (the
+ * same chains). */
+static void test_panel_microkernel(const nxe_gemm_kernel *kernel)
+{
+    const int64_t ks[] = {0, 1, 2, 7, 33, 256, 300, 513};
+    for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+        const int64_t k = ks[ki], a_stride = k + 5;
+        for (int32_t mr = 1; mr <= kernel->mr; mr++) {
+            for (int32_t nr = 1; nr <= kernel->nr; nr += (nr < 17 ? 1 : 7)) {
+                float *a = random_floats((size_t)(mr * a_stride)),
+                      *b = random_floats((size_t)(k * nr));
+                /* Two panels: the one computed and a next one to fetch. */
+                float *bp =
+                    malloc(2 * nxe_gemm_packed_bytes(kernel, k, kernel->nr, kernel->nr) + 4);
+                nxe_gemm_pack(kernel, kernel->nr, b, nr, 1, k, nr, bp);
+                const float *next = (const float *)bp + k * kernel->nr;
+                const void **rows = malloc(sizeof(void *) * (size_t)(k + 1));
+                for (int64_t q = 0; q < k; q++)
+                    rows[q] = (const float *)bp + q * kernel->nr;
+                const int64_t ldc = nr + 3;
+                float *c = random_floats((size_t)(mr * ldc)),
+                      *c0 = malloc(sizeof(float) * (size_t)(mr * ldc)),
+                      *by_rows = malloc(sizeof(float) * (size_t)(mr * ldc));
+                memcpy(c0, c, sizeof(float) * (size_t)(mr * ldc));
+                memcpy(by_rows, c, sizeof(float) * (size_t)(mr * ldc));
+                kernel->run_panel(mr, nr, k, a, a_stride, bp, ki % 2 ? next : NULL, c, ldc);
+                kernel->run_rows(mr, nr, k, a, a_stride, rows, by_rows, ldc, 0);
+                for (int32_t i = 0; i < mr; i++) {
+                    for (int32_t j = 0; j < ldc; j++) {
+                        if (j >= nr) {
+                            CHECK(c[i * ldc + j] == c0[i * ldc + j],
+                                  "%s panel wrote outside the tile at (%d, %d)", kernel->name, i,
+                                  j);
+                            continue;
+                        }
+                        double want = 0.0, mag = 0.0;
+                        for (int64_t q = 0; q < k; q++) {
+                            double p = (double)a[i * a_stride + q] * (double)b[q * nr + j];
+                            want += p;
+                            mag += fabs(p);
+                        }
+                        double tol = 2.0 * (double)(k + 2) * 6e-8 * mag + 1e-30;
+                        CHECK(fabs(c[i * ldc + j] - want) <= tol,
+                              "%s panel mr=%d nr=%d k=%lld (%d,%d): %g vs %g", kernel->name, mr, nr,
+                              (long long)k, i, j, c[i * ldc + j], want);
+                        CHECK(c[i * ldc + j] == by_rows[i * ldc + j],
+                              "%s panel mr=%d nr=%d k=%lld (%d,%d): %g, the rows variant %g",
+                              kernel->name, mr, nr, (long long)k, i, j, c[i * ldc + j],
+                              by_rows[i * ldc + j]);
+                    }
+                }
+                free(a);
+                free(b);
+                free(bp);
+                free(rows);
+                free(c);
+                free(c0);
+                free(by_rows);
+            }
+        }
+    }
+}
+
 /* ---- epilogues and vectorized activations ---- */
 
 /* Bounds of each activation's vectorized form against libm (absolute + relative). */
@@ -327,6 +392,81 @@ static void test_gemm_driver(const nxe_kernel_table *table, const nxe_gemm_kerne
             free(residual);
             free(y);
             free(ref);
+            free(packed);
+        }
+    }
+}
+
+/* The driver's few-row path (nxe_gemm_small_m) against its blocked path (the same kernel
+ * without run_panel), bit for bit: rows across the few-row limit, column and reduction tails,
+ * reductions longer than a block, the epilogue with a bias per column, GELU and a residual, and
+ * the panels split between two calls as the op splits them between threads. */
+static void test_gemm_small_m(const nxe_kernel_table *table, const nxe_gemm_kernel *kernel)
+{
+    nxe_gemm_kernel blocked = *kernel;
+    blocked.run_panel = NULL;
+    const int64_t ns[] = {1, kernel->nr - 1, kernel->nr + 1, 3 * kernel->nr + 5};
+    const int64_t ks[] = {1, 9, 256, 300};
+    const int64_t max_m = NXE_GEMM_SMALL_M_TILES * kernel->mr + 1;
+    for (int64_t m = 1; m <= max_m; m++) {
+        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+            const int64_t n = ns[ni], k = ks[(size_t)m % (sizeof ks / sizeof ks[0])];
+            float *a = random_floats((size_t)(m * k)), *b = random_floats((size_t)(k * n)),
+                  *bias = random_floats((size_t)n), *residual = random_floats((size_t)(m * n));
+            float *y = malloc(sizeof(float) * (size_t)(m * n)),
+                  *want = malloc(sizeof(float) * (size_t)(m * n));
+            void *packed = malloc(nxe_gemm_packed_bytes(kernel, k, n, kernel->nr));
+            nxe_gemm_pack(kernel, kernel->nr, b, n, 1, k, n, packed);
+            nxe_gemm_packed_args args = {
+                .kernel = kernel,
+                .m = m,
+                .n = n,
+                .k = k,
+                .a = a,
+                .a_stride_m = k,
+                .a_stride_k = 1,
+                .b_packed = packed,
+                .y = y,
+                .y_stride_m = n,
+                .bias = bias,
+                .bias_stride_m = 0,
+                .bias_stride_n = 1,
+                .residual = residual,
+                .residual_stride_m = n,
+                .epilogue = {.scale = 1.0f,
+                             .activation = NXE_ACTIVATION_GELU_ERF,
+                             .residual_before_activation = 0,
+                             .bias_scale = 1.0f},
+            };
+            CHECK(nxe_gemm_small_m(&args) == (m < max_m && m * k <= NXE_GEMM_SMALL_M_A_BYTES / 4),
+                  "%s: m=%lld k=%lld few-row choice %d", kernel->name, (long long)m, (long long)k,
+                  nxe_gemm_small_m(&args));
+            const int64_t tiles = table->gemm_packed_tiles(&args);
+            const int64_t panels = (n + kernel->nr - 1) / kernel->nr, half = (panels + 1) / 2;
+            /* Panels split as the op splits them between threads. */
+            for (int part = 0; part < 2; part++) {
+                nxe_gemm_packed_args range = args;
+                range.panel_begin = part ? half : 0;
+                range.panel_end = part ? panels : half;
+                if (range.panel_end > range.panel_begin)
+                    table->gemm_packed_run(&range, 0, tiles);
+            }
+            nxe_gemm_packed_args reference = args;
+            reference.kernel = &blocked;
+            reference.y = want;
+            table->gemm_packed_run(&reference, 0, tiles);
+            int mismatches = 0;
+            for (int64_t i = 0; i < m * n; i++)
+                mismatches += y[i] != want[i];
+            CHECK(mismatches == 0,
+                  "%s few-row GEMM %lldx%lldx%lld: %d elements differ from the blocked path",
+                  kernel->name, (long long)m, (long long)n, (long long)k, mismatches);
+            free(a);
+            free(b);
+            free(bias);
+            free(residual);
+            free(y);
+            free(want);
             free(packed);
         }
     }
@@ -837,12 +977,14 @@ typedef struct pool_probe {
     _Atomic int64_t *counts;
     _Atomic int inside; /* chunks running now */
     int slow;           /* every item sleeps a little */
+    _Atomic int calls;  /* chunks run */
 } pool_probe;
 
 static void count_items(void *ctx, int64_t begin, int64_t end)
 {
     pool_probe *probe = ctx;
     probe->inside++;
+    probe->calls++;
     for (int64_t i = begin; i < end; i++) {
         probe->counts[i]++;
         if (probe->slow) {
@@ -989,13 +1131,18 @@ static void test_thread_pool(void)
         enum { MAX_N = 257 };
         _Atomic int64_t counts[MAX_N];
         for (int round = 0; round < 3000; round++) {
-            pool_probe probe = {counts, 0, round % 50 == 7};
+            pool_probe probe = {counts, 0, round % 50 == 7, 0};
             const int64_t n = probe.slow ? 1 + round % 16 : 1 + round % MAX_N;
+            const int64_t grain = 1 + round % 3;
             for (int64_t i = 0; i < n; i++)
                 counts[i] = 0;
-            nxe_parallel_for(pool, n, 1 + round % 3, count_items, &probe);
+            nxe_parallel_for(pool, n, grain, count_items, &probe);
             CHECK(probe.inside == 0, "%d threads, round %d: %d chunks still running after the loop",
                   threads, round, (int)probe.inside);
+            /* Under two grains: one inline call. From two grains on, with workers: chunks. */
+            CHECK(n < 2 * grain ? probe.calls == 1 : threads == 1 || probe.calls >= 2,
+                  "%d threads, n %lld, grain %lld: %d chunks", threads, (long long)n,
+                  (long long)grain, (int)probe.calls);
             int64_t wrong = 0;
             for (int64_t i = 0; i < n; i++)
                 wrong += counts[i] != 1;
@@ -1169,6 +1316,10 @@ static void test_microkernels(const nxe_ukernel_entry *entries, int32_t count, b
         int before = failures;
         if (e->gemm) {
             test_microkernel(e->gemm);
+            if (e->gemm->run_panel) {
+                test_panel_microkernel(e->gemm);
+                test_gemm_small_m(row, e->gemm);
+            }
             test_gemm_driver(row, e->gemm);
             test_conv_driver(row, e->gemm);
             if (e->gemm->type == NXE_GEMM_F32)

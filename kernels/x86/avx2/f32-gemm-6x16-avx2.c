@@ -1,6 +1,7 @@
 /* f32-gemm-6x16-avx2.c — the f32 packed-GEMM microkernel for AVX2+FMA (kernels/gemm.h): a 6-row
  * by 16-column tile of C in 12 ymm accumulators, one broadcast of A and two vectors of B per k
- * step, masked loads and stores for column tails. Built only for x86-64 with -mavx2 -mfma. */
+ * step, masked loads and stores for column tails; B from row pointers or, for few rows, one
+ * whole packed panel while the next one is fetched. Built only for x86-64 with -mavx2 -mfma. */
 #include "list.h"
 
 #if defined(__x86_64__)
@@ -8,14 +9,17 @@
 #include <immintrin.h>
 
 #define MR 6
+#define NR 16
 
 /* A is a packed panel (element (k, i) at a[k * MR + i]) or rows of memory (element (k, i)
  * at a[i * a_stride_m + k]); `packed` is a constant at every call, and so is `full` (all 16
- * columns: plain loads and stores, which AMD cores issue at twice the rate of masked ones). */
+ * columns: plain loads and stores, which AMD cores issue at twice the rate of masked ones). B
+ * is given by b_rows or, with `panel` (a constant too), is the packed panel b_panel, and `next`
+ * the panel to fetch meanwhile. */
 static inline __attribute__((always_inline)) void
 tile(int32_t rows, int32_t vecs, int full, __m256i last_mask, int64_t kc, const float *a,
-     int packed, int64_t a_stride_m, const void *const *b_rows, float *c, int64_t ldc,
-     int32_t accumulate)
+     int packed, int64_t a_stride_m, const void *const *b_rows, int panel, const float *b_panel,
+     const float *next, float *c, int64_t ldc, int32_t accumulate)
 {
     const float *a_rows[MR];
 #pragma GCC unroll 6
@@ -32,7 +36,11 @@ tile(int32_t rows, int32_t vecs, int full, __m256i last_mask, int64_t kc, const 
                         : full ? _mm256_loadu_ps(c + i * ldc + v * 8)
                                : _mm256_maskload_ps(c + i * ldc + v * 8, mask[v]);
     for (int64_t k = 0; k < kc; k++) {
-        const float *b = b_rows[k];
+        const float *b = panel ? b_panel + k * NR : b_rows[k];
+        /* A row of the next panel per row of this one: one panel's time ahead of its use,
+         * into L2 only (a whole panel ahead overflows L1). */
+        if (panel)
+            _mm_prefetch((const char *)(next + k * NR), _MM_HINT_T1);
         __m256 b0 = full ? _mm256_loadu_ps(b) : _mm256_maskload_ps(b, mask[0]);
         __m256 b1 = vecs == 1 ? b0
                     : full    ? _mm256_loadu_ps(b + 8)
@@ -61,10 +69,15 @@ tile(int32_t rows, int32_t vecs, int full, __m256i last_mask, int64_t kc, const 
 
 #define ROWS_CASE(rows, vecs, full)                                                                \
     case rows:                                                                                     \
-        if (packed)                                                                                \
-            tile(rows, vecs, full, last_mask, kc, a, 1, 0, b_rows, c, ldc, accumulate);            \
+        if (b_panel)                                                                               \
+            tile(rows, vecs, full, last_mask, kc, a, 0, a_stride_m, NULL, 1, b_panel, next, c,     \
+                 ldc, 0);                                                                          \
+        else if (packed)                                                                           \
+            tile(rows, vecs, full, last_mask, kc, a, 1, 0, b_rows, 0, NULL, NULL, c, ldc,          \
+                 accumulate);                                                                      \
         else                                                                                       \
-            tile(rows, vecs, full, last_mask, kc, a, 0, a_stride_m, b_rows, c, ldc, accumulate);   \
+            tile(rows, vecs, full, last_mask, kc, a, 0, a_stride_m, b_rows, 0, NULL, NULL, c, ldc, \
+                 accumulate);                                                                      \
         break;
 
 /* One case label per row count, laid out as the tile sizes read. */
@@ -78,8 +91,10 @@ tile(int32_t rows, int32_t vecs, int full, __m256i last_mask, int64_t kc, const 
     }
 /* clang-format on */
 
+/* B from b_rows, or the panel b_panel when that is set. */
 static void run(int32_t mr, int32_t nr, int64_t kc, const float *a, int packed, int64_t a_stride_m,
-                const void *const *b_rows, float *c, int64_t ldc, int32_t accumulate)
+                const void *const *b_rows, const float *b_panel, const float *next, float *c,
+                int64_t ldc, int32_t accumulate)
 {
     int32_t vecs = nr > 8 ? 2 : 1;
     int32_t tail = nr - (vecs - 1) * 8;
@@ -97,14 +112,21 @@ static void run(int32_t mr, int32_t nr, int64_t kc, const float *a, int packed, 
 void nxe_f32_gemm_6x16_avx2(int32_t mr, int32_t nr, int64_t kc, const void *a_packed,
                             const void *const *b_rows, float *c, int64_t ldc, int32_t accumulate)
 {
-    run(mr, nr, kc, a_packed, 1, 0, b_rows, c, ldc, accumulate);
+    run(mr, nr, kc, a_packed, 1, 0, b_rows, NULL, NULL, c, ldc, accumulate);
 }
 
 void nxe_f32_gemm_6x16_rows_avx2(int32_t mr, int32_t nr, int64_t kc, const float *a,
                                  int64_t a_stride_m, const void *const *b_rows, float *c,
                                  int64_t ldc, int32_t accumulate)
 {
-    run(mr, nr, kc, a, 0, a_stride_m, b_rows, c, ldc, accumulate);
+    run(mr, nr, kc, a, 0, a_stride_m, b_rows, NULL, NULL, c, ldc, accumulate);
+}
+
+void nxe_f32_gemm_6x16_panel_avx2(int32_t mr, int32_t nr, int64_t k, const float *a,
+                                  int64_t a_stride_m, const float *b, const float *next, float *c,
+                                  int64_t ldc)
+{
+    run(mr, nr, k, a, 0, a_stride_m, NULL, b, next ? next : b, c, ldc, 0);
 }
 
 #endif
