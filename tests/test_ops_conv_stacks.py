@@ -1,10 +1,11 @@
-"""Convolution stacks run depth-first (csrc/transform/bands.c): consecutive 2-D convolutions
-run band by band of output rows, each adding the rows the next one reads, instead of layer by
-layer. Every row is computed once by the same code, so the results must equal the layer-by-layer
-run (NXE_DEPTH_FIRST=off) bit for bit: with direct and Winograd convolutions, residuals fused
-from earlier in the stack, heights that are not a multiple of a band or of Winograd's 4-row
-tiles, chains broken by convolutions that cannot run by rows, compiled in memory and loaded
-from a binary. At the scalar level no step is prepared and nothing runs depth-first."""
+"""Convolution stacks run depth-first (csrc/transform/bands.c) with NXE_DEPTH_FIRST=on: consecutive
+2-D convolutions run band by band of output rows, each adding the rows the next one reads,
+instead of layer by layer (the default). Every row is computed once by the same code, so the
+results must equal the layer-by-layer run bit for bit: with direct and Winograd convolutions,
+residuals fused from earlier in the stack, heights that are not a multiple of a band or of
+Winograd's 4-row tiles, chains broken by convolutions that cannot run by rows, compiled in
+memory and loaded from a binary. At the scalar level no step is prepared and nothing runs depth-
+first."""
 
 from __future__ import annotations
 
@@ -89,6 +90,9 @@ def test_a_band_run_keeps_every_tensor_of_the_chain_alive(monkeypatch):
     g = stack(h, w)
     off = runs(g, {"x": np.zeros((1, 3, h, w), np.float32)}, monkeypatch)
     arena = {mode: exe.memory_info()["arena_bytes"] for mode, (exe, _, _) in off.items()}
+    monkeypatch.delenv("NXE_DEPTH_FIRST")
+    arena["unset"] = g.compile(threads=2).memory_info()["arena_bytes"]
+    assert arena["unset"] == arena["off"], arena  # layer by layer unless asked
     if DEPTH_FIRST:
         assert arena["on"] > arena["off"], arena
     else:

@@ -8,7 +8,7 @@
 /* A band's rows, across the chain's outputs, hold about this many bytes: far below the
  * last-level cache, so that a step reads the rows the previous one wrote before they are
  * evicted, and large enough that each step's part of a band still splits across threads. */
-#define BAND_BYTES ((int64_t)2 << 20)
+#define BAND_BYTES ((int64_t)1 << 20)
 /* Fewer rows than this per band cost more in per-step overhead than they save. */
 #define BAND_MIN_ROWS 4
 
@@ -38,7 +38,7 @@ void nxe_plan_bands(nxe_exe_step *steps, int32_t num_steps)
     for (int32_t s = 0; s < num_steps; s++)
         steps[s].band_steps = 0;
     const char *mode = getenv("NXE_DEPTH_FIRST");
-    if (mode && (strcmp(mode, "off") == 0 || strcmp(mode, "0") == 0))
+    if (!mode || (strcmp(mode, "on") != 0 && strcmp(mode, "1") != 0))
         return;
     for (int32_t head = 0; head < num_steps;) {
         int32_t end = head;

@@ -9,12 +9,12 @@
  * computes a band of the last step's output rows at a time, each step first adding the rows
  * the next one needs, so the rows one step writes are read by the next while still in cache.
  * Every row is computed once, by the same code as a whole run: the results are the same bit
- * for bit. NXE_DEPTH_FIRST=off in the environment, read at every prepare, leaves every step
- * whole. */
+ * for bit. Only with NXE_DEPTH_FIRST=on in the environment, read at every prepare: on the CPUs
+ * measured so far band runs do not yet beat layer-by-layer runs (docs/architecture.md). */
 void nxe_plan_bands(nxe_exe_step *steps, int32_t num_steps);
 
 /* Most steps in one chain; a longer stack runs as several chains. */
-#define NXE_BAND_MAX_STEPS 64
+#define NXE_BAND_MAX_STEPS 8
 
 /* The step after chain_head's chain's last: lifetimes of tensors its steps touch extend to
  * it - 1 (memory planning), as a band run interleaves the steps. */
