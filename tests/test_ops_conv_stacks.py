@@ -1,11 +1,11 @@
-"""Convolution stacks run depth-first (csrc/transform/bands.c) with NXE_DEPTH_FIRST=on: consecutive
-2-D convolutions run band by band of output rows, each adding the rows the next one reads,
-instead of layer by layer (the default). Every row is computed once by the same code, so the
+"""Convolution stacks run depth-first (csrc/transform/bands.c) with NXE_DEPTH_FIRST=on:
+consecutive 2-D convolutions run band by band of output rows, each adding the rows the next one
+reads, instead of layer by layer (the default). Every row is computed once by the same code, so the
 results must equal the layer-by-layer run bit for bit: with direct and Winograd convolutions,
 residuals fused from earlier in the stack, heights that are not a multiple of a band or of
 Winograd's 4-row tiles, chains broken by convolutions that cannot run by rows, compiled in
-memory and loaded from a binary. At the scalar level no step is prepared and nothing runs depth-
-first."""
+memory and loaded from a binary. At the scalar level no step is prepared and nothing runs
+depth-first."""
 
 from __future__ import annotations
 
