@@ -289,6 +289,9 @@ typedef struct nxe_winograd_args {
     const float *residual; /* same shape and layout as the output, or NULL */
     float *output;
     nxe_epilogue epilogue;
+    /* The tiles to compute, [tile_begin, tile_end) in (batch, tile row, tile column) order;
+     * tile_end 0 means through the last tile. */
+    int64_t tile_begin, tile_end;
 } nxe_winograd_args;
 
 /* Whether a convolution is one the Winograd path computes (above). */
@@ -306,8 +309,8 @@ void nxe_winograd_transform_weight(const nxe_conv_geometry *g, int32_t channels_
                                    const float *weight, float *dst);
 
 /* Drivers, per ISA level:
- *   winograd_blocks(args): blocks of tile_block consecutive tiles, tiles ordered by (batch,
- *     tile row, tile column);
+ *   winograd_blocks(args): blocks of tile_block consecutive tiles of args' tile range, the
+ *     first starting at tile_begin, tiles ordered by (batch, tile row, tile column);
  *   winograd_run(args, scratch, block_begin, block_end): computes those blocks' outputs, one
  *     after the other in `scratch` (nxe_winograd_scratch_bytes, 64-byte aligned). A tile's
  *     result does not depend on how blocks are split among calls. */

@@ -690,12 +690,13 @@ static nxe_status conv_prepare(const void *params_in, const nxe_value *inputs, i
 typedef struct conv_gemm_job {
     const conv_prepared *prepared;
     nxe_conv_gemm_args args;
+    int64_t first; /* the item the loop's 0 stands for */
 } conv_gemm_job;
 
 static void conv_gemm_tiles(void *ctx, int64_t begin, int64_t end)
 {
     const conv_gemm_job *job = ctx;
-    job->prepared->kernels->conv_gemm_run(&job->args, begin, end);
+    job->prepared->kernels->conv_gemm_run(&job->args, job->first + begin, job->first + end);
 }
 
 typedef struct depthwise_job {
@@ -741,20 +742,19 @@ static void pairs_rows(void *ctx, int64_t begin, int64_t end)
     job->kernels->conv_bf16_pairs(job->geometry, job->input, job->pairs, begin, end);
 }
 
-static nxe_status conv_run_prepared(const void *params_in, const void *prepared_in,
-                                    const nxe_fused_epilogue *fused, void *workspace,
-                                    const nxe_value *inputs, int32_t num_inputs, nxe_value *outputs,
-                                    int32_t num_outputs, nxe_thread_pool *pool)
+/* Output rows [row_begin, row_end) of a step conv_band_shape accepts, or (0, 0) for the whole
+ * output of any prepared step. */
+static nxe_status conv_run_range(const conv_params *params, const conv_prepared *prepared,
+                                 const nxe_fused_epilogue *fused, void *workspace,
+                                 const nxe_value *inputs, nxe_value *outputs, nxe_thread_pool *pool,
+                                 int64_t row_begin, int64_t row_end)
 {
-    (void)num_inputs;
-    (void)num_outputs;
-    const conv_params *params = params_in;
-    const conv_prepared *prepared = prepared_in;
     const nxe_kernel_table *kernels = prepared->kernels;
+    const nxe_conv_geometry *g = &params->geometry;
+    const bool whole = row_end == 0;
     const float *bias = params->has_bias ? inputs[2].data : NULL;
     const float *residual = fused->residual_input >= 0 ? inputs[fused->residual_input].data : NULL;
     if (!prepared->kernel) {
-        const nxe_conv_geometry *g = &params->geometry;
         depthwise_job job = {prepared,
                              {&params->geometry, params->channels_last, inputs[0].data,
                               prepared->weights, bias, residual, outputs[0].data, fused->epilogue}};
@@ -766,6 +766,8 @@ static nxe_status conv_run_prepared(const void *params_in, const void *prepared_
         return NXE_OK;
     }
     if (prepared->tile_block > 0) {
+        /* Tile rows of 4 output rows; a range starts on one (row_unit 4). */
+        const int64_t tile_columns = (g->out_size[2] + 3) / 4;
         winograd_job job = {
             prepared,
             {
@@ -779,6 +781,8 @@ static nxe_status conv_run_prepared(const void *params_in, const void *prepared_
                 .residual = residual,
                 .output = outputs[0].data,
                 .epilogue = fused->epilogue,
+                .tile_begin = whole ? 0 : row_begin / 4 * tile_columns,
+                .tile_end = whole ? 0 : (row_end + 3) / 4 * tile_columns,
             },
             (char *)nxe_round_up((int64_t)(uintptr_t)workspace, 64),
             0,
@@ -804,6 +808,7 @@ static nxe_status conv_run_prepared(const void *params_in, const void *prepared_
             .output = outputs[0].data,
             .epilogue = fused->epilogue,
         },
+        0,
     };
     if (prepared->kernel->type == NXE_GEMM_BF16 && !params->channels_last) {
         pairs_job convert = {kernels, &params->geometry, inputs[0].data, workspace};
@@ -813,10 +818,61 @@ static nxe_status conv_run_prepared(const void *params_in, const void *prepared_
         job.args.input = workspace;
     }
     int64_t tiles = kernels->conv_gemm_tiles(&job.args);
+    if (!whole) {
+        /* Items run by (output row, pixel tile of the row) for one image, group and depth. */
+        const int64_t row_tiles = tiles / g->out_size[1];
+        job.first = row_begin * row_tiles;
+        tiles = (row_end - row_begin) * row_tiles;
+    }
     nxe_parallel_for(pool, tiles,
                      nxe_parallel_grain(kernels->conv_gemm_tile_work(&job.args), CONV_TASK_WORK),
                      conv_gemm_tiles, &job);
     return NXE_OK;
+}
+
+static nxe_status conv_run_prepared(const void *params, const void *prepared,
+                                    const nxe_fused_epilogue *fused, void *workspace,
+                                    const nxe_value *inputs, int32_t num_inputs, nxe_value *outputs,
+                                    int32_t num_outputs, nxe_thread_pool *pool)
+{
+    (void)num_inputs;
+    (void)num_outputs;
+    return conv_run_range(params, prepared, fused, workspace, inputs, outputs, pool, 0, 0);
+}
+
+/* Depth-first runs (transform/bands.c) take 2-D convolutions of one image and one group,
+ * channels first, stride 1 and dilation 1 along the height, on f32 operands (the direct
+ * product or Winograd): their work items are output rows. The bf16 product converts its whole
+ * input first and depthwise convolutions are cheap to stream; both keep whole runs. */
+static bool conv_band_shape(const void *params_in, const void *prepared_in, nxe_band_shape *shape)
+{
+    const conv_params *params = params_in;
+    const conv_prepared *prepared = prepared_in;
+    const nxe_conv_geometry *g = &params->geometry;
+    if (!prepared->kernel || prepared->kernel->type != NXE_GEMM_F32 || params->channels_last ||
+        g->batch != 1 || g->groups != 1 || g->out_size[0] != 1 || g->kernel[0] != 1 ||
+        g->stride[1] != 1 || g->dilation[1] != 1 || g->out_size[1] < 1)
+        return false;
+    *shape = (nxe_band_shape){
+        .rows = g->out_size[1],
+        .halo_top = g->pad_begin[1],
+        .halo_bottom = g->kernel[1] - 1 - g->pad_begin[1],
+        .row_unit = prepared->tile_block > 0 ? 4 : 1,
+        .row_bytes = (int64_t)sizeof(float) * g->out_channels * g->out_size[2],
+    };
+    return true;
+}
+
+static nxe_status conv_run_band(const void *params, const void *prepared,
+                                const nxe_fused_epilogue *fused, void *workspace,
+                                const nxe_value *inputs, int32_t num_inputs, nxe_value *outputs,
+                                int32_t num_outputs, nxe_thread_pool *pool, int64_t row_begin,
+                                int64_t row_end)
+{
+    (void)num_inputs;
+    (void)num_outputs;
+    return conv_run_range(params, prepared, fused, workspace, inputs, outputs, pool, row_begin,
+                          row_end);
 }
 
 /* Schemas. Attribute defaults depend on the rank, so each op has its own tables. */
@@ -1050,7 +1106,8 @@ static void conv_kernel_name(const void *prepared_in, char *name, size_t size)
         snprintf(name, size, "f32-depthwise-%s", prepared->kernels->name);
 }
 
-#define CONV_DEF(op_name, id, summary, outputs_, infer_, run_, prepare_, run_prepared_)            \
+#define CONV_DEF(op_name, id, summary, outputs_, infer_, run_, prepare_, run_prepared_,            \
+                 band_shape_, run_rows_)                                                           \
     {NXE_INFO(op_name, summary, id##_inputs, outputs_, id##_attrs),                                \
      sizeof(conv_params),                                                                          \
      infer_,                                                                                       \
@@ -1058,33 +1115,39 @@ static void conv_kernel_name(const void *prepared_in, char *name, size_t size)
      prepare_,                                                                                     \
      run_prepared_,                                                                                \
      NULL,                                                                                         \
-     conv_kernel_name}
+     conv_kernel_name,                                                                             \
+     band_shape_,                                                                                  \
+     run_rows_}
 
 static const nxe_op_def conv_defs[] = {
     CONV_DEF("Conv1d", conv1d,
              "1-D convolution with optional bias, strides, dilations, padding and groups "
              "(depthwise when group == C), in NCW or NWC.",
-             conv_outputs, conv1d_infer, conv_run, conv_prepare, conv_run_prepared),
+             conv_outputs, conv1d_infer, conv_run, conv_prepare, conv_run_prepared, NULL, NULL),
     CONV_DEF("Conv2d", conv2d,
              "2-D convolution with optional bias, strides, dilations, padding and groups "
              "(depthwise when group == C), in NCHW or NHWC.",
-             conv_outputs, conv2d_infer, conv_run, conv_prepare, conv_run_prepared),
+             conv_outputs, conv2d_infer, conv_run, conv_prepare, conv_run_prepared, conv_band_shape,
+             conv_run_band),
     CONV_DEF("Conv3d", conv3d,
              "3-D convolution with optional bias, strides, dilations, padding and groups "
              "(depthwise when group == C), in NCDHW or NDHWC.",
-             conv_outputs, conv3d_infer, conv_run, conv_prepare, conv_run_prepared),
+             conv_outputs, conv3d_infer, conv_run, conv_prepare, conv_run_prepared, NULL, NULL),
     CONV_DEF("ConvTranspose1d", conv_transpose1d,
              "1-D transposed convolution (fractionally strided; the gradient of Conv1d) with "
              "optional bias, strides, dilations, pads, output_padding and groups, in NCW.",
-             conv_transpose_outputs, conv_transpose1d_infer, conv_transpose_run, NULL, NULL),
+             conv_transpose_outputs, conv_transpose1d_infer, conv_transpose_run, NULL, NULL, NULL,
+             NULL),
     CONV_DEF("ConvTranspose2d", conv_transpose2d,
              "2-D transposed convolution (fractionally strided; the gradient of Conv2d) with "
              "optional bias, strides, dilations, pads, output_padding and groups, in NCHW.",
-             conv_transpose_outputs, conv_transpose2d_infer, conv_transpose_run, NULL, NULL),
+             conv_transpose_outputs, conv_transpose2d_infer, conv_transpose_run, NULL, NULL, NULL,
+             NULL),
     CONV_DEF("ConvTranspose3d", conv_transpose3d,
              "3-D transposed convolution (fractionally strided; the gradient of Conv3d) with "
              "optional bias, strides, dilations, pads, output_padding and groups, in NCDHW.",
-             conv_transpose_outputs, conv_transpose3d_infer, conv_transpose_run, NULL, NULL),
+             conv_transpose_outputs, conv_transpose3d_infer, conv_transpose_run, NULL, NULL, NULL,
+             NULL),
     {NXE_INFO("DepthToSpace",
               "Rearranges blocks of channels into spatial blocks (pixel shuffle); any dtype.",
               depth_to_space_inputs, depth_to_space_outputs, depth_to_space_attrs),

@@ -86,6 +86,28 @@ typedef nxe_status (*nxe_op_run_prepared_fn)(const void *params, const void *pre
                                              nxe_value *outputs, int32_t num_outputs,
                                              nxe_thread_pool *pool);
 
+/* How a prepared step runs by rows of its output, for depth-first runs of convolution stacks
+ * (transform/bands.c): output 0 has `rows` rows; its rows [r0, r1) read rows [r0 - halo_top,
+ * r1 + halo_bottom) of input 0 (clipped to that input) and the same rows of a fused residual;
+ * a range must start at a multiple of `row_unit`; one output row holds `row_bytes`. */
+typedef struct nxe_band_shape {
+    int64_t rows;
+    int64_t halo_top, halo_bottom;
+    int64_t row_unit;
+    int64_t row_bytes;
+} nxe_band_shape;
+
+/* Optional, with prepare: whether the prepared step can run by rows, and how (*shape). */
+typedef bool (*nxe_op_band_shape_fn)(const void *params, const void *prepared,
+                                     nxe_band_shape *shape);
+/* With band_shape: run_prepared restricted to output rows [row_begin, row_end); running every
+ * row once, in any split, writes what run_prepared writes, bit for bit. */
+typedef nxe_status (*nxe_op_run_rows_fn)(const void *params, const void *prepared,
+                                         const nxe_fused_epilogue *fused, void *workspace,
+                                         const nxe_value *inputs, int32_t num_inputs,
+                                         nxe_value *outputs, int32_t num_outputs,
+                                         nxe_thread_pool *pool, int64_t row_begin, int64_t row_end);
+
 /* Optional: whether this step (f32, one input, elementwise) is an activation a GEMM epilogue
  * can apply, and which one (sets activation, alpha, beta). */
 typedef bool (*nxe_op_as_activation_fn)(const void *params, const nxe_value *inputs,
@@ -104,6 +126,8 @@ typedef struct nxe_op_def {
     nxe_op_run_prepared_fn run_prepared;
     nxe_op_as_activation_fn as_activation; /* optional */
     nxe_op_kernel_name_fn kernel_name;     /* with prepare */
+    nxe_op_band_shape_fn band_shape;       /* optional, with run_rows */
+    nxe_op_run_rows_fn run_rows;
 } nxe_op_def;
 
 /* Each op family file exports a table; the registry (csrc/ops/registry.c) lists them. */

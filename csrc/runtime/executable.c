@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "runtime/executable_internal.h"
+#include "transform/bands.h"
 
 #define STAGING_ALIGNMENT 64u
 
@@ -652,14 +653,10 @@ static bool outputs_empty(const nxe_exe_step *step)
     return step->num_outputs > 0;
 }
 
-/* Runs step `s` in `context`. */
-static nxe_status run_step(const nxe_executable *exe, nxe_run_context *context, int32_t s,
-                           const char *where)
+/* The step's descriptors are shared by every run: this run's copies, in the context's
+ * scratch values, carry its data. */
+static nxe_value *bind_step(const nxe_exe_step *step, nxe_run_context *context)
 {
-    const nxe_exe_step *step = &exe->steps[s];
-    if (outputs_empty(step))
-        return NXE_OK;
-    /* The step's descriptors are shared by every run: this run's copies carry its data. */
     nxe_value *inputs = context->values, *outputs = context->values + step->num_inputs;
     memcpy(inputs, step->input_values, sizeof(nxe_value) * (size_t)step->num_inputs);
     memcpy(outputs, step->output_values, sizeof(nxe_value) * (size_t)step->num_outputs);
@@ -668,16 +665,32 @@ static nxe_status run_step(const nxe_executable *exe, nxe_run_context *context, 
             inputs[j].data = context->data[step->input_ids[j]];
     for (int32_t j = 0; j < step->num_outputs; j++)
         outputs[j].data = context->data[step->output_ids[j]];
+    return inputs;
+}
+
+static nxe_status step_status(const nxe_exe_step *step, nxe_status status, const char *where)
+{
+    if (status != NXE_OK)
+        nxe_error_prefix("%s: op '%s' ('%s'): ", where, nxe_node_type(&step->node),
+                         step->node.name);
+    return status;
+}
+
+/* Runs step `s` in `context`. */
+static nxe_status run_step(const nxe_executable *exe, nxe_run_context *context, int32_t s,
+                           const char *where)
+{
+    const nxe_exe_step *step = &exe->steps[s];
+    if (outputs_empty(step))
+        return NXE_OK;
+    nxe_value *inputs = bind_step(step, context), *outputs = inputs + step->num_inputs;
     nxe_status status =
         step->prepared ? step->node.def->run_prepared(step->params, step->prepared, &step->fused,
                                                       context->workspace, inputs, step->num_inputs,
                                                       outputs, step->num_outputs, exe->pool)
                        : step->node.def->run(step->params, inputs, step->num_inputs, outputs,
                                              step->num_outputs, exe->pool);
-    if (status != NXE_OK)
-        nxe_error_prefix("%s: op '%s' ('%s'): ", where, nxe_node_type(&step->node),
-                         step->node.name);
-    return status;
+    return step_status(step, status, where);
 }
 
 static uint64_t monotonic_ns(void)
@@ -685,6 +698,52 @@ static uint64_t monotonic_ns(void)
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+static int64_t round_up_rows(int64_t rows, int64_t unit, int64_t limit)
+{
+    const int64_t rounded = (rows + unit - 1) / unit * unit;
+    return rounded < limit ? rounded : limit;
+}
+
+/* Runs the chain that starts at step `head` (transform/bands.c) band by band: for each band
+ * of the last step's rows, each step, first to last, adds the rows the next one reads (its
+ * band and the next step's halo below it). `timings`, when profiling, receives each step's
+ * first start and its summed time, relative to `begin`. */
+static nxe_status run_chain(const nxe_executable *exe, nxe_run_context *context, int32_t head,
+                            uint64_t *timings, uint64_t begin, const char *where)
+{
+    const nxe_exe_step *steps = exe->steps + head;
+    const int32_t n = steps[0].band_steps;
+    int64_t done[NXE_BAND_MAX_STEPS] = {0}, want[NXE_BAND_MAX_STEPS];
+    const int64_t rows = steps[n - 1].band.rows;
+    for (int64_t target = steps[0].band_rows; done[n - 1] < rows; target += steps[0].band_rows) {
+        want[n - 1] = round_up_rows(target, steps[n - 1].band.row_unit, rows);
+        for (int32_t i = n - 2; i >= 0; i--)
+            want[i] = round_up_rows(want[i + 1] + steps[i + 1].band.halo_bottom,
+                                    steps[i].band.row_unit, steps[i].band.rows);
+        for (int32_t i = 0; i < n; i++) {
+            if (want[i] <= done[i])
+                continue;
+            const nxe_exe_step *step = &steps[i];
+            const uint64_t start = timings ? monotonic_ns() : 0;
+            nxe_value *inputs = bind_step(step, context);
+            nxe_status status = step->node.def->run_rows(
+                step->params, step->prepared, &step->fused, context->workspace, inputs,
+                step->num_inputs, inputs + step->num_inputs, step->num_outputs, exe->pool, done[i],
+                want[i]);
+            if (status != NXE_OK)
+                return step_status(step, status, where);
+            if (timings) {
+                uint64_t *mine = timings + 2 * (head + i);
+                if (done[i] == 0)
+                    mine[0] = start - begin, mine[1] = 0;
+                mine[1] += monotonic_ns() - start;
+            }
+            done[i] = want[i];
+        }
+    }
+    return NXE_OK;
 }
 
 /* Runs every step; `profile`: records each step's start and elapsed time in the context's
@@ -695,13 +754,25 @@ static nxe_status run_steps(const nxe_executable *exe, nxe_run_context *context,
 {
     nxe_status status = NXE_OK;
     if (!profile) {
-        for (int32_t s = 0; status == NXE_OK && s < exe->num_steps; s++)
-            status = run_step(exe, context, s, where);
+        for (int32_t s = 0; status == NXE_OK && s < exe->num_steps; s++) {
+            if (exe->steps[s].band_steps) {
+                status = run_chain(exe, context, s, NULL, 0, where);
+                s += exe->steps[s].band_steps - 1;
+            } else {
+                status = run_step(exe, context, s, where);
+            }
+        }
         return status;
     }
     const uint64_t begin = monotonic_ns();
     uint64_t previous = begin;
     for (int32_t s = 0; status == NXE_OK && s < exe->num_steps; s++) {
+        if (exe->steps[s].band_steps) {
+            status = run_chain(exe, context, s, context->timings, begin, where);
+            s += exe->steps[s].band_steps - 1;
+            previous = monotonic_ns();
+            continue;
+        }
         status = run_step(exe, context, s, where);
         const uint64_t now = monotonic_ns();
         context->timings[2 * s] = previous - begin;

@@ -1,10 +1,12 @@
 /* prepare.c — what happens between a plan's steps and running them, shared by the compiler and
  * the binary loader: each op prepares for this process's kernels (constant weights packed
- * once), the epilogue-folding pass (transform/fold_epilogues.c) runs, and the arena is planned
+ * once), the epilogue-folding pass (transform/fold_epilogues.c) runs, chains of steps that run
+ * depth-first are marked (transform/bands.c), and the arena is planned
  * (transform/memory_plan.c) and allocated for the steps that remain. */
 #include <string.h>
 
 #include "runtime/executable_internal.h"
+#include "transform/bands.h"
 #include "transform/fold_epilogues.h"
 #include "transform/memory_plan.h"
 
@@ -63,6 +65,21 @@ nxe_status nxe_executable_plan_arena(nxe_executable *exe)
             if (step->input_ids[j] >= 0)
                 last[step->input_ids[j]] = s;
     }
+    /* A band run interleaves a chain's steps: what they touch lives until its last step. */
+    for (int32_t head = 0; status == NXE_OK && head < exe->num_steps; head++) {
+        if (!exe->steps[head].band_steps)
+            continue;
+        const int32_t end = nxe_band_chain_end(exe->steps, head);
+        for (int32_t s = head; s < end; s++) {
+            const nxe_exe_step *step = &exe->steps[s];
+            for (int32_t j = 0; j < step->num_inputs; j++)
+                if (step->input_ids[j] >= 0 && last[step->input_ids[j]] < end - 1)
+                    last[step->input_ids[j]] = end - 1;
+            for (int32_t j = 0; j < step->num_outputs; j++)
+                if (last[step->output_ids[j]] < end - 1)
+                    last[step->output_ids[j]] = end - 1;
+        }
+    }
     int32_t count = 0;
     for (int32_t i = 0; status == NXE_OK && i < exe->num_tensors; i++) {
         nxe_exe_tensor *t = &exe->tensors[i];
@@ -94,6 +111,8 @@ nxe_status nxe_executable_prepare(nxe_executable *exe)
     nxe_status status = prepare_steps(exe);
     if (status == NXE_OK)
         status = nxe_fold_epilogues(exe->tensors, exe->num_tensors, exe->steps, &exe->num_steps);
+    if (status == NXE_OK)
+        nxe_plan_bands(exe->steps, exe->num_steps);
     if (status == NXE_OK)
         status = nxe_executable_plan_arena(exe);
     return status;

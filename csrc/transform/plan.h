@@ -34,6 +34,12 @@ typedef struct nxe_exe_step {
     nxe_value *output_values;
     void *prepared;           /* from the op's prepare (packed weights), or NULL */
     nxe_fused_epilogue fused; /* what transform/fold_epilogues.c folded into this step */
+    /* Depth-first runs (transform/bands.c): the first step of a chain run band by band holds
+     * the chain's step count and the rows of its last step's output one band adds; 0 for
+     * other steps. Every step of a chain has its band shape. */
+    int32_t band_steps;
+    int64_t band_rows;
+    nxe_band_shape band;
 } nxe_exe_step;
 
 /* Frees what a step owns and zeroes it. */

@@ -244,11 +244,16 @@ static void output_transform(const nxe_winograd_args *args, const winograd_scrat
     }
 }
 
-int64_t NXE_ISA_NAME(nxe_winograd_blocks)(const nxe_winograd_args *args)
+/* The end of args' tile range. */
+static int64_t tile_range_end(const nxe_winograd_args *args)
 {
     const nxe_conv_geometry *g = args->geometry;
-    const int64_t tiles = g->batch * tile_rows(g) * tile_columns(g);
-    return (tiles + args->tile_block - 1) / args->tile_block;
+    return args->tile_end ? args->tile_end : g->batch * tile_rows(g) * tile_columns(g);
+}
+
+int64_t NXE_ISA_NAME(nxe_winograd_blocks)(const nxe_winograd_args *args)
+{
+    return (tile_range_end(args) - args->tile_begin + args->tile_block - 1) / args->tile_block;
 }
 
 /* Calls fn for each run of tiles of one tile row in block `block`. */
@@ -258,8 +263,8 @@ static void for_each_run(const nxe_winograd_args *args, const winograd_scratch *
 {
     const nxe_conv_geometry *g = args->geometry;
     const int64_t columns = tile_columns(g), per_image = tile_rows(g) * columns;
-    const int64_t tiles = g->batch * per_image;
-    const int64_t begin = block * args->tile_block;
+    const int64_t tiles = tile_range_end(args);
+    const int64_t begin = args->tile_begin + block * args->tile_block;
     const int64_t end = begin + args->tile_block < tiles ? begin + args->tile_block : tiles;
     for (int64_t t = begin; t < end;) {
         tile_run run = {t / per_image, t % per_image / columns, t % columns, 0, t - begin};
@@ -274,10 +279,10 @@ void NXE_ISA_NAME(nxe_winograd_run)(const nxe_winograd_args *args, void *scratch
 {
     const nxe_conv_geometry *g = args->geometry;
     const winograd_scratch s = scratch_of(args, scratch);
-    const int64_t tiles = g->batch * tile_rows(g) * tile_columns(g);
+    const int64_t tiles = tile_range_end(args);
     const int64_t tb = args->tile_block, c = g->in_channels, o = g->out_channels;
     for (int64_t block = block_begin; block < block_end; block++) {
-        const int64_t begin = block * tb;
+        const int64_t begin = args->tile_begin + block * tb;
         const int64_t n = tiles - begin < tb ? tiles - begin : tb;
         for_each_run(args, &s, block, input_transform);
         for (int64_t e = 0; e < 36; e++) {

@@ -710,6 +710,29 @@ static void test_winograd_driver(const nxe_kernel_table *table, const nxe_gemm_k
                 }
                 free(scratch);
             }
+            /* Tile ranges (depth-first runs compute a band of tile rows at a time, any range
+             * in fact): the same tiles, bit for bit, as one whole run. */
+            float *whole = malloc(sizeof(float) * out_n);
+            args.tile_block = nxe_winograd_tile_block(kernel, &g);
+            void *scratch = aligned_alloc(
+                64, nxe_round_up((int64_t)nxe_winograd_scratch_bytes(&g, args.tile_block), 64));
+            table->winograd_run(&args, scratch, 0, table->winograd_blocks(&args));
+            memcpy(whole, y, sizeof(float) * out_n);
+            const int64_t tiles = g.batch * ((g.out_size[1] + 3) / 4) * ((g.out_size[2] + 3) / 4);
+            for (size_t i = 0; i < out_n; i++)
+                y[i] = NAN;
+            const int64_t cuts[4] = {0, tiles / 3, tiles / 3 + 1, tiles};
+            for (int r = 0; r < 3; r++) {
+                args.tile_begin = cuts[r];
+                args.tile_end = cuts[r + 1];
+                table->winograd_run(&args, scratch, 0, table->winograd_blocks(&args));
+            }
+            args.tile_begin = args.tile_end = 0;
+            CHECK(memcmp(whole, y, sizeof(float) * out_n) == 0,
+                  "%s winograd case %zu layout %s: tile ranges differ from one whole run",
+                  kernel->name, ci, last ? "last" : "first");
+            free(scratch);
+            free(whole);
             free(xl);
             free(wl);
             free(rl);
