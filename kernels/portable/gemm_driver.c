@@ -565,7 +565,9 @@ void NXE_ISA_NAME(nxe_conv_bf16_pairs)(const nxe_conv_geometry *g, const float *
 
 /* ---- 8-bit GEMM ---- */
 
-#define Q8_MAX_MR 16
+/* Rows of A packed together (whole row tiles) and finished together: the block's output
+ * columns are then runs of this many pixels for a convolution, not single bytes. */
+#define Q8_BLOCK_ROWS NXE_GEMM_MAX_MR
 #define Q8_NC_BYTES (768 * 1024)
 
 int64_t NXE_ISA_NAME(nxe_q8_gemm_tiles)(const nxe_q8_packed_args *args)
@@ -579,112 +581,72 @@ static inline int32_t q8_at(nxe_q8_ref ref, int64_t index)
                          : (int32_t)((const uint8_t *)ref.data)[index];
 }
 
-/* Appends one byte of an A row to its panel: bytes gather in `group` and move a 4-byte group
- * (one word of the panel's transpose) at a time, so no byte needs a division to find its
- * place. */
-typedef struct q8_row_writer {
-    uint32_t *out; /* the panel as words */
-    int32_t width; /* words per k-group: the panel's rows */
-    int32_t row;
-    int64_t group_index;
-    uint8_t group[4];
-    int32_t filled;
-    uint32_t sum;
-} q8_row_writer;
-
-static inline void q8_put(q8_row_writer *w, uint8_t v)
-{
-    w->group[w->filled++] = v;
-    w->sum += v;
-    if (w->filled == 4) {
-        memcpy(&w->out[w->group_index++ * w->width + w->row], w->group, sizeof w->group);
-        w->filled = 0;
-    }
-}
-
-/* Row i of a convolution's implicit im2col (kernels/gemm.h), shifted to u8, into its place in
- * an A panel `width` wide; returns the sum of the packed values. A window wholly inside the
- * image skips the bounds checks. */
-static uint32_t q8_gather_conv_row(const nxe_q8_packed_args *args, int64_t pixel, int32_t i,
-                                   int32_t width, uint8_t *panel)
+/* Row `pixel` of a convolution's implicit im2col (kernels/gemm.h), copied from the staged
+ * input into `row` (already shifted: no byte is changed), a run per kernel row (per tap when
+ * dilated across). */
+static void q8_conv_row(const nxe_q8_packed_args *args, int64_t pixel, uint8_t *row)
 {
     const nxe_q8_conv2d_geometry *g = args->conv;
-    const uint8_t flip = args->a.is_signed ? 0x80u : 0u;
-    const uint8_t *x = args->a.data;
-    const uint8_t pad = (uint8_t)((args->a_zero.data ? *(const uint8_t *)args->a_zero.data : 0) ^
-                                  flip); /* one zero point per tensor */
+    const int64_t channels = g->in_channels / g->groups;
+    const int64_t line = nxe_q8_conv_stage_width(g) * channels; /* bytes per staged row */
     const int64_t oy = pixel / g->out_width, ox = pixel % g->out_width;
-    const int64_t channels = g->in_channels / g->groups, plane = g->in_height * g->in_width;
-    const int64_t kh = g->kernel_height, kw = g->kernel_width;
-    const int64_t dh = g->dilation_height, dw = g->dilation_width;
-    const int64_t iy0 = oy * g->stride_height - g->pad_top;
-    const int64_t ix0 = ox * g->stride_width - g->pad_left;
-    const bool inside = iy0 >= 0 && iy0 + (kh - 1) * dh < g->in_height && ix0 >= 0 &&
-                        ix0 + (kw - 1) * dw < g->in_width;
-    q8_row_writer w = {(uint32_t *)(void *)panel, width, i, 0, {0, 0, 0, 0}, 0, 0};
-    for (int64_t c = 0; c < channels; c++) {
-        for (int64_t ky = 0; ky < kh; ky++) {
-            const int64_t iy = iy0 + ky * dh;
-            if (inside) {
-                const uint8_t *src = x + c * plane + iy * g->in_width + ix0;
-                for (int64_t kx = 0; kx < kw; kx++)
-                    q8_put(&w, (uint8_t)(src[kx * dw] ^ flip));
-                continue;
-            }
-            const bool row_inside = iy >= 0 && iy < g->in_height;
-            const uint8_t *src = row_inside ? x + c * plane + iy * g->in_width : x;
-            for (int64_t kx = 0; kx < kw; kx++) {
-                const int64_t ix = ix0 + kx * dw;
-                q8_put(&w,
-                       row_inside && ix >= 0 && ix < g->in_width ? (uint8_t)(src[ix] ^ flip) : pad);
-            }
-        }
+    const uint8_t *base = (const uint8_t *)args->a.data + oy * g->stride_height * line +
+                          ox * g->stride_width * channels;
+    const bool dense = g->dilation_width == 1;
+    const int64_t run = dense ? g->kernel_width * channels : channels;
+    const int64_t runs = dense ? 1 : g->kernel_width;
+    for (int64_t ky = 0; ky < g->kernel_height; ky++) {
+        const uint8_t *src = base + ky * g->dilation_height * line;
+        for (int64_t r = 0; r < runs; r++, row += run)
+            memcpy(row, src + r * g->dilation_width * channels, (size_t)run);
     }
-    const uint32_t sum = w.sum;
-    while (w.filled)
-        q8_put(&w, 0); /* the ragged last group: zeros add nothing to the sum */
-    return sum;
 }
 
-/* Packs rows [i0, i0 + mr) of A shifted to u8 over the whole reduction; row_sums[i] is the
- * sum of row i's packed values. A panel is a transpose of 32-bit words (one k-group of a row
- * each), so whole groups move at once; a ragged last group is assembled byte by byte. */
-static void q8_pack_a(const nxe_q8_packed_args *args, int64_t i0, int32_t mr, uint8_t *panel,
-                      uint32_t *row_sums)
+/* Packs rows [i0, i0 + rows) of A shifted to u8 into ceil(rows / MR) panels of the kernel's
+ * width, one after another, rows past the last zero; with `sums`, row_sums[r] is the sum of
+ * row r's packed values. A panel is a transpose of 32-bit words (one k-group of a row each),
+ * so whole groups move at once. `scratch` holds NXE_Q8_MAX_K bytes, zero past k. */
+static void q8_pack_a(const nxe_q8_packed_args *args, int64_t i0, int32_t rows, bool sums,
+                      uint8_t *panels, uint32_t *row_sums, uint8_t *scratch)
 {
     const int32_t width = args->kernel->mr;
-    const int64_t k = args->k, full = k / 4, groups = (k + 3) / 4;
-    const uint32_t flip = args->a.is_signed ? 0x80808080u : 0u; /* s8 + 128 as u8 */
-    uint32_t *out = (uint32_t *)(void *)panel;
-    for (int32_t i = 0; i < width; i++) {
-        if (i >= mr) {
+    const int64_t k = args->k, groups = (k + 3) / 4;
+    const int32_t padded_rows = (rows + width - 1) / width * width;
+    for (int32_t r = 0; r < padded_rows; r++) {
+        uint32_t *out = (uint32_t *)(void *)(panels + (r / width) * width * groups * 4) + r % width;
+        if (r >= rows) {
             for (int64_t q = 0; q < groups; q++)
-                out[q * width + i] = 0;
-            row_sums[i] = 0;
+                out[q * width] = 0;
             continue;
         }
+        /* The row's bytes, already u8 in a zero-padded copy, or shifted as they are read. */
+        const uint8_t *src = scratch;
+        uint32_t flip = 0;
+        int64_t full = groups;
         if (args->conv) {
-            row_sums[i] = q8_gather_conv_row(args, i0 + i, i, width, panel);
-            continue;
+            q8_conv_row(args, i0 + r, scratch);
+        } else {
+            src = (const uint8_t *)args->a.data + (i0 + r) * args->a_stride_m;
+            flip = args->a.is_signed ? 0x80808080u : 0u; /* s8 + 128 as u8 */
+            full = k / 4;
+            if (full < groups) {
+                uint8_t tail[4] = {0, 0, 0, 0};
+                for (int64_t kk = full * 4; kk < k; kk++)
+                    tail[kk - full * 4] = (uint8_t)(src[kk] ^ (uint8_t)flip);
+                memcpy(&out[full * width], tail, sizeof tail);
+            }
         }
-        const uint8_t *row = (const uint8_t *)args->a.data + (i0 + i) * args->a_stride_m;
-        uint32_t sum = 0;
         for (int64_t q = 0; q < full; q++) {
             uint32_t word;
-            memcpy(&word, row + 4 * q, sizeof word);
-            out[q * width + i] = word ^ flip;
+            memcpy(&word, src + 4 * q, sizeof word);
+            out[q * width] = word ^ flip;
         }
-        for (int64_t kk = 0; kk < full * 4; kk++)
-            sum += (uint8_t)(row[kk] ^ (uint8_t)flip);
-        if (full < groups) {
-            uint8_t tail[4] = {0, 0, 0, 0};
-            for (int64_t kk = full * 4; kk < k; kk++) {
-                tail[kk - full * 4] = (uint8_t)(row[kk] ^ (uint8_t)flip);
-                sum += tail[kk - full * 4];
-            }
-            memcpy(&out[full * width + i], tail, sizeof tail);
+        if (sums) {
+            uint32_t sum = 0;
+            for (int64_t kk = 0; kk < k; kk++)
+                sum += (uint8_t)(src[kk] ^ (uint8_t)flip);
+            row_sums[r] = sum;
         }
-        row_sums[i] = sum;
     }
 }
 
@@ -697,24 +659,101 @@ static inline double round_half_even(double x)
     return (x + shift) - shift;
 }
 
-/* q[j] = nxe_ref_q8_store's 8-bit result for accumulator acc[j] plus bias[j] with multiplier
- * a_scale * b_scale[j] / y_scale, bit for bit (the same f32 multiplier, the same double
- * product, rounding and clamps), written without branches or library calls and with quiet
- * comparisons so that the loop vectorizes. */
+/* multiplier[j] = a_scale * b_scale[j] / y_scale, the f32 multiplier nxe_ref_q8_store takes. */
+static void q8_multipliers(int32_t nr, const float *b_scale, float a_scale, float y_scale,
+                           float *multiplier)
+{
+    for (int32_t j = 0; j < nr; j++)
+        multiplier[j] = a_scale * b_scale[j] / y_scale;
+}
+
+/* q[j] = nxe_ref_q8_store's 8-bit result for accumulator acc[j] plus bias[j] with
+ * multiplier[j], bit for bit (the same double product, rounding and clamps), written without
+ * branches or library calls and with quiet comparisons so that the loop vectorizes. */
 static void q8_requantize(int32_t nr, const uint32_t *acc, const int32_t *bias,
-                          const float *b_scale, float a_scale, const nxe_q8_output *out, int32_t *q)
+                          const float *multiplier, const nxe_q8_output *out, int32_t *q)
 {
     const double lo = out->y_signed ? -128.0 : 0.0, hi = out->y_signed ? 127.0 : 255.0;
     const double zero_point = (double)out->y_zero_point;
     const double nan_q = zero_point < lo ? lo : zero_point > hi ? hi : zero_point;
     for (int32_t j = 0; j < nr; j++) {
-        const float multiplier = a_scale * b_scale[j] / out->y_scale;
         const double v =
-            round_half_even(((double)(int32_t)acc[j] + (double)bias[j]) * (double)multiplier) +
+            round_half_even(((double)(int32_t)acc[j] + (double)bias[j]) * (double)multiplier[j]) +
             zero_point;
         double c = isless(v, lo) ? lo : v;
         c = isgreater(c, hi) ? hi : c;
         q[j] = (int32_t)(isunordered(v, v) ? nan_q : c);
+    }
+}
+
+/* The per-column operands of output columns [j0, j0 + nr). */
+typedef struct q8_columns {
+    int64_t j0;
+    int32_t nr;
+    uint32_t beta[NXE_GEMM_MAX_NR]; /* B's shift minus its zero point */
+    const uint32_t *col_sums;
+    int32_t bias[NXE_GEMM_MAX_NR];
+    float b_scale[NXE_GEMM_MAX_NR];
+    float multiplier[NXE_GEMM_MAX_NR]; /* when A has one scale */
+} q8_columns;
+
+/* Turns the products of block rows [i0, i0 + rows) in acc (rows NXE_GEMM_MAX_NR apart) into
+ * results and stores them: zero-point corrections, then int32 or requantized 8-bit values. A
+ * convolution's block is transposed on the way, so each output channel gets one run of
+ * `rows` pixels. */
+static void q8_finish_block(const nxe_q8_packed_args *args, const q8_columns *col, int64_t i0,
+                            int32_t rows, const uint32_t *row_sums, int32_t *acc)
+{
+    const int32_t nr = col->nr;
+    const int64_t k = args->k;
+    const uint32_t a_shift = args->a.is_signed ? 128u : 0u;
+    const int requant = args->out.y_i32 == NULL;
+    const int64_t stride = args->y_column_stride;
+    _Alignas(64) int32_t block[NXE_GEMM_MAX_NR * Q8_BLOCK_ROWS]; /* [column][row] */
+    _Alignas(64) uint8_t block_q8[NXE_GEMM_MAX_NR * Q8_BLOCK_ROWS];
+    for (int32_t i = 0; i < rows; i++) {
+        const int64_t row = i0 + i;
+        const uint32_t alpha =
+            a_shift +
+            (uint32_t)(args->a_zero.data ? q8_at(args->a_zero, row * args->a_zero_stride) : 0);
+        const uint32_t sum_a = row_sums[i], ka = (uint32_t)k * alpha;
+        uint32_t *v = (uint32_t *)(void *)(acc + i * NXE_GEMM_MAX_NR);
+        /* sum (A - alpha)(B + beta) = P + beta sum A - alpha sum B - k alpha beta, in wrapping
+         * arithmetic like the accumulators; alpha per row, beta per column. */
+        for (int32_t j = 0; j < nr; j++)
+            v[j] = v[j] + col->beta[j] * sum_a - alpha * col->col_sums[j] - ka * col->beta[j];
+        int32_t q[NXE_GEMM_MAX_NR];
+        if (requant) {
+            float row_multiplier[NXE_GEMM_MAX_NR];
+            const float *multiplier = col->multiplier;
+            if (args->a_scale_stride) {
+                q8_multipliers(nr, col->b_scale, args->a_scale[row * args->a_scale_stride],
+                               args->out.y_scale, row_multiplier);
+                multiplier = row_multiplier;
+            }
+            q8_requantize(nr, v, col->bias, multiplier, &args->out, q);
+        }
+        const int32_t *result = requant ? q : (const int32_t *)v;
+        if (stride) {
+            for (int32_t j = 0; j < nr; j++) {
+                block[j * Q8_BLOCK_ROWS + i] = result[j];
+                block_q8[j * Q8_BLOCK_ROWS + i] = (uint8_t)result[j];
+            }
+        } else if (!requant) {
+            memcpy(args->out.y_i32 + row * args->n + col->j0, v, sizeof(int32_t) * (size_t)nr);
+        } else {
+            uint8_t bytes[NXE_GEMM_MAX_NR];
+            for (int32_t j = 0; j < nr; j++)
+                bytes[j] = (uint8_t)q[j]; /* the two's complement byte when signed */
+            memcpy((uint8_t *)args->out.y_q8 + row * args->n + col->j0, bytes, (size_t)nr);
+        }
+    }
+    for (int32_t j = 0; j < nr && stride; j++) {
+        const int64_t at = i0 + (col->j0 + j) * stride;
+        if (requant)
+            memcpy((uint8_t *)args->out.y_q8 + at, block_q8 + j * Q8_BLOCK_ROWS, (size_t)rows);
+        else
+            memcpy(args->out.y_i32 + at, block + j * Q8_BLOCK_ROWS, sizeof(int32_t) * (size_t)rows);
     }
 }
 
@@ -728,72 +767,52 @@ void NXE_ISA_NAME(nxe_q8_gemm_run)(const nxe_q8_packed_args *args, int64_t tile_
     const int64_t panel_bytes = k_padded * nr_max;
     int64_t nc_panels = panel_bytes > 0 ? Q8_NC_BYTES / panel_bytes : panels;
     nc_panels = nc_panels < 1 ? 1 : nc_panels;
-    _Alignas(64) uint8_t a_panel[Q8_MAX_MR * NXE_Q8_MAX_K];
-    uint32_t row_sums[Q8_MAX_MR];
-    int32_t acc[Q8_MAX_MR * NXE_GEMM_MAX_NR];
-    /* The operands were shifted by these; zero points add to them (see kernels/gemm.h). */
-    const uint32_t a_shift = args->a.is_signed ? 128u : 0u;
+    const int64_t block_tiles = Q8_BLOCK_ROWS / mr_max;
+    _Alignas(64) uint8_t a_panels[Q8_BLOCK_ROWS * NXE_Q8_MAX_K];
+    _Alignas(64) uint8_t scratch[NXE_Q8_MAX_K];
+    if (args->conv)
+        memset(scratch + k, 0, (size_t)(k_padded - k)); /* the last group's padding */
+    uint32_t row_sums[Q8_BLOCK_ROWS] = {0};
+    _Alignas(64) int32_t acc[Q8_BLOCK_ROWS * NXE_GEMM_MAX_NR];
+    /* The operands were shifted by these; zero points add to them (see kernels/gemm.h). B
+     * of s8 with zero points 0, as symmetric weights are, has every beta 0: A's row sums
+     * then drop out of the corrections and are not computed. */
     const uint32_t b_shift = args->b_signed ? 0u : 128u;
+    bool sums = false;
+    for (int64_t j = 0; j < args->n && !sums; j++)
+        sums = b_shift !=
+               (uint32_t)(args->b_zero.data ? q8_at(args->b_zero, j * args->b_zero_stride) : 0);
     const int requant = args->out.y_i32 == NULL;
+    q8_columns col;
     for (int64_t pb = 0; pb < panels; pb += nc_panels) {
         const int64_t pe = pb + nc_panels < panels ? pb + nc_panels : panels;
-        for (int64_t t = tile_begin; t < tile_end; t++) {
+        for (int64_t t = tile_begin; t < tile_end; t += block_tiles) {
             const int64_t i0 = t * mr_max;
-            const int32_t mr = (int32_t)(args->m - i0 < mr_max ? args->m - i0 : mr_max);
-            q8_pack_a(args, i0, mr, a_panel, row_sums);
+            const int64_t tiles = tile_end - t < block_tiles ? tile_end - t : block_tiles;
+            const int32_t rows =
+                (int32_t)(args->m - i0 < tiles * mr_max ? args->m - i0 : tiles * mr_max);
+            q8_pack_a(args, i0, rows, sums, a_panels, row_sums, scratch);
             for (int64_t p = pb; p < pe; p++) {
-                const int64_t j0 = p * nr_max;
-                const int32_t nr = (int32_t)(args->n - j0 < nr_max ? args->n - j0 : nr_max);
-                kernel->run(mr, nr, k, a_panel, args->b_packed + p * panel_bytes, acc, nr_max);
-                /* sum (A - alpha)(B + beta) = P + beta sum A - alpha sum B - k alpha beta, in
-                 * wrapping arithmetic like the accumulators; alpha per row, beta per column. */
-                uint32_t beta[NXE_GEMM_MAX_NR];
-                for (int32_t j = 0; j < nr; j++)
-                    beta[j] = b_shift -
-                              (uint32_t)(args->b_zero.data
-                                             ? q8_at(args->b_zero, (j0 + j) * args->b_zero_stride)
-                                             : 0);
-                const uint32_t *col_sums = (const uint32_t *)(const void *)(args->b_col_sums + j0);
-                /* The panel's columns of the requantization operands, contiguous. */
-                float b_scale[NXE_GEMM_MAX_NR];
-                int32_t bias[NXE_GEMM_MAX_NR];
-                for (int32_t j = 0; j < nr && requant; j++) {
-                    b_scale[j] = args->b_scale[(j0 + j) * args->b_scale_stride];
-                    bias[j] = args->bias ? args->bias[j0 + j] : 0;
-                }
-                for (int32_t i = 0; i < mr; i++) {
-                    const int64_t row = i0 + i;
-                    const uint32_t alpha =
-                        a_shift + (uint32_t)(args->a_zero.data
-                                                 ? q8_at(args->a_zero, row * args->a_zero_stride)
+                col.j0 = p * nr_max;
+                col.nr = (int32_t)(args->n - col.j0 < nr_max ? args->n - col.j0 : nr_max);
+                for (int32_t r = 0; r < rows; r += mr_max)
+                    kernel->run(rows - r < mr_max ? rows - r : mr_max, col.nr, k,
+                                a_panels + r * k_padded, args->b_packed + p * panel_bytes,
+                                acc + r * NXE_GEMM_MAX_NR, NXE_GEMM_MAX_NR);
+                for (int32_t j = 0; j < col.nr; j++) {
+                    const int64_t column = col.j0 + j;
+                    col.beta[j] =
+                        b_shift - (uint32_t)(args->b_zero.data
+                                                 ? q8_at(args->b_zero, column * args->b_zero_stride)
                                                  : 0);
-                    const uint32_t *p_row = (const uint32_t *)(const void *)(acc + i * nr_max);
-                    const uint32_t sum_a = row_sums[i], ka = (uint32_t)k * alpha;
-                    uint32_t *v = (uint32_t *)(void *)(acc + i * nr_max);
-                    for (int32_t j = 0; j < nr; j++)
-                        v[j] = p_row[j] + beta[j] * sum_a - alpha * col_sums[j] - ka * beta[j];
-                    if (!requant && !args->y_column_stride) {
-                        memcpy(args->out.y_i32 + row * args->n + j0, v,
-                               sizeof(int32_t) * (size_t)nr);
-                        continue;
-                    }
-                    int32_t q[NXE_GEMM_MAX_NR];
-                    if (requant)
-                        q8_requantize(nr, v, bias, b_scale,
-                                      args->a_scale[row * args->a_scale_stride], &args->out, q);
-                    for (int32_t j = 0; j < nr; j++) {
-                        const int64_t column = j0 + j;
-                        const int64_t index = args->y_column_stride
-                                                  ? row + column * args->y_column_stride
-                                                  : row * args->n + column;
-                        if (!requant)
-                            args->out.y_i32[index] = (int32_t)v[j];
-                        else if (args->out.y_signed)
-                            ((int8_t *)args->out.y_q8)[index] = (int8_t)q[j];
-                        else
-                            ((uint8_t *)args->out.y_q8)[index] = (uint8_t)q[j];
-                    }
+                    col.b_scale[j] = requant ? args->b_scale[column * args->b_scale_stride] : 0;
+                    col.bias[j] = args->bias ? args->bias[column] : 0;
                 }
+                col.col_sums = (const uint32_t *)(const void *)(args->b_col_sums + col.j0);
+                if (requant && !args->a_scale_stride)
+                    q8_multipliers(col.nr, col.b_scale, args->a_scale[0], args->out.y_scale,
+                                   col.multiplier);
+                q8_finish_block(args, &col, i0, rows, row_sums, acc);
             }
         }
     }
