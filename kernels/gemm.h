@@ -327,7 +327,7 @@ typedef void nxe_q8_ukernel_fn(int32_t mr, int32_t nr, int64_t kc, const uint8_t
 
 typedef struct nxe_q8_gemm_kernel {
     const char *name; /* "u8s8-gemm-4x48-avx512vnni" */
-    int32_t mr;
+    int32_t mr;       /* a multiple of 4: the drivers pack A four rows at a time */
     int32_t nr;
     nxe_q8_ukernel_fn *run;
 } nxe_q8_gemm_kernel;

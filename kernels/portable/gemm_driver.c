@@ -602,51 +602,63 @@ static void q8_conv_row(const nxe_q8_packed_args *args, int64_t pixel, uint8_t *
     }
 }
 
+/* Four rows of k-groups (words), rows `stride` bytes apart, into columns [0, 4) of a panel
+ * `width` words wide: a 4 x 4 word transpose per step, which the compiler vectorizes when
+ * width is a constant. */
+static inline __attribute__((always_inline)) void
+q8_transpose4(const uint8_t *rows, int64_t stride, int64_t groups, int32_t width, uint32_t *out)
+{
+    for (int64_t q = 0; q < groups; q++) {
+        uint32_t w[4];
+        for (int32_t i = 0; i < 4; i++)
+            memcpy(&w[i], rows + i * stride + 4 * q, sizeof w[i]);
+        for (int32_t i = 0; i < 4; i++)
+            out[q * width + i] = w[i];
+    }
+}
+
 /* Packs rows [i0, i0 + rows) of A shifted to u8 into ceil(rows / MR) panels of the kernel's
  * width, one after another, rows past the last zero; with `sums`, row_sums[r] is the sum of
- * row r's packed values. A panel is a transpose of 32-bit words (one k-group of a row each),
- * so whole groups move at once. `scratch` holds NXE_Q8_MAX_K bytes, zero past k. */
+ * row r's packed values. Rows are assembled four at a time, shifted and zero-padded to whole
+ * k-groups, in `scratch` (4 x NXE_Q8_MAX_K bytes), then transposed into place (a panel is a
+ * transpose of 32-bit words, one k-group of a row each). */
 static void q8_pack_a(const nxe_q8_packed_args *args, int64_t i0, int32_t rows, bool sums,
                       uint8_t *panels, uint32_t *row_sums, uint8_t *scratch)
 {
-    const int32_t width = args->kernel->mr;
-    const int64_t k = args->k, groups = (k + 3) / 4;
+    const int32_t width = args->kernel->mr; /* a multiple of 4 (kernels/gemm.h) */
+    const int64_t k = args->k, groups = (k + 3) / 4, k_padded = groups * 4;
     const int32_t padded_rows = (rows + width - 1) / width * width;
-    for (int32_t r = 0; r < padded_rows; r++) {
-        uint32_t *out = (uint32_t *)(void *)(panels + (r / width) * width * groups * 4) + r % width;
-        if (r >= rows) {
-            for (int64_t q = 0; q < groups; q++)
-                out[q * width] = 0;
-            continue;
-        }
-        /* The row's bytes, already u8 in a zero-padded copy, or shifted as they are read. */
-        const uint8_t *src = scratch;
-        uint32_t flip = 0;
-        int64_t full = groups;
-        if (args->conv) {
-            q8_conv_row(args, i0 + r, scratch);
-        } else {
-            src = (const uint8_t *)args->a.data + (i0 + r) * args->a_stride_m;
-            flip = args->a.is_signed ? 0x80808080u : 0u; /* s8 + 128 as u8 */
-            full = k / 4;
-            if (full < groups) {
-                uint8_t tail[4] = {0, 0, 0, 0};
-                for (int64_t kk = full * 4; kk < k; kk++)
-                    tail[kk - full * 4] = (uint8_t)(src[kk] ^ (uint8_t)flip);
-                memcpy(&out[full * width], tail, sizeof tail);
+    const uint8_t flip = args->a.is_signed ? 0x80u : 0u; /* s8 + 128 as u8 */
+    for (int32_t r0 = 0; r0 < padded_rows; r0 += 4) {
+        for (int32_t i = 0; i < 4; i++) {
+            const int32_t r = r0 + i;
+            uint8_t *row = scratch + i * k_padded;
+            if (r >= rows) {
+                memset(row, 0, (size_t)k_padded);
+                continue;
+            }
+            if (args->conv) { /* staged: already shifted */
+                q8_conv_row(args, i0 + r, row);
+            } else {
+                const uint8_t *src = (const uint8_t *)args->a.data + (i0 + r) * args->a_stride_m;
+                for (int64_t kk = 0; kk < k; kk++)
+                    row[kk] = (uint8_t)(src[kk] ^ flip);
+            }
+            memset(row + k, 0, (size_t)(k_padded - k));
+            if (sums) {
+                uint32_t sum = 0;
+                for (int64_t kk = 0; kk < k; kk++)
+                    sum += row[kk];
+                row_sums[r] = sum;
             }
         }
-        for (int64_t q = 0; q < full; q++) {
-            uint32_t word;
-            memcpy(&word, src + 4 * q, sizeof word);
-            out[q * width] = word ^ flip;
-        }
-        if (sums) {
-            uint32_t sum = 0;
-            for (int64_t kk = 0; kk < k; kk++)
-                sum += (uint8_t)(src[kk] ^ (uint8_t)flip);
-            row_sums[r] = sum;
-        }
+        uint32_t *out = (uint32_t *)(void *)(panels + (r0 / width) * width * k_padded) + r0 % width;
+        if (width == 4)
+            q8_transpose4(scratch, k_padded, groups, 4, out);
+        else if (width == 16)
+            q8_transpose4(scratch, k_padded, groups, 16, out);
+        else
+            q8_transpose4(scratch, k_padded, groups, width, out);
     }
 }
 
@@ -709,8 +721,9 @@ static void q8_finish_block(const nxe_q8_packed_args *args, const q8_columns *co
     const uint32_t a_shift = args->a.is_signed ? 128u : 0u;
     const int requant = args->out.y_i32 == NULL;
     const int64_t stride = args->y_column_stride;
-    _Alignas(64) int32_t block[NXE_GEMM_MAX_NR * Q8_BLOCK_ROWS]; /* [column][row] */
-    _Alignas(64) uint8_t block_q8[NXE_GEMM_MAX_NR * Q8_BLOCK_ROWS];
+    /* [column][row]: int32 results, or 8-bit ones in the first quarter */
+    _Alignas(64) int32_t block[NXE_GEMM_MAX_NR * Q8_BLOCK_ROWS];
+    uint8_t *block_q8 = (uint8_t *)block;
     for (int32_t i = 0; i < rows; i++) {
         const int64_t row = i0 + i;
         const uint32_t alpha =
@@ -733,12 +746,12 @@ static void q8_finish_block(const nxe_q8_packed_args *args, const q8_columns *co
             }
             q8_requantize(nr, v, col->bias, multiplier, &args->out, q);
         }
-        const int32_t *result = requant ? q : (const int32_t *)v;
-        if (stride) {
-            for (int32_t j = 0; j < nr; j++) {
-                block[j * Q8_BLOCK_ROWS + i] = result[j];
-                block_q8[j * Q8_BLOCK_ROWS + i] = (uint8_t)result[j];
-            }
+        if (stride && requant) {
+            for (int32_t j = 0; j < nr; j++)
+                block_q8[j * Q8_BLOCK_ROWS + i] = (uint8_t)q[j];
+        } else if (stride) {
+            for (int32_t j = 0; j < nr; j++)
+                block[j * Q8_BLOCK_ROWS + i] = (int32_t)v[j];
         } else if (!requant) {
             memcpy(args->out.y_i32 + row * args->n + col->j0, v, sizeof(int32_t) * (size_t)nr);
         } else {
@@ -769,9 +782,7 @@ void NXE_ISA_NAME(nxe_q8_gemm_run)(const nxe_q8_packed_args *args, int64_t tile_
     nc_panels = nc_panels < 1 ? 1 : nc_panels;
     const int64_t block_tiles = Q8_BLOCK_ROWS / mr_max;
     _Alignas(64) uint8_t a_panels[Q8_BLOCK_ROWS * NXE_Q8_MAX_K];
-    _Alignas(64) uint8_t scratch[NXE_Q8_MAX_K];
-    if (args->conv)
-        memset(scratch + k, 0, (size_t)(k_padded - k)); /* the last group's padding */
+    _Alignas(64) uint8_t scratch[4 * NXE_Q8_MAX_K];
     uint32_t row_sums[Q8_BLOCK_ROWS] = {0};
     _Alignas(64) int32_t acc[Q8_BLOCK_ROWS * NXE_GEMM_MAX_NR];
     /* The operands were shifted by these; zero points add to them (see kernels/gemm.h). B
