@@ -296,10 +296,24 @@ void nxe_q8_conv_stage(const nxe_q8_conv2d_geometry *g, nxe_q8_ref x, nxe_q8_ref
         }
         memset(out, pad, (size_t)(inside_begin * channels));
         memset(out + inside_end * channels, pad, (size_t)((width - inside_end) * channels));
-        for (int64_t c = 0; c < channels; c++) {
-            const uint8_t *row = src + c * plane + iy * g->in_width;
+        /* Four channels at a time, each pixel's four bytes one word store. */
+        const uint8_t *row = src + iy * g->in_width;
+        int64_t c = 0;
+        for (; c + 4 <= channels; c += 4) {
+            const uint8_t *r = row + c * plane;
+            for (int64_t sx = inside_begin; sx < inside_end; sx++) {
+                const int64_t ix = sx - g->pad_left;
+                const uint32_t word =
+                    ((uint32_t)r[ix] | (uint32_t)r[plane + ix] << 8 |
+                     (uint32_t)r[2 * plane + ix] << 16 | (uint32_t)r[3 * plane + ix] << 24) ^
+                    flip * 0x01010101u;
+                memcpy(out + sx * channels + c, &word, sizeof word);
+            }
+        }
+        for (; c < channels; c++) {
+            const uint8_t *r = row + c * plane;
             for (int64_t sx = inside_begin; sx < inside_end; sx++)
-                out[sx * channels + c] = (uint8_t)(row[sx - g->pad_left] ^ flip);
+                out[sx * channels + c] = (uint8_t)(r[sx - g->pad_left] ^ flip);
         }
     }
 }
