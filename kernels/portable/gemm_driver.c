@@ -712,7 +712,8 @@ typedef struct q8_columns {
 /* Turns the products of block rows [i0, i0 + rows) in acc (rows NXE_GEMM_MAX_NR apart) into
  * results and stores them: zero-point corrections, then int32 or requantized 8-bit values. A
  * convolution's block is transposed on the way, so each output channel gets one run of
- * `rows` pixels. */
+ * `rows` pixels: 8-bit results four rows to a word (one vector op per 16 columns), the words
+ * then transposed as A's rows are. */
 static void q8_finish_block(const nxe_q8_packed_args *args, const q8_columns *col, int64_t i0,
                             int32_t rows, const uint32_t *row_sums, int32_t *acc)
 {
@@ -721,9 +722,11 @@ static void q8_finish_block(const nxe_q8_packed_args *args, const q8_columns *co
     const uint32_t a_shift = args->a.is_signed ? 128u : 0u;
     const int requant = args->out.y_i32 == NULL;
     const int64_t stride = args->y_column_stride;
-    /* [column][row]: int32 results, or 8-bit ones in the first quarter */
+    enum { QUADS = Q8_BLOCK_ROWS / 4 };
+    /* [row][column] 8-bit results of a convolution block, rows to a whole quad zero */
+    _Alignas(64) int32_t results[Q8_BLOCK_ROWS * NXE_GEMM_MAX_NR];
+    /* [column][row]: a convolution's int32 results, or its 8-bit results as words */
     _Alignas(64) int32_t block[NXE_GEMM_MAX_NR * Q8_BLOCK_ROWS];
-    uint8_t *block_q8 = (uint8_t *)block;
     for (int32_t i = 0; i < rows; i++) {
         const int64_t row = i0 + i;
         const uint32_t alpha =
@@ -735,7 +738,8 @@ static void q8_finish_block(const nxe_q8_packed_args *args, const q8_columns *co
          * arithmetic like the accumulators; alpha per row, beta per column. */
         for (int32_t j = 0; j < nr; j++)
             v[j] = v[j] + col->beta[j] * sum_a - alpha * col->col_sums[j] - ka * col->beta[j];
-        int32_t q[NXE_GEMM_MAX_NR];
+        int32_t row_q[NXE_GEMM_MAX_NR];
+        int32_t *q = stride ? results + i * NXE_GEMM_MAX_NR : row_q;
         if (requant) {
             float row_multiplier[NXE_GEMM_MAX_NR];
             const float *multiplier = col->multiplier;
@@ -746,25 +750,42 @@ static void q8_finish_block(const nxe_q8_packed_args *args, const q8_columns *co
             }
             q8_requantize(nr, v, col->bias, multiplier, &args->out, q);
         }
-        if (stride && requant) {
-            for (int32_t j = 0; j < nr; j++)
-                block_q8[j * Q8_BLOCK_ROWS + i] = (uint8_t)q[j];
-        } else if (stride) {
+        if (stride && !requant) {
             for (int32_t j = 0; j < nr; j++)
                 block[j * Q8_BLOCK_ROWS + i] = (int32_t)v[j];
-        } else if (!requant) {
+        } else if (!stride && !requant) {
             memcpy(args->out.y_i32 + row * args->n + col->j0, v, sizeof(int32_t) * (size_t)nr);
-        } else {
+        } else if (!stride) {
             uint8_t bytes[NXE_GEMM_MAX_NR];
             for (int32_t j = 0; j < nr; j++)
                 bytes[j] = (uint8_t)q[j]; /* the two's complement byte when signed */
             memcpy((uint8_t *)args->out.y_q8 + row * args->n + col->j0, bytes, (size_t)nr);
         }
     }
-    for (int32_t j = 0; j < nr && stride; j++) {
+    if (!stride)
+        return;
+    if (requant) {
+        const int32_t quads = (rows + 3) / 4;
+        memset(results + rows * NXE_GEMM_MAX_NR, 0,
+               sizeof(int32_t) * (size_t)((quads * 4 - rows) * NXE_GEMM_MAX_NR));
+        uint32_t words[QUADS][NXE_GEMM_MAX_NR]; /* rows 4g..4g+3 of column j: words[g][j] */
+        for (int32_t g = 0; g < QUADS; g++) {
+            const int32_t *r = results + 4 * g * NXE_GEMM_MAX_NR;
+            for (int32_t j = 0; j < nr; j++)
+                words[g][j] = g < quads ? ((uint32_t)r[j] & 0xFFu) |
+                                              ((uint32_t)r[NXE_GEMM_MAX_NR + j] & 0xFFu) << 8 |
+                                              ((uint32_t)r[2 * NXE_GEMM_MAX_NR + j] & 0xFFu) << 16 |
+                                              (uint32_t)r[3 * NXE_GEMM_MAX_NR + j] << 24
+                                        : 0;
+        }
+        q8_transpose4((const uint8_t *)words, sizeof words[0], nr, QUADS,
+                      (uint32_t *)(void *)block);
+    }
+    for (int32_t j = 0; j < nr; j++) {
         const int64_t at = i0 + (col->j0 + j) * stride;
         if (requant)
-            memcpy((uint8_t *)args->out.y_q8 + at, block_q8 + j * Q8_BLOCK_ROWS, (size_t)rows);
+            memcpy((uint8_t *)args->out.y_q8 + at, (const uint8_t *)block + j * Q8_BLOCK_ROWS,
+                   (size_t)rows);
         else
             memcpy(args->out.y_i32 + at, block + j * Q8_BLOCK_ROWS, sizeof(int32_t) * (size_t)rows);
     }
