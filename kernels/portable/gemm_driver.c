@@ -581,27 +581,6 @@ static inline int32_t q8_at(nxe_q8_ref ref, int64_t index)
                          : (int32_t)((const uint8_t *)ref.data)[index];
 }
 
-/* Row `pixel` of a convolution's implicit im2col (kernels/gemm.h), copied from the staged
- * input into `row` (already shifted: no byte is changed), a run per kernel row (per tap when
- * dilated across). */
-static void q8_conv_row(const nxe_q8_packed_args *args, int64_t pixel, uint8_t *row)
-{
-    const nxe_q8_conv2d_geometry *g = args->conv;
-    const int64_t channels = g->in_channels / g->groups;
-    const int64_t line = nxe_q8_conv_stage_width(g) * channels; /* bytes per staged row */
-    const int64_t oy = pixel / g->out_width, ox = pixel % g->out_width;
-    const uint8_t *base = (const uint8_t *)args->a.data + oy * g->stride_height * line +
-                          ox * g->stride_width * channels;
-    const bool dense = g->dilation_width == 1;
-    const int64_t run = dense ? g->kernel_width * channels : channels;
-    const int64_t runs = dense ? 1 : g->kernel_width;
-    for (int64_t ky = 0; ky < g->kernel_height; ky++) {
-        const uint8_t *src = base + ky * g->dilation_height * line;
-        for (int64_t r = 0; r < runs; r++, row += run)
-            memcpy(row, src + r * g->dilation_width * channels, (size_t)run);
-    }
-}
-
 /* Four rows of k-groups (words), rows `stride` bytes apart, into columns [0, 4) of a panel
  * `width` words wide: a 4 x 4 word transpose per step, which the compiler vectorizes when
  * width is a constant. */
@@ -617,11 +596,58 @@ q8_transpose4(const uint8_t *rows, int64_t stride, int64_t groups, int32_t width
     }
 }
 
+/* q8_transpose4 with the kernels' panel widths as constants. */
+static void q8_transpose4_into(const uint8_t *rows, int64_t stride, int64_t groups, int32_t width,
+                               uint32_t *out)
+{
+    if (width == 4)
+        q8_transpose4(rows, stride, groups, 4, out);
+    else if (width == 16)
+        q8_transpose4(rows, stride, groups, 16, out);
+    else
+        q8_transpose4(rows, stride, groups, width, out);
+}
+
+/* Where a convolution's im2col rows come from in the staged input (kernels/gemm.h): row
+ * `pixel` is `runs` runs of `run` bytes per kernel row, run r of kernel row ky at
+ * start(pixel) + ky * ky_step + r * run_step. */
+typedef struct q8_conv_rows {
+    const uint8_t *stage;
+    int64_t line; /* bytes per staged row */
+    int64_t channels;
+    int64_t run, runs, ky_step, run_step;
+} q8_conv_rows;
+
+static q8_conv_rows q8_conv_rows_of(const nxe_q8_packed_args *args)
+{
+    const nxe_q8_conv2d_geometry *g = args->conv;
+    const int64_t channels = g->in_channels / g->groups;
+    const int64_t line = nxe_q8_conv_stage_width(g) * channels;
+    const bool dense = g->dilation_width == 1; /* a kernel row is one run */
+    return (q8_conv_rows){args->a.data,
+                          line,
+                          channels,
+                          dense ? g->kernel_width * channels : channels,
+                          dense ? 1 : g->kernel_width,
+                          g->dilation_height * line,
+                          g->dilation_width * channels};
+}
+
+static const uint8_t *q8_conv_row_start(const nxe_q8_packed_args *args, const q8_conv_rows *c,
+                                        int64_t pixel)
+{
+    const nxe_q8_conv2d_geometry *g = args->conv;
+    const int64_t oy = pixel / g->out_width, ox = pixel % g->out_width;
+    return c->stage + oy * g->stride_height * c->line + ox * g->stride_width * c->channels;
+}
+
 /* Packs rows [i0, i0 + rows) of A shifted to u8 into ceil(rows / MR) panels of the kernel's
  * width, one after another, rows past the last zero; with `sums`, row_sums[r] is the sum of
- * row r's packed values. Rows are assembled four at a time, shifted and zero-padded to whole
- * k-groups, in `scratch` (4 x NXE_Q8_MAX_K bytes), then transposed into place (a panel is a
- * transpose of 32-bit words, one k-group of a row each). */
+ * row r's packed values. A panel is a transpose of 32-bit words (one k-group of a row each),
+ * filled four rows at a time. Four pixels of one output row whose runs are whole words are
+ * equally spaced in the staged input and are transposed from there; other rows are first
+ * assembled, shifted and zero-padded to whole k-groups, in `scratch` (4 x NXE_Q8_MAX_K
+ * bytes). */
 static void q8_pack_a(const nxe_q8_packed_args *args, int64_t i0, int32_t rows, bool sums,
                       uint8_t *panels, uint32_t *row_sums, uint8_t *scratch)
 {
@@ -629,7 +655,30 @@ static void q8_pack_a(const nxe_q8_packed_args *args, int64_t i0, int32_t rows, 
     const int64_t k = args->k, groups = (k + 3) / 4, k_padded = groups * 4;
     const int32_t padded_rows = (rows + width - 1) / width * width;
     const uint8_t flip = args->a.is_signed ? 0x80u : 0u; /* s8 + 128 as u8 */
+    const q8_conv_rows c = args->conv ? q8_conv_rows_of(args) : (q8_conv_rows){0};
     for (int32_t r0 = 0; r0 < padded_rows; r0 += 4) {
+        uint32_t *out = (uint32_t *)(void *)(panels + (r0 / width) * width * k_padded) + r0 % width;
+        if (args->conv && r0 + 4 <= rows && c.run % 4 == 0 &&
+            (i0 + r0) % args->conv->out_width + 3 < args->conv->out_width) {
+            const uint8_t *start = q8_conv_row_start(args, &c, i0 + r0);
+            const int64_t spacing = args->conv->stride_width * c.channels;
+            for (int32_t i = 0; i < 4 && sums; i++)
+                row_sums[r0 + i] = 0;
+            int64_t q = 0; /* k-group of the run's first word */
+            for (int64_t ky = 0; ky < args->conv->kernel_height; ky++) {
+                for (int64_t r = 0; r < c.runs; r++, q += c.run / 4) {
+                    const uint8_t *src = start + ky * c.ky_step + r * c.run_step;
+                    q8_transpose4_into(src, spacing, c.run / 4, width, out + q * width);
+                    for (int32_t i = 0; i < 4 && sums; i++) {
+                        uint32_t sum = 0;
+                        for (int64_t b = 0; b < c.run; b++)
+                            sum += src[i * spacing + b];
+                        row_sums[r0 + i] += sum;
+                    }
+                }
+            }
+            continue;
+        }
         for (int32_t i = 0; i < 4; i++) {
             const int32_t r = r0 + i;
             uint8_t *row = scratch + i * k_padded;
@@ -638,7 +687,11 @@ static void q8_pack_a(const nxe_q8_packed_args *args, int64_t i0, int32_t rows, 
                 continue;
             }
             if (args->conv) { /* staged: already shifted */
-                q8_conv_row(args, i0 + r, row);
+                const uint8_t *start = q8_conv_row_start(args, &c, i0 + r);
+                uint8_t *to = row;
+                for (int64_t ky = 0; ky < args->conv->kernel_height; ky++)
+                    for (int64_t run = 0; run < c.runs; run++, to += c.run)
+                        memcpy(to, start + ky * c.ky_step + run * c.run_step, (size_t)c.run);
             } else {
                 const uint8_t *src = (const uint8_t *)args->a.data + (i0 + r) * args->a_stride_m;
                 for (int64_t kk = 0; kk < k; kk++)
@@ -652,13 +705,7 @@ static void q8_pack_a(const nxe_q8_packed_args *args, int64_t i0, int32_t rows, 
                 row_sums[r] = sum;
             }
         }
-        uint32_t *out = (uint32_t *)(void *)(panels + (r0 / width) * width * k_padded) + r0 % width;
-        if (width == 4)
-            q8_transpose4(scratch, k_padded, groups, 4, out);
-        else if (width == 16)
-            q8_transpose4(scratch, k_padded, groups, 16, out);
-        else
-            q8_transpose4(scratch, k_padded, groups, width, out);
+        q8_transpose4_into(scratch, k_padded, groups, width, out);
     }
 }
 

@@ -857,7 +857,8 @@ static void count_items(void *ctx, int64_t begin, int64_t end)
  * weights packed in the staged order) against nxe_ref_q8_conv2d_nchw: the same bits over
  * padding, strides, dilations, groups, channel counts that are not whole 4-byte groups, more
  * pixels than one row block, signedness, per-channel weight zero points (and zero points that
- * cancel B's shift, where the driver skips A's row sums) and both outputs, one product per
+ * cancel B's shift, where the driver skips A's row sums), rows transposed straight from the
+ * staged input or assembled first, and both outputs, one product per
  * (image, group) as the op runs it, the staging split in two row ranges. */
 static void test_q8_conv(const nxe_kernel_table *table, const nxe_q8_gemm_kernel *kernel)
 {
@@ -867,6 +868,7 @@ static void test_q8_conv(const nxe_kernel_table *table, const nxe_q8_gemm_kernel
         {1, 4, 9, 8, 50, 1, 1, 1, 1, 0, 1},  {1, 6, 11, 10, 9, 3, 3, 2, 2, 2, 3},
         {1, 16, 5, 5, 8, 5, 5, 1, 1, 2, 1},  {1, 5, 13, 11, 100, 3, 3, 1, 1, 1, 1},
         {1, 32, 9, 7, 64, 3, 3, 1, 1, 1, 1}, {2, 12, 8, 9, 6, 1, 3, 2, 1, 3, 1},
+        {1, 8, 12, 12, 8, 3, 3, 1, 2, 2, 1}, {1, 8, 9, 17, 8, 3, 3, 2, 1, 1, 1},
     };
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const int64_t *sh = shapes[si];
