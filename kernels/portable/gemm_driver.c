@@ -830,7 +830,10 @@ static void q8_finish_block(const nxe_q8_packed_args *args, const q8_columns *co
     }
     for (int32_t j = 0; j < nr; j++) {
         const int64_t at = i0 + (col->j0 + j) * stride;
-        if (requant)
+        if (requant && rows == Q8_BLOCK_ROWS) /* a constant size: one vector store */
+            memcpy((uint8_t *)args->out.y_q8 + at, (const uint8_t *)block + j * Q8_BLOCK_ROWS,
+                   Q8_BLOCK_ROWS);
+        else if (requant)
             memcpy((uint8_t *)args->out.y_q8 + at, (const uint8_t *)block + j * Q8_BLOCK_ROWS,
                    (size_t)rows);
         else
