@@ -569,6 +569,9 @@ void NXE_ISA_NAME(nxe_conv_bf16_pairs)(const nxe_conv_geometry *g, const float *
  * columns are then runs of this many pixels for a convolution, not single bytes. */
 #define Q8_BLOCK_ROWS NXE_GEMM_MAX_MR
 #define Q8_NC_BYTES (768 * 1024)
+/* Values of a row assembled at a time where rows cannot be transposed in place: the scratch
+ * stays small beside the block's panels, which take most of the stack the kernels may use. */
+#define Q8_CHUNK 512
 
 int64_t NXE_ISA_NAME(nxe_q8_gemm_tiles)(const nxe_q8_packed_args *args)
 {
@@ -641,13 +644,30 @@ static const uint8_t *q8_conv_row_start(const nxe_q8_packed_args *args, const q8
     return c->stage + oy * g->stride_height * c->line + ox * g->stride_width * c->channels;
 }
 
+/* Bytes [k0, k0 + len) of row `pixel` into dst: the parts of its runs that fall there. */
+static void q8_conv_row_part(const nxe_q8_packed_args *args, const q8_conv_rows *c, int64_t pixel,
+                             int64_t k0, int64_t len, uint8_t *dst)
+{
+    const uint8_t *start = q8_conv_row_start(args, c, pixel);
+    int64_t at = 0; /* the run's first k */
+    for (int64_t ky = 0; ky < args->conv->kernel_height; ky++) {
+        for (int64_t r = 0; r < c->runs; r++, at += c->run) {
+            const int64_t lo = at > k0 ? at : k0;
+            const int64_t hi = at + c->run < k0 + len ? at + c->run : k0 + len;
+            if (lo < hi)
+                memcpy(dst + (lo - k0), start + ky * c->ky_step + r * c->run_step + (lo - at),
+                       (size_t)(hi - lo));
+        }
+    }
+}
+
 /* Packs rows [i0, i0 + rows) of A shifted to u8 into ceil(rows / MR) panels of the kernel's
  * width, one after another, rows past the last zero; with `sums`, row_sums[r] is the sum of
  * row r's packed values. A panel is a transpose of 32-bit words (one k-group of a row each),
  * filled four rows at a time. Four pixels of one output row whose runs are whole words are
  * equally spaced in the staged input and are transposed from there; other rows are first
- * assembled, shifted and zero-padded to whole k-groups, in `scratch` (4 x NXE_Q8_MAX_K
- * bytes). */
+ * assembled, shifted and zero-padded to whole k-groups, Q8_CHUNK values at a time, in
+ * `scratch` (4 x Q8_CHUNK bytes). */
 static void q8_pack_a(const nxe_q8_packed_args *args, int64_t i0, int32_t rows, bool sums,
                       uint8_t *panels, uint32_t *row_sums, uint8_t *scratch)
 {
@@ -679,33 +699,36 @@ static void q8_pack_a(const nxe_q8_packed_args *args, int64_t i0, int32_t rows, 
             }
             continue;
         }
-        for (int32_t i = 0; i < 4; i++) {
-            const int32_t r = r0 + i;
-            uint8_t *row = scratch + i * k_padded;
-            if (r >= rows) {
-                memset(row, 0, (size_t)k_padded);
-                continue;
+        for (int32_t i = 0; i < 4 && sums; i++)
+            row_sums[r0 + i] = 0;
+        for (int64_t k0 = 0; k0 < k_padded; k0 += Q8_CHUNK) {
+            const int64_t len = k - k0 < Q8_CHUNK ? k - k0 : Q8_CHUNK;
+            const int64_t chunk = (len + 3) / 4 * 4;
+            for (int32_t i = 0; i < 4; i++) {
+                const int32_t r = r0 + i;
+                uint8_t *part = scratch + i * Q8_CHUNK;
+                if (r >= rows) {
+                    memset(part, 0, (size_t)chunk);
+                    continue;
+                }
+                if (args->conv) { /* staged: already shifted */
+                    q8_conv_row_part(args, &c, i0 + r, k0, len, part);
+                } else {
+                    const uint8_t *src =
+                        (const uint8_t *)args->a.data + (i0 + r) * args->a_stride_m + k0;
+                    for (int64_t b = 0; b < len; b++)
+                        part[b] = (uint8_t)(src[b] ^ flip);
+                }
+                memset(part + len, 0, (size_t)(chunk - len));
+                if (sums) {
+                    uint32_t sum = 0;
+                    for (int64_t b = 0; b < len; b++)
+                        sum += part[b];
+                    row_sums[r] += sum;
+                }
             }
-            if (args->conv) { /* staged: already shifted */
-                const uint8_t *start = q8_conv_row_start(args, &c, i0 + r);
-                uint8_t *to = row;
-                for (int64_t ky = 0; ky < args->conv->kernel_height; ky++)
-                    for (int64_t run = 0; run < c.runs; run++, to += c.run)
-                        memcpy(to, start + ky * c.ky_step + run * c.run_step, (size_t)c.run);
-            } else {
-                const uint8_t *src = (const uint8_t *)args->a.data + (i0 + r) * args->a_stride_m;
-                for (int64_t kk = 0; kk < k; kk++)
-                    row[kk] = (uint8_t)(src[kk] ^ flip);
-            }
-            memset(row + k, 0, (size_t)(k_padded - k));
-            if (sums) {
-                uint32_t sum = 0;
-                for (int64_t kk = 0; kk < k; kk++)
-                    sum += row[kk];
-                row_sums[r] = sum;
-            }
+            q8_transpose4_into(scratch, Q8_CHUNK, chunk / 4, width, out + k0 / 4 * width);
         }
-        q8_transpose4_into(scratch, k_padded, groups, width, out);
     }
 }
 
@@ -770,10 +793,10 @@ static void q8_finish_block(const nxe_q8_packed_args *args, const q8_columns *co
     const int requant = args->out.y_i32 == NULL;
     const int64_t stride = args->y_column_stride;
     enum { QUADS = Q8_BLOCK_ROWS / 4 };
-    /* [row][column] 8-bit results of a convolution block, rows to a whole quad zero */
-    _Alignas(64) int32_t results[Q8_BLOCK_ROWS * NXE_GEMM_MAX_NR];
-    /* [column][row]: a convolution's int32 results, or its 8-bit results as words */
+    /* [column][row]: a convolution's int32 results, or its 8-bit results as words; before
+     * those words, [row][column] the 8-bit results themselves, rows to a whole quad zero */
     _Alignas(64) int32_t block[NXE_GEMM_MAX_NR * Q8_BLOCK_ROWS];
+    int32_t *results = block;
     for (int32_t i = 0; i < rows; i++) {
         const int64_t row = i0 + i;
         const uint32_t alpha =
@@ -853,7 +876,7 @@ void NXE_ISA_NAME(nxe_q8_gemm_run)(const nxe_q8_packed_args *args, int64_t tile_
     nc_panels = nc_panels < 1 ? 1 : nc_panels;
     const int64_t block_tiles = Q8_BLOCK_ROWS / mr_max;
     _Alignas(64) uint8_t a_panels[Q8_BLOCK_ROWS * NXE_Q8_MAX_K];
-    _Alignas(64) uint8_t scratch[4 * NXE_Q8_MAX_K];
+    _Alignas(64) uint8_t scratch[4 * Q8_CHUNK];
     uint32_t row_sums[Q8_BLOCK_ROWS] = {0};
     _Alignas(64) int32_t acc[Q8_BLOCK_ROWS * NXE_GEMM_MAX_NR];
     /* The operands were shifted by these; zero points add to them (see kernels/gemm.h). B

@@ -727,8 +727,8 @@ static void test_q8_microkernel(const nxe_q8_gemm_kernel *kernel)
  * points (absent, per tensor, per row or column) and output (int32 or requantized). */
 static void test_q8_gemm(const nxe_kernel_table *table, const nxe_q8_gemm_kernel *kernel)
 {
-    const int64_t shapes[][3] = {{1, 1, 1},     {5, 7, 3},     {9, 49, 17},
-                                 {17, 100, 64}, {33, 96, 301}, {8, 48, 700}};
+    const int64_t shapes[][3] = {{1, 1, 1},     {5, 7, 3},    {9, 49, 17},   {17, 100, 64},
+                                 {33, 96, 301}, {8, 48, 700}, {21, 50, 1027}};
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
         for (int variant = 0; variant < 16; variant++) {
@@ -869,6 +869,7 @@ static void test_q8_conv(const nxe_kernel_table *table, const nxe_q8_gemm_kernel
         {1, 16, 5, 5, 8, 5, 5, 1, 1, 2, 1},  {1, 5, 13, 11, 100, 3, 3, 1, 1, 1, 1},
         {1, 32, 9, 7, 64, 3, 3, 1, 1, 1, 1}, {2, 12, 8, 9, 6, 1, 3, 2, 1, 3, 1},
         {1, 8, 12, 12, 8, 3, 3, 1, 2, 2, 1}, {1, 8, 9, 17, 8, 3, 3, 2, 1, 1, 1},
+        {1, 65, 6, 7, 20, 3, 3, 1, 1, 1, 1},
     };
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const int64_t *sh = shapes[si];
