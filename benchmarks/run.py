@@ -1,5 +1,6 @@
 """nxe, onnxruntime and PyTorch side by side in one process, on the cases the fast-kernel work is
-measured by: GEMM 2048^3, ESPCN x2, EDSR-baseline x2 and an all-MiniLM-L6-v2-shaped encoder.
+measured by: GEMM 2048^3, ESPCN x2, EDSR-baseline x2, an all-MiniLM-L6-v2-shaped encoder and a
+QDQ int8 CNN (onnxruntime's static quantization of a 3-layer conv stack, run by both engines).
 A benchmark, not a test: it prints numbers and asserts nothing about them.
 
     python benchmarks/run.py [--cases gemm espcn_960x540 ...] [--repeats N] [--json out.json]
@@ -111,7 +112,7 @@ class Case:
     name: str
     description: str
     flops: float
-    kind: str  # "gemm", "espcn", "edsr", "bert"
+    kind: str  # "gemm", "espcn", "edsr", "bert", "qdq"
     params: dict[str, int] = field(default_factory=dict)
 
 
@@ -139,6 +140,57 @@ def bert_flops(batch: int, seq: int, config: models.BertConfig) -> float:
     return config.layers * (dense + attention)
 
 
+# qdq_cnn: (input, output) channels of its 3x3 convolutions.
+QDQ_CNN_LAYERS = ((32, 64), (64, 64), (64, 32))
+
+
+def qdq_cnn_models(case: Case) -> tuple[bytes, bytes, np.ndarray]:
+    """qdq_cnn's fp32 ONNX model (exported from PyTorch), the same model quantized by
+    onnxruntime.quantization.quantize_static in QDQ format (per-channel s8 weights, u8
+    activations, calibrated on 8 random frames), and the input frame; made once per case."""
+    if case.name in _QDQ_MODELS:
+        return _QDQ_MODELS[case.name]
+    import torch
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+
+    torch.manual_seed(0)
+    layers: list[Any] = []
+    for cin, cout in QDQ_CNN_LAYERS:
+        layers += [torch.nn.Conv2d(cin, cout, 3, padding=1), torch.nn.ReLU()]
+    module = torch.nn.Sequential(*layers[:-1]).eval()
+    shape = (1, QDQ_CNN_LAYERS[0][0], case.params["h"], case.params["w"])
+    rng = np.random.default_rng(1)
+    frames = [rng.standard_normal(shape).astype(np.float32) for _ in range(9)]
+
+    class Frames(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.left = iter(frames[1:])
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            frame = next(self.left, None)
+            return None if frame is None else {"x": frame}
+
+    with tempfile.TemporaryDirectory() as folder:
+        fp32_path, int8_path = Path(folder) / "cnn.onnx", Path(folder) / "cnn-int8.onnx"
+        with torch.no_grad():
+            torch.onnx.export(module, torch.from_numpy(frames[0]), str(fp32_path),
+                              input_names=["x"], output_names=["y"], opset_version=17,
+                              dynamo=False)
+        quantize_static(str(fp32_path), str(int8_path), Frames(), quant_format=QuantFormat.QDQ,
+                        per_channel=True, activation_type=QuantType.QUInt8,
+                        weight_type=QuantType.QInt8)
+        _QDQ_MODELS[case.name] = (fp32_path.read_bytes(), int8_path.read_bytes(), frames[0])
+    return _QDQ_MODELS[case.name]
+
+
+_QDQ_MODELS: dict[str, tuple[bytes, bytes, np.ndarray]] = {}
+
+
 def make_cases(quick: bool) -> list[Case]:
     n = 512 if quick else 2048
     sizes = {
@@ -154,6 +206,10 @@ def make_cases(quick: bool) -> list[Case]:
         flops = espcn_flops(h, w) if kind == "espcn" else edsr_flops(h, w)
         title = "ESPCN x2" if kind == "espcn" else "EDSR-baseline x2"
         cases.append(Case(name, f"{title} {w}x{h}", flops, kind, {"h": h, "w": w}))
+    h, w = (64, 64) if quick else (192, 192)
+    cases.append(Case("qdq_cnn", f"QDQ int8 conv 3x3 32->64->64->32 (ReLU) {w}x{h}",
+                      sum(conv_flops(cin, cout, 3, h, w) for cin, cout in QDQ_CNN_LAYERS),
+                      "qdq", {"h": h, "w": w}))
     config = models.BertConfig()
     for name, (b, s) in bert_shapes.items():
         cases.append(Case(name, f"all-MiniLM-L6-v2 shape, batch {b} x {s} tokens",
@@ -334,6 +390,17 @@ def nxe_model(case: Case) -> tuple[nxe.Graph, list[np.ndarray]]:
 
 
 def nxe_rows(case: Case, threads: int, repeats: int, cap_s: float) -> list[Row]:
+    if case.kind == "qdq":
+        # Both files through nxe's ONNX importer: the QDQ pairs become QLinearConv.
+        import nxe.onnx as nxe_onnx
+
+        rows = []
+        for precision, model_bytes in zip(("fp32", "int8"), qdq_cnn_models(case)[:2]):
+            model = nxe_onnx.load(model_bytes, threads=threads)
+            feeds = {"x": qdq_cnn_models(case)[2]}
+            rows.append(Row(case.name, "nxe", precision,
+                            time_runs(lambda m=model, f=feeds: m.run(f), repeats, cap_s)))
+        return rows
     model_graph, feeds = nxe_model(case)
     rows = []
     # relax: fp32 graphs run their GEMMs and convolutions on bf16 operands with f32
@@ -372,6 +439,13 @@ def onnxruntime_rows(case: Case, threads: int, repeats: int) -> list[Row]:
         return ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
 
     rows = []
+    if case.kind == "qdq":
+        fp32_bytes, int8_bytes, frame = qdq_cnn_models(case)
+        for precision, model_bytes in (("fp32", fp32_bytes), ("int8", int8_bytes)):
+            sess = session(model_bytes)
+            rows.append(Row(case.name, "onnxruntime", precision,
+                            time_runs(lambda s=sess: s.run(None, {"x": frame}), repeats, None)))
+        return rows
     if case.kind == "gemm":
         n = case.params["n"]
         rng = np.random.default_rng(0)
@@ -443,6 +517,9 @@ def torch_rows(case: Case, threads: int, repeats: int, skip_compile: str) -> lis
     except ImportError as error:
         return [Row(case.name, "torch", "fp32", unavailable=f"not installed: {error}")]
     torch.set_num_threads(threads)
+    if case.kind == "qdq":
+        return [Row(case.name, "torch", "int8", unavailable="the case compares the ONNX engines "
+                    "on one QDQ file")]
     rows = []
     no_bf16 = native_bf16_reason()
     if case.kind == "gemm":

@@ -361,13 +361,13 @@ typedef void nxe_q8_ukernel_fn(int32_t mr, int32_t nr, int64_t kc, const uint8_t
 
 typedef struct nxe_q8_gemm_kernel {
     const char *name; /* "u8s8-gemm-4x48-avx512vnni" */
-    int32_t mr;
+    int32_t mr;       /* a multiple of 4: the drivers pack A four rows at a time */
     int32_t nr;
     nxe_q8_ukernel_fn *run;
 } nxe_q8_gemm_kernel;
 
-/* The longest reduction the 8-bit drivers take: one row tile of A over all of it is packed on
- * the stack (MR x this many bytes). */
+/* The longest reduction the 8-bit drivers take: a block of up to NXE_GEMM_MAX_MR rows of A
+ * over all of it is packed on the stack (NXE_GEMM_MAX_MR x this many bytes). */
 #define NXE_Q8_MAX_K 8192
 
 size_t nxe_q8_packed_bytes(const nxe_q8_gemm_kernel *kernel, int64_t k, int64_t n);
@@ -382,13 +382,14 @@ void nxe_q8_pack_b(const nxe_q8_gemm_kernel *kernel, nxe_q8_ref b, int64_t strid
  * scales as nxe_q8_gemm_args (row-indexed for A, column-indexed for B); out as there, rows
  * dense unless y_column_stride says otherwise. b_signed says what B was before packing.
  *
- * A convolution (channels first) is the same product with the pixels of one image and group
- * as the rows: `conv` set, A is the implicit im2col of the input, a.data pointing at the
- * group's first input channel of the image; row i is output pixel i (row-major over
- * out_height x out_width), k runs over (the group's input channel, kernel row, kernel column)
- * as in the weights [O, C/g, KH, KW], and taps outside the input read a_zero (their products
- * vanish, as padding with the zero point does); a_stride_m is unused. The gather happens as
- * each row tile is packed: no im2col buffer exists. */
+ * A convolution is the same product with the pixels of one image and group as the rows:
+ * `conv` set, A is the implicit im2col of the group's input staged channels last by
+ * nxe_q8_conv_stage (a.data points at the staged block, a.is_signed says what the input was);
+ * row i is output pixel i (row-major over out_height x out_width) and k runs over (kernel row,
+ * kernel column, the group's input channel), the weights packed in that order by
+ * nxe_q8_pack_conv_b. Each row is a few contiguous runs of the staged block (one per kernel
+ * row when dilation_width is 1), copied as each row tile is packed: no im2col buffer exists;
+ * a_stride_m is unused. */
 typedef struct nxe_q8_packed_args {
     const nxe_q8_gemm_kernel *kernel;
     int64_t m;
@@ -414,6 +415,23 @@ typedef struct nxe_q8_packed_args {
     int64_t y_column_stride;
     const nxe_q8_conv2d_geometry *conv; /* or NULL: A is a matrix */
 } nxe_q8_packed_args;
+
+/* A convolution's staged input, one block per (image, group): [stage_height, stage_width,
+ * C/g] bytes, the input shifted to u8 (+128 when signed) and framed by a border of the shifted
+ * zero point wide enough that every tap of every output pixel falls inside, so the drivers
+ * check no bounds: staged (sy, sx) is input (sy - pad_top, sx - pad_left) where that exists. */
+int64_t nxe_q8_conv_stage_height(const nxe_q8_conv2d_geometry *g);
+int64_t nxe_q8_conv_stage_width(const nxe_q8_conv2d_geometry *g);
+size_t nxe_q8_conv_stage_bytes(const nxe_q8_conv2d_geometry *g);
+/* Stages rows [row_begin, row_end) of one (image, group): x points at the group's first input
+ * channel of the image (NCHW), x_zero at the input's one zero point (or NULL: 0). */
+void nxe_q8_conv_stage(const nxe_q8_conv2d_geometry *g, nxe_q8_ref x, nxe_q8_ref x_zero,
+                       int64_t row_begin, int64_t row_end, uint8_t *dst);
+/* Packs one group's weights (w pointing at its first output channel of [O, C/g, KH, KW]) as B
+ * of the group's product, reduction in (kernel row, kernel column, channel) order, and their
+ * column sums as nxe_q8_pack_b does; dst holds nxe_q8_packed_bytes(kernel, C/g KH KW, O/g). */
+void nxe_q8_pack_conv_b(const nxe_q8_gemm_kernel *kernel, const nxe_q8_conv2d_geometry *g,
+                        nxe_q8_ref w, int8_t *dst, int32_t *col_sums);
 
 /* Drivers, per ISA level: q8_gemm_tiles(args) row tiles; q8_gemm_run(args, begin, end). */
 typedef int64_t nxe_q8_gemm_tiles_fn(const nxe_q8_packed_args *args);

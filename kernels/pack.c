@@ -207,9 +207,12 @@ size_t nxe_q8_packed_bytes(const nxe_q8_gemm_kernel *kernel, int64_t k, int64_t 
     return (size_t)((n + kernel->nr - 1) / kernel->nr * nxe_round_up(k, 4) * kernel->nr);
 }
 
-void nxe_q8_pack_b(const nxe_q8_gemm_kernel *kernel, nxe_q8_ref b, int64_t stride_k,
-                   int64_t stride_n, int64_t k, int64_t n, int64_t panel_begin, int64_t panel_end,
-                   int8_t *dst, int32_t *col_sums)
+/* Packs B's panels [panel_begin, panel_end) with reduction index kk read at offset
+ * ((kk % channels) * taps + kk / channels) * stride_k: a matrix's rows in order (channels 1,
+ * taps k), or convolution weights [C, taps] taken in (tap, channel) order. */
+static void q8_pack_b_panels(const nxe_q8_gemm_kernel *kernel, nxe_q8_ref b, int64_t stride_k,
+                             int64_t stride_n, int64_t k, int64_t channels, int64_t taps, int64_t n,
+                             int64_t panel_begin, int64_t panel_end, int8_t *dst, int32_t *col_sums)
 {
     const int32_t width = kernel->nr;
     const int64_t k_padded = nxe_round_up(k, 4);
@@ -222,7 +225,9 @@ void nxe_q8_pack_b(const nxe_q8_gemm_kernel *kernel, nxe_q8_ref b, int64_t strid
         uint32_t sums[64] = {0}; /* width <= NXE_GEMM_MAX_NR */
         for (int64_t kk = 0; kk < k_padded; kk++) {
             int8_t *out = panel + (kk / 4) * width * 4 + kk % 4;
-            const uint8_t *row = kk < k ? src + kk * stride_k + j0 * stride_n : NULL;
+            const uint8_t *row =
+                kk < k ? src + ((kk % channels) * taps + kk / channels) * stride_k + j0 * stride_n
+                       : NULL;
             for (int64_t i = 0; i < width; i++) {
                 const int8_t value =
                     row && i < valid ? (int8_t)(uint8_t)(row[i * stride_n] ^ flip) : 0;
@@ -232,6 +237,84 @@ void nxe_q8_pack_b(const nxe_q8_gemm_kernel *kernel, nxe_q8_ref b, int64_t strid
         }
         for (int64_t i = 0; i < valid; i++)
             col_sums[j0 + i] = (int32_t)sums[i];
+    }
+}
+
+void nxe_q8_pack_b(const nxe_q8_gemm_kernel *kernel, nxe_q8_ref b, int64_t stride_k,
+                   int64_t stride_n, int64_t k, int64_t n, int64_t panel_begin, int64_t panel_end,
+                   int8_t *dst, int32_t *col_sums)
+{
+    q8_pack_b_panels(kernel, b, stride_k, stride_n, k, 1, k, n, panel_begin, panel_end, dst,
+                     col_sums);
+}
+
+void nxe_q8_pack_conv_b(const nxe_q8_gemm_kernel *kernel, const nxe_q8_conv2d_geometry *g,
+                        nxe_q8_ref w, int8_t *dst, int32_t *col_sums)
+{
+    const int64_t channels = g->in_channels / g->groups;
+    const int64_t taps = g->kernel_height * g->kernel_width;
+    const int64_t n = g->out_channels / g->groups;
+    q8_pack_b_panels(kernel, w, 1, channels * taps, channels * taps, channels, taps, n, 0,
+                     (n + kernel->nr - 1) / kernel->nr, dst, col_sums);
+}
+
+int64_t nxe_q8_conv_stage_height(const nxe_q8_conv2d_geometry *g)
+{
+    return (g->out_height - 1) * g->stride_height + (g->kernel_height - 1) * g->dilation_height + 1;
+}
+
+int64_t nxe_q8_conv_stage_width(const nxe_q8_conv2d_geometry *g)
+{
+    return (g->out_width - 1) * g->stride_width + (g->kernel_width - 1) * g->dilation_width + 1;
+}
+
+size_t nxe_q8_conv_stage_bytes(const nxe_q8_conv2d_geometry *g)
+{
+    return (size_t)(nxe_q8_conv_stage_height(g) * nxe_q8_conv_stage_width(g) *
+                    (g->in_channels / g->groups));
+}
+
+void nxe_q8_conv_stage(const nxe_q8_conv2d_geometry *g, nxe_q8_ref x, nxe_q8_ref x_zero,
+                       int64_t row_begin, int64_t row_end, uint8_t *dst)
+{
+    const uint8_t flip = x.is_signed ? 0x80u : 0u; /* s8 + 128 as u8 */
+    const uint8_t pad =
+        (uint8_t)((x_zero.data ? *(const uint8_t *)x_zero.data : 0) ^ flip); /* per tensor */
+    const int64_t channels = g->in_channels / g->groups;
+    const int64_t width = nxe_q8_conv_stage_width(g), plane = g->in_height * g->in_width;
+    /* Staged columns [inside_begin, inside_end) are input columns from 0; the rest border. */
+    const int64_t inside_begin = g->pad_left < width ? g->pad_left : width;
+    const int64_t inside_end =
+        g->pad_left + g->in_width < width ? g->pad_left + g->in_width : width;
+    const uint8_t *src = x.data;
+    for (int64_t sy = row_begin; sy < row_end; sy++) {
+        uint8_t *out = dst + sy * width * channels;
+        const int64_t iy = sy - g->pad_top;
+        if (iy < 0 || iy >= g->in_height || inside_end <= inside_begin) {
+            memset(out, pad, (size_t)(width * channels));
+            continue;
+        }
+        memset(out, pad, (size_t)(inside_begin * channels));
+        memset(out + inside_end * channels, pad, (size_t)((width - inside_end) * channels));
+        /* Four channels at a time, each pixel's four bytes one word store. */
+        const uint8_t *row = src + iy * g->in_width;
+        int64_t c = 0;
+        for (; c + 4 <= channels; c += 4) {
+            const uint8_t *r = row + c * plane;
+            for (int64_t sx = inside_begin; sx < inside_end; sx++) {
+                const int64_t ix = sx - g->pad_left;
+                const uint32_t word =
+                    ((uint32_t)r[ix] | (uint32_t)r[plane + ix] << 8 |
+                     (uint32_t)r[2 * plane + ix] << 16 | (uint32_t)r[3 * plane + ix] << 24) ^
+                    flip * 0x01010101u;
+                memcpy(out + sx * channels + c, &word, sizeof word);
+            }
+        }
+        for (; c < channels; c++) {
+            const uint8_t *r = row + c * plane;
+            for (int64_t sx = inside_begin; sx < inside_end; sx++)
+                out[sx * channels + c] = (uint8_t)(r[sx - g->pad_left] ^ flip);
+        }
     }
 }
 

@@ -726,13 +726,16 @@ static nxe_status qconv_run(const void *params, const nxe_value *inputs, int32_t
     return NXE_OK;
 }
 
-/* The 8-bit GEMM path: pixels are the rows of the product, gathered from the input as each
- * row tile is packed, and the weights of each group are B, packed once (kernels/gemm.h). */
+/* The 8-bit GEMM path: pixels are the rows of the product, copied from the input staged
+ * channels last (kernels/gemm.h) as each row tile is packed, and the weights of each group
+ * are B, packed once in the staged reduction order. The staged input lives in the workspace,
+ * a 64-byte aligned block per (image, group). */
 typedef struct qconv_prepared {
     const nxe_kernel_table *kernels;
     const nxe_q8_gemm_kernel *kernel;
     int64_t reduction; /* C/g x KH x KW */
     size_t slot_bytes; /* one group's packed weights and column sums */
+    size_t stage_bytes;
     unsigned char *slots;
 } qconv_prepared;
 
@@ -741,7 +744,6 @@ static nxe_status qconv_prepare(const void *params_in, const nxe_value *inputs, 
                                 size_t *workspace_bytes)
 {
     (void)num_inputs;
-    (void)workspace_bytes;
     const qconv_params *p = params_in;
     const nxe_q8_conv2d_geometry *g = &p->geometry;
     const nxe_q8_gemm_kernel *kernel = context->kernels->q8_gemm_kernel;
@@ -758,16 +760,15 @@ static nxe_status qconv_prepare(const void *params_in, const nxe_value *inputs, 
     if (!q)
         return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "out of memory for %zu bytes of packed weights",
                          bytes);
-    *q = (qconv_prepared){context->kernels, kernel, reduction, slot, data};
-    const int64_t panels = (group_out + kernel->nr - 1) / kernel->nr;
+    const size_t stage = (nxe_q8_conv_stage_bytes(g) + 63) / 64 * 64;
+    *q = (qconv_prepared){context->kernels, kernel, reduction, slot, stage, data};
     for (int64_t group = 0; group < g->groups; group++) {
         unsigned char *at = q->slots + (size_t)group * slot;
-        /* B [reduction x group_out]: element (k, j) is weight k of output channel j. */
-        nxe_q8_pack_b(
-            kernel, q8_ref(w, group * group_out * reduction), 1, reduction, reduction, group_out, 0,
-            panels, (int8_t *)at,
+        nxe_q8_pack_conv_b(
+            kernel, g, q8_ref(w, group * group_out * reduction), (int8_t *)at,
             (int32_t *)(void *)(at + slot - ((size_t)group_out * sizeof(int32_t) + 63) / 64 * 64));
     }
+    *workspace_bytes = (size_t)(g->batch * g->groups) * stage + 64;
     *prepared = q;
     return NXE_OK;
 }
@@ -778,8 +779,30 @@ typedef struct qconv_packed_job {
     const nxe_value *inputs;
     int32_t num_inputs;
     nxe_value *y;
+    unsigned char *stages;     /* the workspace's staged blocks, 64-byte aligned */
+    int64_t stage_rows;        /* staged rows of one (image, group) */
     int64_t tiles_per_product; /* row tiles of one (image, group) */
 } qconv_packed_job;
+
+/* Items are staged rows of every (image, group). */
+static void qconv_stage_rows(void *ctx, int64_t begin, int64_t end)
+{
+    const qconv_packed_job *job = ctx;
+    const nxe_q8_conv2d_geometry *g = &job->p->geometry;
+    const int64_t group_in = g->in_channels / g->groups;
+    while (begin < end) {
+        int64_t first, last;
+        const int64_t product = nxe_batch_tile_span(begin, end, job->stage_rows, &first, &last);
+        const int64_t image = product / g->groups, group = product % g->groups;
+        nxe_q8_conv_stage(
+            g,
+            q8_ref(&job->inputs[job->p->slots.x],
+                   (image * g->in_channels + group * group_in) * g->in_height * g->in_width),
+            optional_ref(job->inputs, job->num_inputs, job->p->slots.x_zero), first, last,
+            job->stages + (size_t)product * job->q->stage_bytes);
+        begin += last - first;
+    }
+}
 
 static void qconv_packed_tiles(void *ctx, int64_t begin, int64_t end)
 {
@@ -788,7 +811,7 @@ static void qconv_packed_tiles(void *ctx, int64_t begin, int64_t end)
     const qconv_prepared *q = job->q;
     const nxe_q8_conv2d_geometry *g = &p->geometry;
     const nxe_value *in = job->inputs;
-    const int64_t group_in = g->in_channels / g->groups, group_out = g->out_channels / g->groups;
+    const int64_t group_out = g->out_channels / g->groups;
     const int64_t pixels = g->out_height * g->out_width;
     while (begin < end) {
         int64_t first, last;
@@ -802,8 +825,8 @@ static void qconv_packed_tiles(void *ctx, int64_t begin, int64_t end)
             .m = pixels,
             .n = group_out,
             .k = q->reduction,
-            .a = q8_ref(&in[p->slots.x],
-                        (image * g->in_channels + group * group_in) * g->in_height * g->in_width),
+            .a = {job->stages + (size_t)product * q->stage_bytes,
+                  in[p->slots.x].dtype == NXE_DTYPE_I8},
             .a_zero = optional_ref(in, job->num_inputs, p->slots.x_zero),
             .b_packed = (const int8_t *)slot,
             .b_col_sums =
@@ -841,15 +864,27 @@ static nxe_status qconv_run_prepared(const void *params, const void *prepared,
                                      nxe_value *outputs, int32_t num_outputs, nxe_thread_pool *pool)
 {
     (void)fused; /* integer outputs fold nothing */
-    (void)workspace;
     (void)num_outputs;
     const qconv_params *p = params;
     const qconv_prepared *q = prepared;
     const nxe_q8_conv2d_geometry *g = &p->geometry;
     const int64_t pixels = g->out_height * g->out_width;
-    qconv_packed_job job = {p,          q,           inputs,
-                            num_inputs, &outputs[0], (pixels + q->kernel->mr - 1) / q->kernel->mr};
-    const int64_t items = g->batch * g->groups * job.tiles_per_product;
+    unsigned char *stages =
+        (unsigned char *)(((uintptr_t)workspace + 63) / 64 * 64); /* 64 bytes spare */
+    qconv_packed_job job = {p,
+                            q,
+                            inputs,
+                            num_inputs,
+                            &outputs[0],
+                            stages,
+                            nxe_q8_conv_stage_height(g),
+                            (pixels + q->kernel->mr - 1) / q->kernel->mr};
+    const int64_t products = g->batch * g->groups;
+    const double row_bytes =
+        (double)nxe_q8_conv_stage_width(g) * (double)(g->in_channels / g->groups);
+    nxe_parallel_for(pool, products * job.stage_rows,
+                     nxe_parallel_grain(row_bytes, QUANT_TASK_WORK), qconv_stage_rows, &job);
+    const int64_t items = products * job.tiles_per_product;
     const int64_t grain = nxe_parallel_grain(
         (double)q->kernel->mr * (double)(g->out_channels / g->groups) * (double)q->reduction,
         QUANT_TASK_WORK);

@@ -499,7 +499,7 @@ NXE_API nxe_status nxe_executable_output_desc(const nxe_executable *exe, int32_t
  * workspace and staging from a pool that grows to the most runs ever under way at once (plus
  * threads holding nxe_executable_run_nocopy results) and shrinks only on release; runs that
  * write a VARIABLE take turns. The calling thread computes too: the kernels
- * use up to about 128 KiB of its stack (the library's own worker threads have the system
+ * use up to about 144 KiB of its stack (the library's own worker threads have the system
  * default).
  * NXE_ERROR_INVALID_ARGUMENT (a NULL argument, other counts, a nonzero reserved field, NULL
  * data, an input inside the executable's input slots), NXE_ERROR_DTYPE_MISMATCH,

@@ -602,8 +602,13 @@ void NXE_ISA_NAME(nxe_conv_bf16_pairs)(const nxe_conv_geometry *g, const float *
 
 /* ---- 8-bit GEMM ---- */
 
-#define Q8_MAX_MR 16
+/* Rows of A packed together (whole row tiles) and finished together: the block's output
+ * columns are then runs of this many pixels for a convolution, not single bytes. */
+#define Q8_BLOCK_ROWS NXE_GEMM_MAX_MR
 #define Q8_NC_BYTES (768 * 1024)
+/* Values of a row assembled at a time where rows cannot be transposed in place: the scratch
+ * stays small beside the block's panels, which take most of the stack the kernels may use. */
+#define Q8_CHUNK 512
 
 int64_t NXE_ISA_NAME(nxe_q8_gemm_tiles)(const nxe_q8_packed_args *args)
 {
@@ -616,112 +621,151 @@ static inline int32_t q8_at(nxe_q8_ref ref, int64_t index)
                          : (int32_t)((const uint8_t *)ref.data)[index];
 }
 
-/* Appends one byte of an A row to its panel: bytes gather in `group` and move a 4-byte group
- * (one word of the panel's transpose) at a time, so no byte needs a division to find its
- * place. */
-typedef struct q8_row_writer {
-    uint32_t *out; /* the panel as words */
-    int32_t width; /* words per k-group: the panel's rows */
-    int32_t row;
-    int64_t group_index;
-    uint8_t group[4];
-    int32_t filled;
-    uint32_t sum;
-} q8_row_writer;
-
-static inline void q8_put(q8_row_writer *w, uint8_t v)
+/* Four rows of k-groups (words), rows `stride` bytes apart, into columns [0, 4) of a panel
+ * `width` words wide: a 4 x 4 word transpose per step, which the compiler vectorizes when
+ * width is a constant. */
+static inline __attribute__((always_inline)) void
+q8_transpose4(const uint8_t *rows, int64_t stride, int64_t groups, int32_t width, uint32_t *out)
 {
-    w->group[w->filled++] = v;
-    w->sum += v;
-    if (w->filled == 4) {
-        memcpy(&w->out[w->group_index++ * w->width + w->row], w->group, sizeof w->group);
-        w->filled = 0;
+    for (int64_t q = 0; q < groups; q++) {
+        uint32_t w[4];
+        for (int32_t i = 0; i < 4; i++)
+            memcpy(&w[i], rows + i * stride + 4 * q, sizeof w[i]);
+        for (int32_t i = 0; i < 4; i++)
+            out[q * width + i] = w[i];
     }
 }
 
-/* Row i of a convolution's implicit im2col (kernels/gemm.h), shifted to u8, into its place in
- * an A panel `width` wide; returns the sum of the packed values. A window wholly inside the
- * image skips the bounds checks. */
-static uint32_t q8_gather_conv_row(const nxe_q8_packed_args *args, int64_t pixel, int32_t i,
-                                   int32_t width, uint8_t *panel)
+/* q8_transpose4 with the kernels' panel widths as constants. */
+static void q8_transpose4_into(const uint8_t *rows, int64_t stride, int64_t groups, int32_t width,
+                               uint32_t *out)
+{
+    if (width == 4)
+        q8_transpose4(rows, stride, groups, 4, out);
+    else if (width == 16)
+        q8_transpose4(rows, stride, groups, 16, out);
+    else
+        q8_transpose4(rows, stride, groups, width, out);
+}
+
+/* Where a convolution's im2col rows come from in the staged input (kernels/gemm.h): row
+ * `pixel` is `runs` runs of `run` bytes per kernel row, run r of kernel row ky at
+ * start(pixel) + ky * ky_step + r * run_step. */
+typedef struct q8_conv_rows {
+    const uint8_t *stage;
+    int64_t line; /* bytes per staged row */
+    int64_t channels;
+    int64_t run, runs, ky_step, run_step;
+} q8_conv_rows;
+
+static q8_conv_rows q8_conv_rows_of(const nxe_q8_packed_args *args)
 {
     const nxe_q8_conv2d_geometry *g = args->conv;
-    const uint8_t flip = args->a.is_signed ? 0x80u : 0u;
-    const uint8_t *x = args->a.data;
-    const uint8_t pad = (uint8_t)((args->a_zero.data ? *(const uint8_t *)args->a_zero.data : 0) ^
-                                  flip); /* one zero point per tensor */
-    const int64_t oy = pixel / g->out_width, ox = pixel % g->out_width;
-    const int64_t channels = g->in_channels / g->groups, plane = g->in_height * g->in_width;
-    const int64_t kh = g->kernel_height, kw = g->kernel_width;
-    const int64_t dh = g->dilation_height, dw = g->dilation_width;
-    const int64_t iy0 = oy * g->stride_height - g->pad_top;
-    const int64_t ix0 = ox * g->stride_width - g->pad_left;
-    const bool inside = iy0 >= 0 && iy0 + (kh - 1) * dh < g->in_height && ix0 >= 0 &&
-                        ix0 + (kw - 1) * dw < g->in_width;
-    q8_row_writer w = {(uint32_t *)(void *)panel, width, i, 0, {0, 0, 0, 0}, 0, 0};
-    for (int64_t c = 0; c < channels; c++) {
-        for (int64_t ky = 0; ky < kh; ky++) {
-            const int64_t iy = iy0 + ky * dh;
-            if (inside) {
-                const uint8_t *src = x + c * plane + iy * g->in_width + ix0;
-                for (int64_t kx = 0; kx < kw; kx++)
-                    q8_put(&w, (uint8_t)(src[kx * dw] ^ flip));
-                continue;
-            }
-            const bool row_inside = iy >= 0 && iy < g->in_height;
-            const uint8_t *src = row_inside ? x + c * plane + iy * g->in_width : x;
-            for (int64_t kx = 0; kx < kw; kx++) {
-                const int64_t ix = ix0 + kx * dw;
-                q8_put(&w,
-                       row_inside && ix >= 0 && ix < g->in_width ? (uint8_t)(src[ix] ^ flip) : pad);
-            }
-        }
-    }
-    const uint32_t sum = w.sum;
-    while (w.filled)
-        q8_put(&w, 0); /* the ragged last group: zeros add nothing to the sum */
-    return sum;
+    const int64_t channels = g->in_channels / g->groups;
+    const int64_t line = nxe_q8_conv_stage_width(g) * channels;
+    const bool dense = g->dilation_width == 1; /* a kernel row is one run */
+    return (q8_conv_rows){args->a.data,
+                          line,
+                          channels,
+                          dense ? g->kernel_width * channels : channels,
+                          dense ? 1 : g->kernel_width,
+                          g->dilation_height * line,
+                          g->dilation_width * channels};
 }
 
-/* Packs rows [i0, i0 + mr) of A shifted to u8 over the whole reduction; row_sums[i] is the
- * sum of row i's packed values. A panel is a transpose of 32-bit words (one k-group of a row
- * each), so whole groups move at once; a ragged last group is assembled byte by byte. */
-static void q8_pack_a(const nxe_q8_packed_args *args, int64_t i0, int32_t mr, uint8_t *panel,
-                      uint32_t *row_sums)
+static const uint8_t *q8_conv_row_start(const nxe_q8_packed_args *args, const q8_conv_rows *c,
+                                        int64_t pixel)
 {
-    const int32_t width = args->kernel->mr;
-    const int64_t k = args->k, full = k / 4, groups = (k + 3) / 4;
-    const uint32_t flip = args->a.is_signed ? 0x80808080u : 0u; /* s8 + 128 as u8 */
-    uint32_t *out = (uint32_t *)(void *)panel;
-    for (int32_t i = 0; i < width; i++) {
-        if (i >= mr) {
-            for (int64_t q = 0; q < groups; q++)
-                out[q * width + i] = 0;
-            row_sums[i] = 0;
-            continue;
+    const nxe_q8_conv2d_geometry *g = args->conv;
+    const int64_t oy = pixel / g->out_width, ox = pixel % g->out_width;
+    return c->stage + oy * g->stride_height * c->line + ox * g->stride_width * c->channels;
+}
+
+/* Bytes [k0, k0 + len) of row `pixel` into dst: the parts of its runs that fall there. */
+static void q8_conv_row_part(const nxe_q8_packed_args *args, const q8_conv_rows *c, int64_t pixel,
+                             int64_t k0, int64_t len, uint8_t *dst)
+{
+    const uint8_t *start = q8_conv_row_start(args, c, pixel);
+    int64_t at = 0; /* the run's first k */
+    for (int64_t ky = 0; ky < args->conv->kernel_height; ky++) {
+        for (int64_t r = 0; r < c->runs; r++, at += c->run) {
+            const int64_t lo = at > k0 ? at : k0;
+            const int64_t hi = at + c->run < k0 + len ? at + c->run : k0 + len;
+            if (lo < hi)
+                memcpy(dst + (lo - k0), start + ky * c->ky_step + r * c->run_step + (lo - at),
+                       (size_t)(hi - lo));
         }
-        if (args->conv) {
-            row_sums[i] = q8_gather_conv_row(args, i0 + i, i, width, panel);
-            continue;
-        }
-        const uint8_t *row = (const uint8_t *)args->a.data + (i0 + i) * args->a_stride_m;
-        uint32_t sum = 0;
-        for (int64_t q = 0; q < full; q++) {
-            uint32_t word;
-            memcpy(&word, row + 4 * q, sizeof word);
-            out[q * width + i] = word ^ flip;
-        }
-        for (int64_t kk = 0; kk < full * 4; kk++)
-            sum += (uint8_t)(row[kk] ^ (uint8_t)flip);
-        if (full < groups) {
-            uint8_t tail[4] = {0, 0, 0, 0};
-            for (int64_t kk = full * 4; kk < k; kk++) {
-                tail[kk - full * 4] = (uint8_t)(row[kk] ^ (uint8_t)flip);
-                sum += tail[kk - full * 4];
+    }
+}
+
+/* Packs rows [i0, i0 + rows) of A shifted to u8 into ceil(rows / MR) panels of the kernel's
+ * width, one after another, rows past the last zero; with `sums`, row_sums[r] is the sum of
+ * row r's packed values. A panel is a transpose of 32-bit words (one k-group of a row each),
+ * filled four rows at a time. Four pixels of one output row whose runs are whole words are
+ * equally spaced in the staged input and are transposed from there; other rows are first
+ * assembled, shifted and zero-padded to whole k-groups, Q8_CHUNK values at a time, in
+ * `scratch` (4 x Q8_CHUNK bytes). */
+static void q8_pack_a(const nxe_q8_packed_args *args, int64_t i0, int32_t rows, bool sums,
+                      uint8_t *panels, uint32_t *row_sums, uint8_t *scratch)
+{
+    const int32_t width = args->kernel->mr; /* a multiple of 4 (kernels/gemm.h) */
+    const int64_t k = args->k, groups = (k + 3) / 4, k_padded = groups * 4;
+    const int32_t padded_rows = (rows + width - 1) / width * width;
+    const uint8_t flip = args->a.is_signed ? 0x80u : 0u; /* s8 + 128 as u8 */
+    const q8_conv_rows c = args->conv ? q8_conv_rows_of(args) : (q8_conv_rows){0};
+    for (int32_t r0 = 0; r0 < padded_rows; r0 += 4) {
+        uint32_t *out = (uint32_t *)(void *)(panels + (r0 / width) * width * k_padded) + r0 % width;
+        if (args->conv && r0 + 4 <= rows && c.run % 4 == 0 &&
+            (i0 + r0) % args->conv->out_width + 3 < args->conv->out_width) {
+            const uint8_t *start = q8_conv_row_start(args, &c, i0 + r0);
+            const int64_t spacing = args->conv->stride_width * c.channels;
+            for (int32_t i = 0; i < 4 && sums; i++)
+                row_sums[r0 + i] = 0;
+            int64_t q = 0; /* k-group of the run's first word */
+            for (int64_t ky = 0; ky < args->conv->kernel_height; ky++) {
+                for (int64_t r = 0; r < c.runs; r++, q += c.run / 4) {
+                    const uint8_t *src = start + ky * c.ky_step + r * c.run_step;
+                    q8_transpose4_into(src, spacing, c.run / 4, width, out + q * width);
+                    for (int32_t i = 0; i < 4 && sums; i++) {
+                        uint32_t sum = 0;
+                        for (int64_t b = 0; b < c.run; b++)
+                            sum += src[i * spacing + b];
+                        row_sums[r0 + i] += sum;
+                    }
+                }
             }
-            memcpy(&out[full * width + i], tail, sizeof tail);
+            continue;
         }
-        row_sums[i] = sum;
+        for (int32_t i = 0; i < 4 && sums; i++)
+            row_sums[r0 + i] = 0;
+        for (int64_t k0 = 0; k0 < k_padded; k0 += Q8_CHUNK) {
+            const int64_t len = k - k0 < Q8_CHUNK ? k - k0 : Q8_CHUNK;
+            const int64_t chunk = (len + 3) / 4 * 4;
+            for (int32_t i = 0; i < 4; i++) {
+                const int32_t r = r0 + i;
+                uint8_t *part = scratch + i * Q8_CHUNK;
+                if (r >= rows) {
+                    memset(part, 0, (size_t)chunk);
+                    continue;
+                }
+                if (args->conv) { /* staged: already shifted */
+                    q8_conv_row_part(args, &c, i0 + r, k0, len, part);
+                } else {
+                    const uint8_t *src =
+                        (const uint8_t *)args->a.data + (i0 + r) * args->a_stride_m + k0;
+                    for (int64_t b = 0; b < len; b++)
+                        part[b] = (uint8_t)(src[b] ^ flip);
+                }
+                memset(part + len, 0, (size_t)(chunk - len));
+                if (sums) {
+                    uint32_t sum = 0;
+                    for (int64_t b = 0; b < len; b++)
+                        sum += part[b];
+                    row_sums[r] += sum;
+                }
+            }
+            q8_transpose4_into(scratch, Q8_CHUNK, chunk / 4, width, out + k0 / 4 * width);
+        }
     }
 }
 
@@ -734,24 +778,126 @@ static inline double round_half_even(double x)
     return (x + shift) - shift;
 }
 
-/* q[j] = nxe_ref_q8_store's 8-bit result for accumulator acc[j] plus bias[j] with multiplier
- * a_scale * b_scale[j] / y_scale, bit for bit (the same f32 multiplier, the same double
- * product, rounding and clamps), written without branches or library calls and with quiet
- * comparisons so that the loop vectorizes. */
+/* multiplier[j] = a_scale * b_scale[j] / y_scale, the f32 multiplier nxe_ref_q8_store takes. */
+static void q8_multipliers(int32_t nr, const float *b_scale, float a_scale, float y_scale,
+                           float *multiplier)
+{
+    for (int32_t j = 0; j < nr; j++)
+        multiplier[j] = a_scale * b_scale[j] / y_scale;
+}
+
+/* q[j] = nxe_ref_q8_store's 8-bit result for accumulator acc[j] plus bias[j] with
+ * multiplier[j], bit for bit (the same double product, rounding and clamps), written without
+ * branches or library calls and with quiet comparisons so that the loop vectorizes. */
 static void q8_requantize(int32_t nr, const uint32_t *acc, const int32_t *bias,
-                          const float *b_scale, float a_scale, const nxe_q8_output *out, int32_t *q)
+                          const float *multiplier, const nxe_q8_output *out, int32_t *q)
 {
     const double lo = out->y_signed ? -128.0 : 0.0, hi = out->y_signed ? 127.0 : 255.0;
     const double zero_point = (double)out->y_zero_point;
     const double nan_q = zero_point < lo ? lo : zero_point > hi ? hi : zero_point;
     for (int32_t j = 0; j < nr; j++) {
-        const float multiplier = a_scale * b_scale[j] / out->y_scale;
         const double v =
-            round_half_even(((double)(int32_t)acc[j] + (double)bias[j]) * (double)multiplier) +
+            round_half_even(((double)(int32_t)acc[j] + (double)bias[j]) * (double)multiplier[j]) +
             zero_point;
         double c = isless(v, lo) ? lo : v;
         c = isgreater(c, hi) ? hi : c;
         q[j] = (int32_t)(isunordered(v, v) ? nan_q : c);
+    }
+}
+
+/* The per-column operands of output columns [j0, j0 + nr). */
+typedef struct q8_columns {
+    int64_t j0;
+    int32_t nr;
+    uint32_t beta[NXE_GEMM_MAX_NR]; /* B's shift minus its zero point */
+    const uint32_t *col_sums;
+    int32_t bias[NXE_GEMM_MAX_NR];
+    float b_scale[NXE_GEMM_MAX_NR];
+    float multiplier[NXE_GEMM_MAX_NR]; /* when A has one scale */
+} q8_columns;
+
+/* Turns the products of block rows [i0, i0 + rows) in acc (rows NXE_GEMM_MAX_NR apart) into
+ * results and stores them: zero-point corrections, then int32 or requantized 8-bit values. A
+ * convolution's block is transposed on the way, so each output channel gets one run of
+ * `rows` pixels: 8-bit results four rows to a word (one vector op per 16 columns), the words
+ * then transposed as A's rows are. */
+static void q8_finish_block(const nxe_q8_packed_args *args, const q8_columns *col, int64_t i0,
+                            int32_t rows, const uint32_t *row_sums, int32_t *acc)
+{
+    const int32_t nr = col->nr;
+    const int64_t k = args->k;
+    const uint32_t a_shift = args->a.is_signed ? 128u : 0u;
+    const int requant = args->out.y_i32 == NULL;
+    const int64_t stride = args->y_column_stride;
+    enum { QUADS = Q8_BLOCK_ROWS / 4 };
+    /* [column][row]: a convolution's int32 results, or its 8-bit results as words; before
+     * those words, [row][column] the 8-bit results themselves, rows to a whole quad zero */
+    _Alignas(64) int32_t block[NXE_GEMM_MAX_NR * Q8_BLOCK_ROWS];
+    int32_t *results = block;
+    for (int32_t i = 0; i < rows; i++) {
+        const int64_t row = i0 + i;
+        const uint32_t alpha =
+            a_shift +
+            (uint32_t)(args->a_zero.data ? q8_at(args->a_zero, row * args->a_zero_stride) : 0);
+        const uint32_t sum_a = row_sums[i], ka = (uint32_t)k * alpha;
+        uint32_t *v = (uint32_t *)(void *)(acc + i * NXE_GEMM_MAX_NR);
+        /* sum (A - alpha)(B + beta) = P + beta sum A - alpha sum B - k alpha beta, in wrapping
+         * arithmetic like the accumulators; alpha per row, beta per column. */
+        for (int32_t j = 0; j < nr; j++)
+            v[j] = v[j] + col->beta[j] * sum_a - alpha * col->col_sums[j] - ka * col->beta[j];
+        int32_t row_q[NXE_GEMM_MAX_NR];
+        int32_t *q = stride ? results + i * NXE_GEMM_MAX_NR : row_q;
+        if (requant) {
+            float row_multiplier[NXE_GEMM_MAX_NR];
+            const float *multiplier = col->multiplier;
+            if (args->a_scale_stride) {
+                q8_multipliers(nr, col->b_scale, args->a_scale[row * args->a_scale_stride],
+                               args->out.y_scale, row_multiplier);
+                multiplier = row_multiplier;
+            }
+            q8_requantize(nr, v, col->bias, multiplier, &args->out, q);
+        }
+        if (stride && !requant) {
+            for (int32_t j = 0; j < nr; j++)
+                block[j * Q8_BLOCK_ROWS + i] = (int32_t)v[j];
+        } else if (!stride && !requant) {
+            memcpy(args->out.y_i32 + row * args->n + col->j0, v, sizeof(int32_t) * (size_t)nr);
+        } else if (!stride) {
+            uint8_t bytes[NXE_GEMM_MAX_NR];
+            for (int32_t j = 0; j < nr; j++)
+                bytes[j] = (uint8_t)q[j]; /* the two's complement byte when signed */
+            memcpy((uint8_t *)args->out.y_q8 + row * args->n + col->j0, bytes, (size_t)nr);
+        }
+    }
+    if (!stride)
+        return;
+    if (requant) {
+        const int32_t quads = (rows + 3) / 4;
+        memset(results + rows * NXE_GEMM_MAX_NR, 0,
+               sizeof(int32_t) * (size_t)((quads * 4 - rows) * NXE_GEMM_MAX_NR));
+        uint32_t words[QUADS][NXE_GEMM_MAX_NR]; /* rows 4g..4g+3 of column j: words[g][j] */
+        for (int32_t g = 0; g < QUADS; g++) {
+            const int32_t *r = results + 4 * g * NXE_GEMM_MAX_NR;
+            for (int32_t j = 0; j < nr; j++)
+                words[g][j] = g < quads ? ((uint32_t)r[j] & 0xFFu) |
+                                              ((uint32_t)r[NXE_GEMM_MAX_NR + j] & 0xFFu) << 8 |
+                                              ((uint32_t)r[2 * NXE_GEMM_MAX_NR + j] & 0xFFu) << 16 |
+                                              (uint32_t)r[3 * NXE_GEMM_MAX_NR + j] << 24
+                                        : 0;
+        }
+        q8_transpose4((const uint8_t *)words, sizeof words[0], nr, QUADS,
+                      (uint32_t *)(void *)block);
+    }
+    for (int32_t j = 0; j < nr; j++) {
+        const int64_t at = i0 + (col->j0 + j) * stride;
+        if (requant && rows == Q8_BLOCK_ROWS) /* a constant size: one vector store */
+            memcpy((uint8_t *)args->out.y_q8 + at, (const uint8_t *)block + j * Q8_BLOCK_ROWS,
+                   Q8_BLOCK_ROWS);
+        else if (requant)
+            memcpy((uint8_t *)args->out.y_q8 + at, (const uint8_t *)block + j * Q8_BLOCK_ROWS,
+                   (size_t)rows);
+        else
+            memcpy(args->out.y_i32 + at, block + j * Q8_BLOCK_ROWS, sizeof(int32_t) * (size_t)rows);
     }
 }
 
@@ -765,72 +911,50 @@ void NXE_ISA_NAME(nxe_q8_gemm_run)(const nxe_q8_packed_args *args, int64_t tile_
     const int64_t panel_bytes = k_padded * nr_max;
     int64_t nc_panels = panel_bytes > 0 ? Q8_NC_BYTES / panel_bytes : panels;
     nc_panels = nc_panels < 1 ? 1 : nc_panels;
-    _Alignas(64) uint8_t a_panel[Q8_MAX_MR * NXE_Q8_MAX_K];
-    uint32_t row_sums[Q8_MAX_MR];
-    int32_t acc[Q8_MAX_MR * NXE_GEMM_MAX_NR];
-    /* The operands were shifted by these; zero points add to them (see kernels/gemm.h). */
-    const uint32_t a_shift = args->a.is_signed ? 128u : 0u;
+    const int64_t block_tiles = Q8_BLOCK_ROWS / mr_max;
+    _Alignas(64) uint8_t a_panels[Q8_BLOCK_ROWS * NXE_Q8_MAX_K];
+    _Alignas(64) uint8_t scratch[4 * Q8_CHUNK];
+    uint32_t row_sums[Q8_BLOCK_ROWS] = {0};
+    _Alignas(64) int32_t acc[Q8_BLOCK_ROWS * NXE_GEMM_MAX_NR];
+    /* The operands were shifted by these; zero points add to them (see kernels/gemm.h). B
+     * of s8 with zero points 0, as symmetric weights are, has every beta 0: A's row sums
+     * then drop out of the corrections and are not computed. */
     const uint32_t b_shift = args->b_signed ? 0u : 128u;
+    bool sums = false;
+    for (int64_t j = 0; j < args->n && !sums; j++)
+        sums = b_shift !=
+               (uint32_t)(args->b_zero.data ? q8_at(args->b_zero, j * args->b_zero_stride) : 0);
     const int requant = args->out.y_i32 == NULL;
+    q8_columns col;
     for (int64_t pb = 0; pb < panels; pb += nc_panels) {
         const int64_t pe = pb + nc_panels < panels ? pb + nc_panels : panels;
-        for (int64_t t = tile_begin; t < tile_end; t++) {
+        for (int64_t t = tile_begin; t < tile_end; t += block_tiles) {
             const int64_t i0 = t * mr_max;
-            const int32_t mr = (int32_t)(args->m - i0 < mr_max ? args->m - i0 : mr_max);
-            q8_pack_a(args, i0, mr, a_panel, row_sums);
+            const int64_t tiles = tile_end - t < block_tiles ? tile_end - t : block_tiles;
+            const int32_t rows =
+                (int32_t)(args->m - i0 < tiles * mr_max ? args->m - i0 : tiles * mr_max);
+            q8_pack_a(args, i0, rows, sums, a_panels, row_sums, scratch);
             for (int64_t p = pb; p < pe; p++) {
-                const int64_t j0 = p * nr_max;
-                const int32_t nr = (int32_t)(args->n - j0 < nr_max ? args->n - j0 : nr_max);
-                kernel->run(mr, nr, k, a_panel, args->b_packed + p * panel_bytes, acc, nr_max);
-                /* sum (A - alpha)(B + beta) = P + beta sum A - alpha sum B - k alpha beta, in
-                 * wrapping arithmetic like the accumulators; alpha per row, beta per column. */
-                uint32_t beta[NXE_GEMM_MAX_NR];
-                for (int32_t j = 0; j < nr; j++)
-                    beta[j] = b_shift -
-                              (uint32_t)(args->b_zero.data
-                                             ? q8_at(args->b_zero, (j0 + j) * args->b_zero_stride)
-                                             : 0);
-                const uint32_t *col_sums = (const uint32_t *)(const void *)(args->b_col_sums + j0);
-                /* The panel's columns of the requantization operands, contiguous. */
-                float b_scale[NXE_GEMM_MAX_NR];
-                int32_t bias[NXE_GEMM_MAX_NR];
-                for (int32_t j = 0; j < nr && requant; j++) {
-                    b_scale[j] = args->b_scale[(j0 + j) * args->b_scale_stride];
-                    bias[j] = args->bias ? args->bias[j0 + j] : 0;
-                }
-                for (int32_t i = 0; i < mr; i++) {
-                    const int64_t row = i0 + i;
-                    const uint32_t alpha =
-                        a_shift + (uint32_t)(args->a_zero.data
-                                                 ? q8_at(args->a_zero, row * args->a_zero_stride)
+                col.j0 = p * nr_max;
+                col.nr = (int32_t)(args->n - col.j0 < nr_max ? args->n - col.j0 : nr_max);
+                for (int32_t r = 0; r < rows; r += mr_max)
+                    kernel->run(rows - r < mr_max ? rows - r : mr_max, col.nr, k,
+                                a_panels + r * k_padded, args->b_packed + p * panel_bytes,
+                                acc + r * NXE_GEMM_MAX_NR, NXE_GEMM_MAX_NR);
+                for (int32_t j = 0; j < col.nr; j++) {
+                    const int64_t column = col.j0 + j;
+                    col.beta[j] =
+                        b_shift - (uint32_t)(args->b_zero.data
+                                                 ? q8_at(args->b_zero, column * args->b_zero_stride)
                                                  : 0);
-                    const uint32_t *p_row = (const uint32_t *)(const void *)(acc + i * nr_max);
-                    const uint32_t sum_a = row_sums[i], ka = (uint32_t)k * alpha;
-                    uint32_t *v = (uint32_t *)(void *)(acc + i * nr_max);
-                    for (int32_t j = 0; j < nr; j++)
-                        v[j] = p_row[j] + beta[j] * sum_a - alpha * col_sums[j] - ka * beta[j];
-                    if (!requant && !args->y_column_stride) {
-                        memcpy(args->out.y_i32 + row * args->n + j0, v,
-                               sizeof(int32_t) * (size_t)nr);
-                        continue;
-                    }
-                    int32_t q[NXE_GEMM_MAX_NR];
-                    if (requant)
-                        q8_requantize(nr, v, bias, b_scale,
-                                      args->a_scale[row * args->a_scale_stride], &args->out, q);
-                    for (int32_t j = 0; j < nr; j++) {
-                        const int64_t column = j0 + j;
-                        const int64_t index = args->y_column_stride
-                                                  ? row + column * args->y_column_stride
-                                                  : row * args->n + column;
-                        if (!requant)
-                            args->out.y_i32[index] = (int32_t)v[j];
-                        else if (args->out.y_signed)
-                            ((int8_t *)args->out.y_q8)[index] = (int8_t)q[j];
-                        else
-                            ((uint8_t *)args->out.y_q8)[index] = (uint8_t)q[j];
-                    }
+                    col.b_scale[j] = requant ? args->b_scale[column * args->b_scale_stride] : 0;
+                    col.bias[j] = args->bias ? args->bias[column] : 0;
                 }
+                col.col_sums = (const uint32_t *)(const void *)(args->b_col_sums + col.j0);
+                if (requant && !args->a_scale_stride)
+                    q8_multipliers(col.nr, col.b_scale, args->a_scale[0], args->out.y_scale,
+                                   col.multiplier);
+                q8_finish_block(args, &col, i0, rows, row_sums, acc);
             }
         }
     }

@@ -890,8 +890,8 @@ static void test_q8_microkernel(const nxe_q8_gemm_kernel *kernel)
  * points (absent, per tensor, per row or column) and output (int32 or requantized). */
 static void test_q8_gemm(const nxe_kernel_table *table, const nxe_q8_gemm_kernel *kernel)
 {
-    const int64_t shapes[][3] = {{1, 1, 1},     {5, 7, 3},     {9, 49, 17},
-                                 {17, 100, 64}, {33, 96, 301}, {8, 48, 700}};
+    const int64_t shapes[][3] = {{1, 1, 1},     {5, 7, 3},    {9, 49, 17},   {17, 100, 64},
+                                 {33, 96, 301}, {8, 48, 700}, {21, 50, 1027}};
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const int64_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
         for (int variant = 0; variant < 16; variant++) {
@@ -1018,16 +1018,23 @@ static void count_items(void *ctx, int64_t begin, int64_t end)
     probe->inside--;
 }
 
-/* The 8-bit driver's convolution mode (implicit im2col rows) against nxe_ref_q8_conv2d_nchw:
- * the same bits over padding, strides, dilations, groups, signedness, per-channel weight zero
- * points and both outputs, one product per (image, group) as the op runs it. */
+/* The 8-bit driver's convolution mode (rows copied from the input staged channels last, the
+ * weights packed in the staged order) against nxe_ref_q8_conv2d_nchw: the same bits over
+ * padding, strides, dilations, groups, channel counts that are not whole 4-byte groups, more
+ * pixels than one row block, signedness, per-channel weight zero points (and zero points that
+ * cancel B's shift, where the driver skips A's row sums), rows transposed straight from the
+ * staged input or assembled first, and both outputs, one product per
+ * (image, group) as the op runs it, the staging split in two row ranges. */
 static void test_q8_conv(const nxe_kernel_table *table, const nxe_q8_gemm_kernel *kernel)
 {
     /* N, C, H, W, O, KH, KW, stride, dilation, pad, groups */
     const int64_t shapes[][11] = {
-        {1, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1},  {2, 8, 6, 5, 12, 3, 2, 2, 1, 0, 2},
-        {1, 4, 9, 8, 50, 1, 1, 1, 1, 0, 1}, {1, 6, 11, 10, 9, 3, 3, 2, 2, 2, 3},
-        {1, 16, 5, 5, 8, 5, 5, 1, 1, 2, 1},
+        {1, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1},   {2, 8, 6, 5, 12, 3, 2, 2, 1, 0, 2},
+        {1, 4, 9, 8, 50, 1, 1, 1, 1, 0, 1},  {1, 6, 11, 10, 9, 3, 3, 2, 2, 2, 3},
+        {1, 16, 5, 5, 8, 5, 5, 1, 1, 2, 1},  {1, 5, 13, 11, 100, 3, 3, 1, 1, 1, 1},
+        {1, 32, 9, 7, 64, 3, 3, 1, 1, 1, 1}, {2, 12, 8, 9, 6, 1, 3, 2, 1, 3, 1},
+        {1, 8, 12, 12, 8, 3, 3, 1, 2, 2, 1}, {1, 8, 9, 17, 8, 3, 3, 2, 1, 1, 1},
+        {1, 65, 6, 7, 20, 3, 3, 1, 1, 1, 1},
     };
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const int64_t *sh = shapes[si];
@@ -1052,9 +1059,9 @@ static void test_q8_conv(const nxe_kernel_table *table, const nxe_q8_gemm_kernel
         const int64_t pixels = g.out_height * g.out_width;
         const int64_t x_count = g.batch * g.in_channels * g.in_height * g.in_width;
         const int64_t y_count = g.batch * g.out_channels * pixels;
-        for (int variant = 0; variant < 8; variant++) {
+        for (int variant = 0; variant < 16; variant++) {
             const int x_signed = variant & 1, w_signed = (variant >> 1) & 1;
-            const int requant = (variant >> 2) & 1;
+            const int requant = (variant >> 2) & 1, symmetric = (variant >> 3) & 1;
             uint8_t *x = malloc((size_t)x_count), *w = malloc((size_t)(g.out_channels * red));
             uint8_t xz = random_byte(), *wz = malloc((size_t)g.out_channels);
             int32_t *bias = malloc(sizeof(int32_t) * (size_t)g.out_channels);
@@ -1064,7 +1071,8 @@ static void test_q8_conv(const nxe_kernel_table *table, const nxe_q8_gemm_kernel
             for (int64_t i = 0; i < g.out_channels * red; i++)
                 w[i] = random_byte();
             for (int64_t i = 0; i < g.out_channels; i++) {
-                wz[i] = random_byte();
+                /* symmetric: the zero point the packing's shift cancels (0 for s8, 128 for u8) */
+                wz[i] = symmetric ? (uint8_t)(w_signed ? 0 : 128) : random_byte();
                 bias[i] = (int32_t)(random_byte() * 37) - 4000;
                 ws[i] = fabsf(ws[i]) + 0.01f;
             }
@@ -1075,11 +1083,12 @@ static void test_q8_conv(const nxe_kernel_table *table, const nxe_q8_gemm_kernel
             const size_t packed_bytes = nxe_q8_packed_bytes(kernel, red, group_out);
             int8_t *packed = malloc(packed_bytes * (size_t)g.groups);
             int32_t *sums = malloc(sizeof(int32_t) * (size_t)g.out_channels);
-            const int64_t panels = (group_out + kernel->nr - 1) / kernel->nr;
             for (int64_t group = 0; group < g.groups; group++)
-                nxe_q8_pack_b(kernel, (nxe_q8_ref){w + group * group_out * red, w_signed}, 1, red,
-                              red, group_out, 0, panels, packed + group * packed_bytes,
-                              sums + group * group_out);
+                nxe_q8_pack_conv_b(kernel, &g, (nxe_q8_ref){w + group * group_out * red, w_signed},
+                                   packed + group * packed_bytes, sums + group * group_out);
+            const size_t stage_bytes = nxe_q8_conv_stage_bytes(&g);
+            const int64_t stage_rows = nxe_q8_conv_stage_height(&g);
+            uint8_t *staged = malloc(stage_bytes * (size_t)(g.batch * g.groups));
             const nxe_q8_output out = {.y_signed = x_signed, .y_scale = 0.7f, .y_zero_point = 5};
             nxe_q8_conv2d_args r = {.geometry = g,
                                     .x = {x, x_signed},
@@ -1101,13 +1110,19 @@ static void test_q8_conv(const nxe_kernel_table *table, const nxe_q8_gemm_kernel
                 const int64_t image = product / g.groups, group = product % g.groups;
                 const int64_t channel = group * group_out;
                 const int64_t y_offset = (image * g.out_channels + channel) * pixels;
+                uint8_t *stage = staged + product * stage_bytes;
+                const nxe_q8_ref input = {x + (image * g.in_channels + group * group_in) *
+                                                  g.in_height * g.in_width,
+                                          x_signed};
+                nxe_q8_conv_stage(&g, input, (nxe_q8_ref){&xz, x_signed}, 0, stage_rows / 2, stage);
+                nxe_q8_conv_stage(&g, input, (nxe_q8_ref){&xz, x_signed}, stage_rows / 2,
+                                  stage_rows, stage);
                 nxe_q8_packed_args args = {
                     .kernel = kernel,
                     .m = pixels,
                     .n = group_out,
                     .k = red,
-                    .a = {x + (image * g.in_channels + group * group_in) * g.in_height * g.in_width,
-                          x_signed},
+                    .a = {stage, x_signed},
                     .a_zero = {&xz, x_signed},
                     .b_packed = packed + group * packed_bytes,
                     .b_col_sums = sums + channel,
@@ -1142,6 +1157,7 @@ static void test_q8_conv(const nxe_kernel_table *table, const nxe_q8_gemm_kernel
             free(ref);
             free(packed);
             free(sums);
+            free(staged);
         }
     }
 }
