@@ -20,7 +20,7 @@ void nxe_ref_f32_attention_row(const nxe_f32_attention_row_args *args)
         const float *k = p.k + j * p.k_stride;
         float dot = 0.0f;
         for (int64_t c = 0; c < p.head_size; c++)
-            dot += p.q[c] * k[c];
+            dot += p.q[c] * k[c * p.k_element_stride];
         float score = dot * p.scale;
         if (p.softcap > 0.0f)
             score = p.softcap * tanhf(score / p.softcap);
