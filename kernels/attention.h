@@ -21,9 +21,9 @@
  * with the semantics of nxe_ref_f32_attention_row for each row (causal frontier, boolean and
  * additive masks, keys with score -inf dropping out, rows with no key left giving zeros).
  * q[h] is [query_len x head_size] at q + h * query_len * head_size, y[h] likewise with
- * value_size; K matrix kv_index[h] is [keys x head_size] at k + kv_index[h] * keys *
- * head_size, or [head_size x keys] when transposed_keys; V matrix kv_index[h] is
- * [keys x value_size]. Mask element (l, j) of head h is at
+ * value_size; K matrix kv_index[h] is given transposed, [head_size x keys] at
+ * k + kv_index[h] * head_size * keys (the layout the product wants; the op transposes keys
+ * given as rows once per run); V matrix kv_index[h] is [keys x value_size]. Mask element (l, j) of head h is at
  * mask_offset[h] + l * mask_stride_l + j * mask_stride_s. `kernel` is an f32 kernel with
  * run_rows. */
 typedef struct nxe_f32_attention_args {
@@ -36,7 +36,6 @@ typedef struct nxe_f32_attention_args {
     float scale;
     float softcap; /* <= 0: off */
     int32_t causal;
-    int32_t transposed_keys;
     int64_t causal_offset; /* query l sees keys j <= l + causal_offset */
     const float *q;
     const float *k;
@@ -57,15 +56,15 @@ static inline int64_t nxe_f32_attention_tasks(const nxe_f32_attention_args *args
 }
 
 /* Bytes of scratch one caller of the driver needs at a time (64-byte aligned by the caller):
- * a block's scores, its keys packed for the kernel, the per-row running values and the
- * microkernel's row pointers. */
+ * a block's scores, its keys packed for the kernel, the task's scaled query rows, the per-row
+ * running values and the microkernel's row pointers. */
 static inline size_t nxe_f32_attention_scratch_bytes(const nxe_gemm_kernel *kernel,
                                                      int64_t head_size)
 {
     const int64_t rows = head_size > NXE_ATTENTION_BLOCK_N ? head_size : NXE_ATTENTION_BLOCK_N;
     const int64_t packed_keys = nxe_round_up(NXE_ATTENTION_BLOCK_N, kernel->nr) * head_size;
     return sizeof(float) * (size_t)(NXE_ATTENTION_BLOCK_M * NXE_ATTENTION_BLOCK_N + packed_keys +
-                                    2 * NXE_ATTENTION_BLOCK_M) +
+                                    NXE_ATTENTION_BLOCK_M * head_size + 2 * NXE_ATTENTION_BLOCK_M) +
            sizeof(void *) * (size_t)rows + 64;
 }
 

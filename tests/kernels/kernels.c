@@ -664,8 +664,8 @@ static void test_depthwise(const nxe_kernel_table *table)
 
 /* The fused attention driver against its reference rows: one query row, block tails of query
  * rows and keys, additive and boolean masks with rows and blocks that have no key, causal
- * frontiers, soft-capping, grouped key/value heads and keys given transposed; the tasks split
- * in two calls. */
+ * frontiers, soft-capping and grouped key/value heads; the tasks split in two calls. Keys are
+ * K^T, as the driver takes them. */
 static void test_attention_driver(const nxe_kernel_table *table, const nxe_gemm_kernel *kernel)
 {
     typedef struct attention_case {
@@ -674,13 +674,12 @@ static void test_attention_driver(const nxe_kernel_table *table, const nxe_gemm_
         int32_t causal;
         int64_t offset;
         float softcap;
-        int32_t transposed;
     } attention_case;
     const attention_case cases[] = {
-        {2, 2, 1, 7, 5, 3, 0, 0, 0, 0.0f, 0},      {1, 1, 48, 96, 8, 8, 0, 0, 0, 0.0f, 0},
-        {3, 3, 49, 97, 17, 9, 1, 0, 0, 0.0f, 0},   {2, 1, 50, 200, 33, 49, 2, 0, 0, 0.0f, 1},
-        {4, 2, 70, 60, 12, 7, 0, 1, -5, 0.0f, 0},  {2, 2, 100, 130, 8, 20, 1, 1, 30, 2.5f, 1},
-        {8, 2, 49, 97, 64, 64, 0, 1, 48, 0.0f, 0},
+        {2, 2, 1, 7, 5, 3, 0, 0, 0, 0.0f},      {1, 1, 48, 96, 8, 8, 0, 0, 0, 0.0f},
+        {3, 3, 49, 97, 17, 9, 1, 0, 0, 0.0f},   {2, 1, 50, 200, 33, 49, 2, 0, 0, 0.0f},
+        {4, 2, 70, 60, 12, 7, 0, 1, -5, 0.0f},  {2, 2, 100, 130, 8, 20, 1, 1, 30, 2.5f},
+        {8, 2, 49, 97, 64, 64, 0, 1, 48, 0.0f},
     };
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         const attention_case *c = &cases[ci];
@@ -717,8 +716,8 @@ static void test_attention_driver(const nxe_kernel_table *table, const nxe_gemm_
                     .softcap = c->softcap,
                     .q = q + (h * c->l + l) * c->e,
                     .k = k + kv_index[h] * c->s * c->e,
-                    .k_stride = c->transposed ? 1 : c->e,
-                    .k_element_stride = c->transposed ? c->s : 1,
+                    .k_stride = 1,
+                    .k_element_stride = c->s,
                     .v = v + kv_index[h] * c->s * c->ev,
                     .v_stride = c->ev,
                     .mask_f32 = c->mask == 1 ? mask + l * c->s : NULL,
@@ -739,7 +738,6 @@ static void test_attention_driver(const nxe_kernel_table *table, const nxe_gemm_
             .scale = 0.3f,
             .softcap = c->softcap,
             .causal = c->causal,
-            .transposed_keys = c->transposed,
             .causal_offset = c->offset,
             .q = q,
             .k = k,
