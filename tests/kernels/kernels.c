@@ -700,8 +700,8 @@ static void test_attention_driver(const nxe_kernel_table *table, const nxe_gemm_
             flags[c->s + j] = 0;
             mask[c->s + j] = -INFINITY;
         }
-        for (int64_t i = 0; i < c->l && c->s > 100; i++) /* a block of keys removed */
-            for (int64_t j = 96; j < 192 && j < c->s; j++)
+        for (int64_t i = 0; i < c->l && c->s > NXE_ATTENTION_BLOCK_N; i++) /* a block removed */
+            for (int64_t j = NXE_ATTENTION_BLOCK_N; j < 2 * NXE_ATTENTION_BLOCK_N && j < c->s; j++)
                 flags[i * c->s + j] = 0;
         for (int64_t h = 0; h < c->heads; h++) {
             kv_index[h] = h / (c->heads / c->kv_heads);
