@@ -9,9 +9,8 @@
 
 #include "ops/op_def.h"
 #include "ref/attention.h"
-#include "ref/data_movement.h"
 
-/* The driver's scratch slots in the workspace: at most this many callers at once. */
+/* The driver's scratch slots in the workspace: the tasks are split into this many shares. */
 #define ATTENTION_MAX_SLOTS 16
 
 /* About this many multiply-adds per parallel task keeps scheduling overhead negligible. */
@@ -317,10 +316,11 @@ typedef struct sdpa_fused_job {
     int64_t slots;
 } sdpa_fused_job;
 
-/* Keys given as rows, [K/V matrices, S, E], into K^T in the workspace. */
+/* Keys given as rows, [K/V matrices, S, E], into K^T in the workspace: items are rows of K^T,
+ * element c of every key of one matrix; consecutive items read the same lines of K. */
 typedef struct transpose_job {
-    int64_t shape[3];   /* [K/V matrices, E, S] */
-    int64_t strides[3]; /* of K [..., S, E] */
+    int64_t keys;
+    int64_t head_size;
     const float *k;
     float *kt;
 } transpose_job;
@@ -328,7 +328,13 @@ typedef struct transpose_job {
 static void transpose_keys(void *ctx, int64_t begin, int64_t end)
 {
     const transpose_job *job = ctx;
-    nxe_ref_x32_copy_strided(3, job->shape, job->strides, job->k, job->kt, begin, end);
+    const int64_t s = job->keys, e = job->head_size;
+    for (int64_t row = begin; row < end; row++) {
+        const float *k = job->k + row / e * s * e + row % e;
+        float *kt = job->kt + row * s;
+        for (int64_t j = 0; j < s; j++)
+            kt[j] = k[j * e];
+    }
 }
 
 /* Slot s computes its contiguous share of the tasks with scratch slot s. */
@@ -382,21 +388,17 @@ static nxe_status sdpa_run_prepared(const void *params, const void *prepared_in,
     char *aligned = (char *)nxe_round_up((int64_t)(uintptr_t)workspace, 64);
     job.scratch = aligned + prepared->transpose_bytes;
     if (!p->transposed_keys) {
-        transpose_job transpose = {
-            {prepared->kv_count, p->head_size, p->keys},
-            {p->keys * p->head_size, 1, p->head_size},
-            inputs[1].data,
-            (float *)(void *)aligned,
-        };
-        const int64_t count = prepared->kv_count * p->head_size * p->keys;
-        nxe_parallel_for(pool, count, nxe_parallel_grain(1.0, ATTENTION_TASK_WORK), transpose_keys,
+        transpose_job transpose = {p->keys, p->head_size, inputs[1].data, (float *)(void *)aligned};
+        nxe_parallel_for(pool, prepared->kv_count * p->head_size,
+                         nxe_parallel_grain((double)p->keys, ATTENTION_TASK_WORK), transpose_keys,
                          &transpose);
         job.args.k = transpose.kt;
     }
     job.tasks = nxe_f32_attention_tasks(&job.args);
-    job.slots = nxe_thread_pool_size(pool);
-    job.slots = job.slots < ATTENTION_MAX_SLOTS ? job.slots : ATTENTION_MAX_SLOTS;
-    job.slots = job.slots < job.tasks ? job.slots : job.tasks;
+    /* Every slot the workspace holds, whatever the thread count: the pool hands slots out as
+     * they are claimed, so a thread that the OS holds back delays a sixteenth of the work, not
+     * its whole share; each slot's scratch is used by one claimer at a time. */
+    job.slots = job.tasks < ATTENTION_MAX_SLOTS ? job.tasks : ATTENTION_MAX_SLOTS;
     if (job.slots > 0)
         nxe_parallel_for(pool, job.slots, 1, sdpa_slots, &job);
     return NXE_OK;
