@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "attention.h"
 #include "gemm.h"
 
 /* ---- ISA levels ---- */
@@ -41,7 +42,7 @@ typedef void nxe_x32_depth_to_space_fn(const nxe_depth_to_space_geometry *g, con
  * drivers and the epilogue; the activations, softmax and layer normalization rows have those
  * of their kernels/ref twins (accuracy: kernels/portable/vmath.h; the twins accumulate in
  * double where these use f32 partial sums); depth-to-space of 32-bit elements, channels first,
- * rows as nxe_ref_xN_depth_to_space's. */
+ * rows as nxe_ref_xN_depth_to_space's; fused attention kernels/attention.h. */
 #define NXE_PORTABLE_KERNELS(X, level)                                                             \
     X(nxe_epilogue_fn, epilogue, level)                                                            \
     X(nxe_f32_activation_fn, f32_activation, level)                                                \
@@ -59,7 +60,8 @@ typedef void nxe_x32_depth_to_space_fn(const nxe_depth_to_space_geometry *g, con
     X(nxe_depthwise_rows_fn, depthwise_rows, level)                                                \
     X(nxe_depthwise_run_fn, depthwise_run, level)                                                  \
     X(nxe_q8_gemm_tiles_fn, q8_gemm_tiles, level)                                                  \
-    X(nxe_q8_gemm_run_fn, q8_gemm_run, level)
+    X(nxe_q8_gemm_run_fn, q8_gemm_run, level)                                                      \
+    X(nxe_f32_attention_run_fn, f32_attention_run, level)
 
 /* The levels with a dispatch row of their own (their portable copies are in libnxe), in
  * increasing order: X(level). The scalar level has none: its ops run kernels/ref. */

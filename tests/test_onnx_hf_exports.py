@@ -196,3 +196,18 @@ def test_onnxruntime_reference_is_the_pytorch_model(name, exports):
             expected = model(*[torch.from_numpy(v) for v in feeds.values()])
         for got, want in zip(onnxruntime_run(path, feeds), expected):
             np.testing.assert_allclose(got, want.numpy(), rtol=0, atol=MAX_ABS_DIFF)
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("name", ["bert", "minilm", "vit", "wav2vec2", "whisper_encoder"])
+def test_export_attention_runs_fused(name, dynamic, exports):
+    """Each layer's written-out attention imports as one ScaledDotProductAttention
+    (python/nxe/onnx/attention_fusion.py): no Softmax is left to run."""
+    import onnx
+
+    path, _, example = exports[name, dynamic]
+    softmaxes = sum(node.op_type == "Softmax" for node in onnx.load(str(path)).graph.node)
+    executable = nxe.onnx.load(path, threads=1).compile_for(example).executable
+    ops = [row["op_type"] for row in executable.profile(example).rows()]
+    assert softmaxes > 0
+    assert ops.count("ScaledDotProductAttention") == softmaxes and "Softmax" not in ops

@@ -150,6 +150,22 @@ def test_sdpa_rejects_bad_causal_flag(rng):
         compile_op(SDPA, [randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2)], causal=2)
 
 
+def test_sdpa_transposed_keys_match_keys_as_rows(rng):
+    q, k, v = randn(rng, 2, 5, 6), randn(rng, 2, 9, 6), randn(rng, 2, 9, 3)
+    kt = np.ascontiguousarray(np.swapaxes(k, -1, -2))
+    got = run_single(SDPA, [q, kt, v], transposed_keys=1)
+    np.testing.assert_allclose(got, reference(q, k, v), rtol=RTOL, atol=ATOL)
+
+
+def test_sdpa_rejects_bad_transposed_keys_flag_and_shape(rng):
+    q, k, v = randn(rng, 3, 4), randn(rng, 5, 4), randn(rng, 5, 2)
+    with pytest.raises(nxe.InvalidArgumentError, match="'ScaledDotProductAttention'.*transposed"):
+        compile_op(SDPA, [q, k, v], transposed_keys=2)
+    with pytest.raises(nxe.ShapeMismatchError,
+                       match=r"'ScaledDotProductAttention'.*\[\.\.\., E, S\]"):
+        compile_op(SDPA, [q, k, v], transposed_keys=1)
+
+
 def test_onnx_attention_3d_grouped_heads_with_past_imports_and_matches_reference(rng):
     import nxe.onnx
     from onnx import TensorProto, helper

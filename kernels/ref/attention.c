@@ -18,9 +18,16 @@ void nxe_ref_f32_attention_row(const nxe_f32_attention_row_args *args)
         if (p.mask_bool != NULL && p.mask_bool[j * p.mask_stride] == 0)
             continue;
         const float *k = p.k + j * p.k_stride;
-        float dot = 0.0f;
-        for (int64_t c = 0; c < p.head_size; c++)
-            dot += p.q[c] * k[c];
+        /* Four partial sums: a single chain of head_size multiply-adds would wait on every
+         * add (the scalar level runs this loop for every score). */
+        float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        int64_t c = 0;
+        for (; c + 4 <= p.head_size; c += 4)
+            for (int u = 0; u < 4; u++)
+                part[u] += p.q[c + u] * k[(c + u) * p.k_element_stride];
+        float dot = (part[0] + part[1]) + (part[2] + part[3]);
+        for (; c < p.head_size; c++)
+            dot += p.q[c] * k[c * p.k_element_stride];
         float score = dot * p.scale;
         if (p.softcap > 0.0f)
             score = p.softcap * tanhf(score / p.softcap);

@@ -12,8 +12,9 @@
  *   y = sum_j softmax(score)[j] * v[j]
  * Key j takes part only when j < key_limit and, if given, mask_bool[j * mask_stride] != 0;
  * bias[j] = mask_f32[j * mask_stride] when given, else 0. Keys with score -inf drop out; a row
- * with no remaining key gives y = 0. k rows are `head_size` floats at k_stride apart, v rows
- * `value_size` floats at v_stride apart; y (value_size floats) must not overlap the inputs. */
+ * with no remaining key gives y = 0. Element c of key j is k[j * k_stride + c * k_element_stride]
+ * (1 for rows of keys, the number of keys for keys transposed), v rows `value_size` floats at
+ * v_stride apart; y (value_size floats) must not overlap the inputs. */
 typedef struct nxe_f32_attention_row_args {
     int64_t keys;
     int64_t key_limit;
@@ -24,6 +25,7 @@ typedef struct nxe_f32_attention_row_args {
     const float *q;
     const float *k;
     int64_t k_stride;
+    int64_t k_element_stride;
     const float *v;
     int64_t v_stride;
     const float *mask_f32;    /* NULL or additive bias */

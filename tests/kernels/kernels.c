@@ -20,6 +20,7 @@
 #include "core/threadpool.h"
 #include "dispatch.h"
 #include "gemm.h"
+#include "ref/attention.h"
 #include "ref/conv.h"
 #include "ref/gemm.h"
 #include "ref/matmul.h"
@@ -824,6 +825,117 @@ static void test_depthwise(const nxe_kernel_table *table)
     }
 }
 
+/* The fused attention driver against its reference rows: one query row, block tails of query
+ * rows and keys, additive and boolean masks with rows and blocks that have no key, causal
+ * frontiers, soft-capping and grouped key/value heads; the tasks split in two calls. Keys are
+ * K^T, as the driver takes them. */
+static void test_attention_driver(const nxe_kernel_table *table, const nxe_gemm_kernel *kernel)
+{
+    typedef struct attention_case {
+        int64_t heads, kv_heads, l, s, e, ev;
+        int32_t mask; /* 0 none, 1 additive, 2 boolean */
+        int32_t causal;
+        int64_t offset;
+        float softcap;
+    } attention_case;
+    const attention_case cases[] = {
+        {2, 2, 1, 7, 5, 3, 0, 0, 0, 0.0f},      {1, 1, 48, 96, 8, 8, 0, 0, 0, 0.0f},
+        {3, 3, 49, 97, 17, 9, 1, 0, 0, 0.0f},   {2, 1, 50, 200, 33, 49, 2, 0, 0, 0.0f},
+        {4, 2, 70, 60, 12, 7, 0, 1, -5, 0.0f},  {2, 2, 100, 130, 8, 20, 1, 1, 30, 2.5f},
+        {8, 2, 49, 97, 64, 64, 0, 1, 48, 0.0f},
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const attention_case *c = &cases[ci];
+        const size_t qn = (size_t)(c->heads * c->l * c->e), yn = (size_t)(c->heads * c->l * c->ev);
+        const size_t kn = (size_t)(c->kv_heads * c->s * c->e);
+        const size_t vn = (size_t)(c->kv_heads * c->s * c->ev), mn = (size_t)(c->l * c->s);
+        float *q = random_floats(qn), *k = random_floats(kn), *v = random_floats(vn);
+        float *mask = random_floats(mn), *ref = malloc(sizeof(float) * yn);
+        float *y = malloc(sizeof(float) * yn);
+        uint8_t *flags = malloc(mn);
+        int64_t *kv_index = malloc(sizeof(int64_t) * (size_t)c->heads);
+        int64_t *mask_offset = calloc((size_t)c->heads, sizeof(int64_t));
+        for (size_t i = 0; i < mn; i++) {
+            flags[i] = mask[i] > -0.4f;
+            mask[i] = mask[i] < -0.8f ? -INFINITY : 2.0f * mask[i];
+        }
+        for (int64_t j = 0; j < c->s && c->l > 1; j++) { /* query row 1 sees no key */
+            flags[c->s + j] = 0;
+            mask[c->s + j] = -INFINITY;
+        }
+        for (int64_t i = 0; i < c->l && c->s > NXE_ATTENTION_BLOCK_N; i++) /* a block removed */
+            for (int64_t j = NXE_ATTENTION_BLOCK_N; j < 2 * NXE_ATTENTION_BLOCK_N && j < c->s; j++)
+                flags[i * c->s + j] = 0;
+        for (int64_t h = 0; h < c->heads; h++) {
+            kv_index[h] = h / (c->heads / c->kv_heads);
+            for (int64_t l = 0; l < c->l; l++) {
+                const int64_t frontier = l + c->offset + 1;
+                nxe_f32_attention_row_args row = {
+                    .keys = c->s,
+                    .key_limit = c->causal ? (frontier < 0 ? 0 : frontier) : c->s,
+                    .head_size = c->e,
+                    .value_size = c->ev,
+                    .scale = 0.3f,
+                    .softcap = c->softcap,
+                    .q = q + (h * c->l + l) * c->e,
+                    .k = k + kv_index[h] * c->s * c->e,
+                    .k_stride = 1,
+                    .k_element_stride = c->s,
+                    .v = v + kv_index[h] * c->s * c->ev,
+                    .v_stride = c->ev,
+                    .mask_f32 = c->mask == 1 ? mask + l * c->s : NULL,
+                    .mask_bool = c->mask == 2 ? flags + l * c->s : NULL,
+                    .mask_stride = 1,
+                    .y = ref + (h * c->l + l) * c->ev,
+                };
+                nxe_ref_f32_attention_row(&row);
+            }
+        }
+        nxe_f32_attention_args args = {
+            .kernel = kernel,
+            .heads = c->heads,
+            .query_len = c->l,
+            .keys = c->s,
+            .head_size = c->e,
+            .value_size = c->ev,
+            .scale = 0.3f,
+            .softcap = c->softcap,
+            .causal = c->causal,
+            .causal_offset = c->offset,
+            .q = q,
+            .k = k,
+            .v = v,
+            .mask_f32 = c->mask == 1 ? mask : NULL,
+            .mask_bool = c->mask == 2 ? flags : NULL,
+            .kv_index = kv_index,
+            .mask_offset = mask_offset,
+            .mask_stride_l = c->s,
+            .mask_stride_s = 1,
+            .y = y,
+        };
+        const size_t scratch_bytes =
+            (size_t)nxe_round_up((int64_t)nxe_f32_attention_scratch_bytes(kernel, c->e), 64);
+        void *scratch = aligned_alloc(64, scratch_bytes);
+        const int64_t tasks = nxe_f32_attention_tasks(&args);
+        table->f32_attention_run(&args, scratch, 0, tasks / 2);
+        table->f32_attention_run(&args, scratch, tasks / 2, tasks);
+        for (size_t i = 0; i < yn; i++)
+            CHECK(fabs(y[i] - ref[i]) <= 1e-5 * (1.0 + fabs(ref[i])),
+                  "%s attention case %zu (output %zu): %g vs %g", kernel->name, ci, i, y[i],
+                  ref[i]);
+        free(q);
+        free(k);
+        free(v);
+        free(mask);
+        free(ref);
+        free(y);
+        free(flags);
+        free(kv_index);
+        free(mask_offset);
+        free(scratch);
+    }
+}
+
 static uint8_t random_byte(void)
 {
     rng_state ^= rng_state << 13;
@@ -1363,6 +1475,8 @@ static void test_microkernels(const nxe_ukernel_entry *entries, int32_t count, b
             test_conv_driver(row, e->gemm);
             if (e->gemm->type == NXE_GEMM_F32)
                 test_winograd_driver(row, e->gemm);
+            if (e->gemm->type == NXE_GEMM_F32 && e->gemm->run_rows)
+                test_attention_driver(row, e->gemm);
         } else {
             test_q8_microkernel(e->q8);
             test_q8_gemm(row, e->q8);

@@ -74,28 +74,33 @@ def bert_random_weights(config: BertConfig | None = None, seed: int = 0) -> dict
 
 
 def bert_encoder(weights: Weights, batch: int, seq_len: int,
-                 config: BertConfig | None = None) -> BuiltModel:
+                 config: BertConfig | None = None, *, fused_attention: bool = True) -> BuiltModel:
     """The encoder for inputs "embeddings" [batch, seq_len, hidden] f32 (token embeddings,
     already summed and normalized) and "attention_mask" [batch, 1, 1, seq_len] f32 (0 where a
     token is attended, a large negative value where it is masked), giving "hidden_states"
     [batch, seq_len, hidden]. Each layer: Q/K/V dense, split into heads, scaled dot-product
     attention with the mask added before Softmax, heads merged, output dense, residual and
-    LayerNorm, then dense -> exact (erf) GELU -> dense, residual and LayerNorm."""
+    LayerNorm, then dense -> exact (erf) GELU -> dense, residual and LayerNorm.
+
+    The attention is one ScaledDotProductAttention op (blocked, no [batch, heads, seq_len,
+    seq_len] scores in memory); ``fused_attention=False`` writes it out as MatMul -> Mul ->
+    Add -> Softmax -> MatMul instead, the same function, for comparisons."""
     config = config or BertConfig()
     b, s = positive("batch", batch), positive("seq_len", seq_len)
     g = Graph()
     w = {spec.name: take_weight(g, weights, spec) for spec in bert_weight_specs(config)}
     x = g.input("embeddings", (b, s, config.hidden), "f32")
     mask = g.input("attention_mask", (b, 1, 1, s), "f32")
-    scale = g.constant(np.float32(1.0 / math.sqrt(config.head_dim)), name="attention_scale")
+    scale = None if fused_attention else g.constant(np.float32(1.0 / math.sqrt(config.head_dim)),
+                                                    name="attention_scale")
     for i in range(config.layers):
         x = _layer(g, w, f"encoder.layer.{i}", x, mask, scale, config, b, s)
     g.mark_output(x, name="hidden_states")
     return BuiltModel(g, ("embeddings", "attention_mask"), "hidden_states")
 
 
-def _layer(g: Graph, w: dict[str, Tensor], p: str, x: Tensor, mask: Tensor, scale: Tensor,
-           config: BertConfig, batch: int, seq_len: int) -> Tensor:
+def _layer(g: Graph, w: dict[str, Tensor], p: str, x: Tensor, mask: Tensor,
+           scale: Tensor | None, config: BertConfig, batch: int, seq_len: int) -> Tensor:
     heads_shape = [batch, seq_len, config.heads, config.head_dim]
 
     def dense(t: Tensor, prefix: str) -> Tensor:
@@ -112,12 +117,18 @@ def _layer(g: Graph, w: dict[str, Tensor], p: str, x: Tensor, mask: Tensor, scal
 
     a = f"{p}.attention.self"
     q = split_heads(dense(x, f"{a}.query"), f"{a}.query", [0, 2, 1, 3])
+    # Keys transposed, [batch, heads, head_dim, seq_len]: what the written-out product takes,
+    # and what the fused op reads as cheaply as [batch, heads, seq_len, head_dim].
     k = split_heads(dense(x, f"{a}.key"), f"{a}.key", [0, 2, 3, 1])
     v = split_heads(dense(x, f"{a}.value"), f"{a}.value", [0, 2, 1, 3])
-    scores = g.Mul(g.MatMul(q, k, name=f"{a}.scores"), scale, name=f"{a}.scaled")
-    probs = g.Softmax(g.Add(scores, mask, name=f"{a}.masked"), axis=-1, name=f"{a}.probs")
-    context = g.Transpose(g.MatMul(probs, v, name=f"{a}.context"), perm=[0, 2, 1, 3],
-                          name=f"{a}.context.merge")
+    if scale is None:
+        heads = g.ScaledDotProductAttention(q, k, v, mask, scale=1.0 / math.sqrt(config.head_dim),
+                                            transposed_keys=1, name=f"{a}.attention")
+    else:
+        scores = g.Mul(g.MatMul(q, k, name=f"{a}.scores"), scale, name=f"{a}.scaled")
+        probs = g.Softmax(g.Add(scores, mask, name=f"{a}.masked"), axis=-1, name=f"{a}.probs")
+        heads = g.MatMul(probs, v, name=f"{a}.context")
+    context = g.Transpose(heads, perm=[0, 2, 1, 3], name=f"{a}.context.merge")
     context = g.Reshape(context, shape=[batch, seq_len, config.hidden],
                         name=f"{a}.context.flat")
     attended = add_norm(dense(context, f"{p}.attention.output.dense"), x,

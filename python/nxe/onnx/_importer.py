@@ -11,7 +11,7 @@ import os
 import threading
 import warnings
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,7 +31,7 @@ from ..errors import (
 )
 from ..executable import Executable
 from ..graph import Graph, Tensor
-from . import folding, qdq, registry
+from . import attention_fusion, folding, qdq, registry
 
 # ONNX element type -> (numpy dtype, nxe dtype name) for the types nxe computes with.
 _ONNX_TYPES: dict[int, tuple[np.dtype, str]] = {
@@ -478,18 +478,40 @@ class _GraphBuilder:
                                    f"converter: {listed}")
 
     def build(self, nodes: Sequence[onnx.NodeProto] | None = None) -> None:
+        top_level = nodes is None
         nodes = self.model.nodes if nodes is None else nodes
         self.plan(nodes)
+        # The nodes of an attention pattern (attention_fusion.py) wait for its last MatMul,
+        # which emits them fused or, when a check fails, builds them one by one.
+        patterns = self.model.attention_patterns if top_level else {}
+        held = {id(member) for pattern in patterns.values() for member in pattern.members}
         known_names = set(self.known)
         for node in nodes:
-            try:
-                self._build_node(node, known_names)
-            except Exception as error:  # noqa: BLE001 - every failure becomes an nxe.Error
-                translated = _node_error(node, error)
-                if translated is error:
-                    raise
-                raise translated from error
-            known_names.update(o for o in node.output if o and o in self.known)
+            if id(node) in held:
+                continue
+            pattern = patterns.get(id(node))
+            if pattern is not None and self._guarded(
+                    node, lambda pattern=pattern: attention_fusion.fuse(self, pattern)):
+                self.converted_nodes += 1
+                continue
+            for each in (pattern.members if pattern is not None else []) + [node]:
+                self._guarded(each, lambda each=each: self._build_node(each, known_names))
+                known_names.update(o for o in each.output if o and o in self.known)
+
+    @staticmethod
+    def _guarded(node: onnx.NodeProto, build: Callable[[], Any]) -> Any:
+        """build(), its failures as nxe errors naming ``node``."""
+        try:
+            return build()
+        except Exception as error:  # noqa: BLE001 - every failure becomes an nxe.Error
+            translated = _node_error(node, error)
+            if translated is error:
+                raise
+            raise translated from error
+
+    def record_type(self, name: str, shape: tuple[int, ...], elem_type: int) -> None:
+        """The type of a value an op built outside the node converters produces."""
+        self._types[name] = (shape, elem_type)
 
     def _build_node(self, node: onnx.NodeProto, known_names: set[str]) -> None:
         if _is_if(node):
@@ -906,6 +928,8 @@ class OnnxModel:
         self.input_names = [i.name for i in model.graph.input if i.name not in self.initializers]
         self.parameter_inputs = _parameter_inputs(model.graph, set(self.input_names))
         self.output_names = [o.name for o in model.graph.output]
+        self.attention_patterns = attention_fusion.find(
+            self.nodes, self.output_names, set(self.initializers) | set(self.added_constants))
         self._input_types = {i.name: i.type for i in model.graph.input}
         self._cache: OrderedDict[tuple[Any, ...], _Compiled] = OrderedDict()
         self._lock = threading.Lock()
