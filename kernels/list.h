@@ -96,6 +96,7 @@ NXE_ROW_LEVELS(NXE_DECLARE_PORTABLE_LEVEL)
 /* 8-bit microkernels (u8 x s8, contract: kernels/gemm.h), the same way. */
 #define NXE_Q8_UKERNELS(X)                                                                         \
     X(u8s8, 4, 8, avx2, avx2, 0)                                                                   \
+    X(u8s8, 4, 24, avxvnni, avx2, NXE_CPU_FEATURE_AVX_VNNI)                                        \
     X(u8s8, 4, 48, avx512vnni, avx512, NXE_CPU_FEATURE_AVX512_VNNI)                                \
     X(u8s8, 16, 48, amx, avx512, NXE_CPU_FEATURE_AMX_TILE | NXE_CPU_FEATURE_AMX_INT8)
 #else

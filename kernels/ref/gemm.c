@@ -1,8 +1,11 @@
 /* gemm.c — the reference twin of the packed GEMM's epilogue (libm activations), the list
- * entries of the reference microkernels and of the emulated AMX ones, and the row of the
+ * entries of the reference microkernels, of the emulated AMX ones and of the AVX-VNNI kernel's
+ * EVEX twin, and the row of the
  * portable kernels compiled at the scalar level, whose drivers and epilogue they run with.
  * Built for the kernel tests only. */
 #include "ref/gemm.h"
+
+#include "nxe/nxe_experimental.h" /* enum nxe_cpu_feature, for the AVX-VNNI twin's entry */
 
 #include <math.h>
 
@@ -65,6 +68,23 @@ const nxe_ukernel_entry *nxe_amx_emulated_entries(int32_t *count)
 {
     *count = (int32_t)(sizeof amx_emulated / sizeof amx_emulated[0]);
     return amx_emulated;
+}
+
+#if defined(__x86_64__)
+NXE_AVXVNNI_TWIN_Q8_UKERNELS(NXE_DEFINE_Q8_UKERNEL)
+static const nxe_ukernel_entry avxvnni_twin[] = {
+    NXE_AVXVNNI_TWIN_Q8_UKERNELS(NXE_Q8_UKERNEL_ENTRY)};
+#endif
+
+const nxe_ukernel_entry *nxe_avxvnni_twin_entries(int32_t *count)
+{
+#if defined(__x86_64__)
+    *count = (int32_t)(sizeof avxvnni_twin / sizeof avxvnni_twin[0]);
+    return avxvnni_twin;
+#else
+    *count = 0;
+    return NULL;
+#endif
 }
 
 static const nxe_kernel_table scalar_row = NXE_ROW_INIT(scalar);

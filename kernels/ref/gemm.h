@@ -26,9 +26,21 @@ nxe_epilogue_fn nxe_ref_epilogue;
 /* The activation of one value, with libm: the oracle of every vectorized activation. */
 float nxe_ref_activation(int32_t activation, float alpha, float beta, float v);
 
-/* The reference microkernels' entries, in list order; the emulated AMX ones'. */
+/* The AVX-VNNI microkernel built on the EVEX form of vpdpbusd (x86/avx2/u8s8-gemm-4x24-avxvnni.c
+ * with NXE_AVXVNNI_EVEX), run in the avx2 row where the CPU has AVX512-VNNI and VL. */
+#if defined(__x86_64__)
+#define NXE_AVXVNNI_TWIN_Q8_UKERNELS(X)                                                            \
+    X(u8s8, 4, 24, avxvnnievex, avx2, NXE_CPU_FEATURE_AVX512_VNNI | NXE_CPU_FEATURE_AVX512VL)
+#else
+#define NXE_AVXVNNI_TWIN_Q8_UKERNELS(X)
+#endif
+NXE_AVXVNNI_TWIN_Q8_UKERNELS(NXE_DECLARE_Q8_UKERNEL)
+
+/* The reference microkernels' entries, in list order; the emulated AMX ones'; the AVX-VNNI
+ * twin's (none off x86-64). */
 const nxe_ukernel_entry *nxe_ref_ukernel_entries(int32_t *count);
 const nxe_ukernel_entry *nxe_amx_emulated_entries(int32_t *count);
+const nxe_ukernel_entry *nxe_avxvnni_twin_entries(int32_t *count);
 
 /* kernels/portable compiled at the scalar level, as a row (no microkernels set). */
 NXE_DECLARE_PORTABLE_LEVEL(scalar)

@@ -1516,6 +1516,8 @@ int main(void)
     test_microkernels(reference, count, true);
     const nxe_ukernel_entry *amx_emulated = nxe_amx_emulated_entries(&count);
     test_microkernels(amx_emulated, count, true);
+    const nxe_ukernel_entry *twin = nxe_avxvnni_twin_entries(&count);
+    test_microkernels(twin, count, false);
     const nxe_ukernel_entry *entries = nxe_ukernel_entries(&count);
     test_microkernels(entries, count, false);
 
