@@ -599,18 +599,17 @@ typedef struct conv_prepared {
     size_t scratch_bytes;
 } conv_prepared;
 
-/* The cost model: multiply-adds of the direct product (9 C O per output pixel, divided by
- * `direct_speedup` when the direct path would run bf16 at twice the f32 rate) against
+/* The cost model: multiply-adds of the direct f32 product (9 C O per output pixel) against
  * Winograd's per 4x4 tile (36 C O, plus the transforms; the tiles of a tail compute outputs
  * that are thrown away). Few channels (a first layer on RGB, a last layer making 3) keep the
  * direct path: the transforms, not the products, would dominate. */
-static bool winograd_pays(const nxe_conv_geometry *g, double direct_speedup)
+static bool winograd_pays(const nxe_conv_geometry *g)
 {
     const double c = (double)g->in_channels, o = (double)g->out_channels;
     const double tiles =
         (double)g->batch * (double)((g->out_size[1] + 3) / 4) * (double)((g->out_size[2] + 3) / 4);
-    const double direct = 9.0 * c * o * (double)g->batch * (double)g->out_size[1] *
-                          (double)g->out_size[2] / direct_speedup;
+    const double direct =
+        9.0 * c * o * (double)g->batch * (double)g->out_size[1] * (double)g->out_size[2];
     const double winograd = tiles * (36.0 * c * o + WINOGRAD_TRANSFORM_COST * (c + o));
     return g->in_channels >= WINOGRAD_MIN_CHANNELS && g->out_channels >= WINOGRAD_MIN_CHANNELS &&
            winograd < WINOGRAD_MAX_COST_RATIO * direct;
@@ -618,12 +617,16 @@ static bool winograd_pays(const nxe_conv_geometry *g, double direct_speedup)
 
 /* Whether the step runs Winograd, by the compile option (nxe_winograd_mode, the environment
  * already resolved into it): always where it applies when ON, never when OFF, by the cost
- * model when AUTO, against the bf16 direct product when that is the alternative. */
-static bool use_winograd(const nxe_conv_geometry *g, int32_t mode, bool bf16_alternative)
+ * model when AUTO. Relax mode decides as exact mode does, so that it is never slower on
+ * these layers: the bf16 direct product it would run instead does half the f32 work per
+ * multiply-add but converts its whole input to bf16 pairs at every run, and Winograd's
+ * quarter of the multiply-adds beat it (ESPCN x2 960x540 on a Zen 4: its 32-to-4 layer in
+ * bf16 made relax mode 15 % slower than exact mode). */
+static bool use_winograd(const nxe_conv_geometry *g, int32_t mode)
 {
     if (!nxe_winograd_applies(g) || mode == NXE_WINOGRAD_OFF)
         return false;
-    return mode == NXE_WINOGRAD_ON || winograd_pays(g, bf16_alternative ? 2.0 : 1.0);
+    return mode == NXE_WINOGRAD_ON || winograd_pays(g);
 }
 
 /* Packs constant f32 weights for this level's kernels: the depthwise kernel for one input
@@ -650,7 +653,7 @@ static nxe_status conv_prepare(const void *params_in, const nxe_value *inputs, i
         context->relax_precision && kernels->bf16_gemm_kernel && reduction >= BF16_MIN_REDUCTION;
     /* Winograd runs in f32 only (bf16 operands' rounding the transforms would amplify); in
      * relax mode it replaces the bf16 direct product where it is cheaper still. */
-    const bool winograd = !depthwise && use_winograd(g, context->winograd, bf16_direct);
+    const bool winograd = !depthwise && use_winograd(g, context->winograd);
     const bool bf16 = bf16_direct && !winograd;
     const nxe_gemm_kernel *kernel = depthwise ? NULL
                                     : bf16    ? kernels->bf16_gemm_kernel
