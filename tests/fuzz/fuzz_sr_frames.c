@@ -76,7 +76,9 @@ static int32_t scale, receptive_radius;
 
 static bool options_valid(const nxe_sr_options *o)
 {
-    if (o->precision != NXE_SR_PRECISION_FP32 && o->precision != NXE_SR_PRECISION_RELAX)
+    /* ESPCN x2 ships an int8 variant, so all three precisions open. */
+    if (o->precision != NXE_SR_PRECISION_FP32 && o->precision != NXE_SR_PRECISION_RELAX &&
+        o->precision != NXE_SR_PRECISION_INT8)
         return false;
     int64_t tile = o->tile_size == NXE_SR_TILE_DEFAULT ? 1024 : o->tile_size;
     if (tile != NXE_SR_TILE_NONE && (tile < 8 || tile > MAX_TILE))
@@ -142,7 +144,7 @@ static void decode_options(reader *r, nxe_sr_options *o)
     b = take8(r);
     o->tile_overlap = b < 224 ? overlaps[b % 8] : (int32_t)(uint32_t)take64(r);
     b = take8(r);
-    o->precision = b < 248 ? b % 2 : (int32_t)(uint32_t)take64(r);
+    o->precision = b < 248 ? b % 3 : (int32_t)(uint32_t)take64(r);
 }
 
 /* ---- frames ---- */
