@@ -37,43 +37,6 @@ static attention_scratch carve(const nxe_f32_attention_args *args, void *scratch
     return s;
 }
 
-/* Reductions keep LANES partial results, combined at the end, so that the loops vectorize
- * without reassociating a single accumulator. */
-#define LANES 16
-
-static float max_of(const float *x, int64_t n)
-{
-    float part[LANES];
-    for (int j = 0; j < LANES; j++)
-        part[j] = -INFINITY;
-    int64_t i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int j = 0; j < LANES; j++)
-            part[j] = x[i + j] > part[j] ? x[i + j] : part[j];
-    float m = -INFINITY;
-    for (int j = 0; j < LANES; j++)
-        m = part[j] > m ? part[j] : m;
-    for (; i < n; i++)
-        m = x[i] > m ? x[i] : m;
-    return m;
-}
-
-/* The sum, with NaN kept: a NaN weight must reach the row's sum. */
-static float sum_of(const float *x, int64_t n)
-{
-    float part[LANES] = {0};
-    int64_t i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int j = 0; j < LANES; j++)
-            part[j] += x[i + j];
-    float sum = 0.0f;
-    for (int j = 0; j < LANES; j++)
-        sum += part[j];
-    for (; i < n; i++)
-        sum += x[i];
-    return sum;
-}
-
 /* The block's keys [j0, j0 + n) into panels of the kernel's NR keys, element c of each key in
  * row c: rows of K^T copied, so that the microkernel reads B rows consecutive in memory (in
  * place they would be `keys` floats apart, and a stride of a few KiB maps them all to the
@@ -147,20 +110,20 @@ static bool row_weights(const nxe_f32_attention_args *args, const attention_scra
         for (int64_t j = frontier < 0 ? 0 : frontier; j < n; j++)
             x[j] = -INFINITY;
     }
-    const float block_max = max_of(x, n);
+    const float block_max = nxe_vm_max_of(x, n);
     const float old_max = s->row_max[row];
     const float new_max = block_max > old_max ? block_max : old_max;
     if (new_max == -INFINITY) {
         /* No key so far: removed keys weigh 0, a NaN score stays to reach the sum. */
         for (int64_t j = 0; j < n; j++)
             x[j] = x[j] == -INFINITY ? 0.0f : x[j];
-        const float sum = sum_of(x, n);
+        const float sum = nxe_vm_sum_of(x, n);
         s->row_sum[row] += sum;
         return sum != 0.0f;
     }
     for (int64_t j = 0; j < n; j++)
         x[j] = x[j] == -INFINITY ? 0.0f : nxe_vm_exp(x[j] - new_max);
-    const float sum = sum_of(x, n);
+    const float sum = nxe_vm_sum_of(x, n);
     if (new_max != old_max) {
         /* exp(-inf) = 0: nothing was accumulated against an infinite maximum. */
         const float correction = expf(old_max - new_max);

@@ -87,39 +87,7 @@ void NXE_ISA_NAME(nxe_epilogue)(int32_t mr, int32_t nr, float *c, int64_t ldc,
 
 /* Reductions keep LANES partial results, combined at the end, so that the loops vectorize
  * without reassociating a single accumulator. */
-#define LANES 16
-
-static float max_of(const float *x, int64_t n)
-{
-    float part[LANES];
-    for (int j = 0; j < LANES; j++)
-        part[j] = -INFINITY;
-    int64_t i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int j = 0; j < LANES; j++)
-            part[j] = x[i + j] > part[j] ? x[i + j] : part[j];
-    float m = -INFINITY;
-    for (int j = 0; j < LANES; j++)
-        m = part[j] > m ? part[j] : m;
-    for (; i < n; i++)
-        m = x[i] > m ? x[i] : m;
-    return m;
-}
-
-static float sum_of(const float *x, int64_t n)
-{
-    float part[LANES] = {0};
-    int64_t i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int j = 0; j < LANES; j++)
-            part[j] += x[i + j];
-    float s = 0.0f;
-    for (int j = 0; j < LANES; j++)
-        s += part[j];
-    for (; i < n; i++)
-        s += x[i];
-    return s;
-}
+#define LANES NXE_VM_LANES
 
 /* Mean and sum of squared deviations in double, as the reference: a large mean over a small
  * spread must not cancel. */
@@ -156,10 +124,10 @@ void NXE_ISA_NAME(nxe_f32_softmax_rows)(const float *x, float *y, int64_t row_si
     for (int64_t row = row_begin; row < row_end && row_size > 0; row++) {
         const float *xr = x + row * row_size;
         float *yr = y + row * row_size;
-        const float max = max_of(xr, row_size);
+        const float max = nxe_vm_max_of(xr, row_size);
         for (int64_t i = 0; i < row_size; i++)
             yr[i] = nxe_vm_exp(xr[i] - max);
-        const float inv = 1.0f / sum_of(yr, row_size);
+        const float inv = 1.0f / nxe_vm_sum_of(yr, row_size);
         for (int64_t i = 0; i < row_size; i++)
             yr[i] *= inv;
     }

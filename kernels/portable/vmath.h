@@ -150,4 +150,41 @@ static inline __m512 nxe_vm_tanh16(__m512 x)
 }
 #endif
 
+/* Reductions keep NXE_VM_LANES partial results, combined at the end, so that the loops
+ * vectorize without reassociating a single accumulator. */
+#define NXE_VM_LANES 16
+
+static inline float nxe_vm_max_of(const float *x, int64_t n)
+{
+    float part[NXE_VM_LANES];
+    for (int j = 0; j < NXE_VM_LANES; j++)
+        part[j] = -INFINITY;
+    int64_t i = 0;
+    for (; i + NXE_VM_LANES <= n; i += NXE_VM_LANES)
+        for (int j = 0; j < NXE_VM_LANES; j++)
+            part[j] = x[i + j] > part[j] ? x[i + j] : part[j];
+    float m = -INFINITY;
+    for (int j = 0; j < NXE_VM_LANES; j++)
+        m = part[j] > m ? part[j] : m;
+    for (; i < n; i++)
+        m = x[i] > m ? x[i] : m;
+    return m;
+}
+
+/* The sum, with NaN kept: a NaN term reaches the sum. */
+static inline float nxe_vm_sum_of(const float *x, int64_t n)
+{
+    float part[NXE_VM_LANES] = {0};
+    int64_t i = 0;
+    for (; i + NXE_VM_LANES <= n; i += NXE_VM_LANES)
+        for (int j = 0; j < NXE_VM_LANES; j++)
+            part[j] += x[i + j];
+    float sum = 0.0f;
+    for (int j = 0; j < NXE_VM_LANES; j++)
+        sum += part[j];
+    for (; i < n; i++)
+        sum += x[i];
+    return sum;
+}
+
 #endif
