@@ -9,15 +9,26 @@ BERT encoder. They define what the engine must run exactly; they hold no weights
 from __future__ import annotations
 
 from ._common import BuiltModel, WeightSpec
-from .bert import BertConfig, bert_encoder, bert_random_weights, bert_weight_specs
+from .bert import (
+    MASKED_SCORE,
+    BertConfig,
+    bert_embedding_specs,
+    bert_encoder,
+    bert_model,
+    bert_random_weights,
+    bert_weight_specs,
+)
 from .edsr import edsr_baseline, edsr_random_weights, edsr_receptive_radius, edsr_weight_specs
 from .espcn import espcn, espcn_random_weights, espcn_receptive_radius, espcn_weight_specs
 
 __all__ = [
+    "MASKED_SCORE",
     "BertConfig",
     "BuiltModel",
     "WeightSpec",
+    "bert_embedding_specs",
     "bert_encoder",
+    "bert_model",
     "bert_random_weights",
     "bert_weight_specs",
     "edsr_baseline",

@@ -30,9 +30,15 @@ class BertConfig:
     intermediate: int = 1536
     layers: int = 6
     layer_norm_eps: float = 1e-12
+    # The embedding tables (bert_model only): BERT's uncased vocabulary, 512 positions and
+    # two segment types, as all-MiniLM-L6-v2 has them.
+    vocab_size: int = 30522
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
 
     def __post_init__(self) -> None:
-        for name in ("hidden", "heads", "intermediate", "layers"):
+        for name in ("hidden", "heads", "intermediate", "layers", "vocab_size",
+                     "max_position_embeddings", "type_vocab_size"):
             positive(name, getattr(self, name))
         if self.hidden % self.heads:
             raise ValueError(f"hidden ({self.hidden}) must be a multiple of heads ({self.heads})")
@@ -68,9 +74,73 @@ def bert_weight_specs(config: BertConfig) -> list[WeightSpec]:
     return specs
 
 
-def bert_random_weights(config: BertConfig | None = None, seed: int = 0) -> dict[str, np.ndarray]:
-    """Deterministic random weights for the encoder: the same seed gives the same arrays."""
-    return random_weights(bert_weight_specs(config or BertConfig()), seed, gain=1.0)
+def bert_embedding_specs(config: BertConfig) -> list[WeightSpec]:
+    """The embedding tables and their LayerNorm, named as in Hugging Face's BertModel."""
+    h = config.hidden
+    return [WeightSpec("embeddings.word_embeddings.weight", (config.vocab_size, h), 1),
+            WeightSpec("embeddings.position_embeddings.weight",
+                       (config.max_position_embeddings, h), 1),
+            WeightSpec("embeddings.token_type_embeddings.weight", (config.type_vocab_size, h), 1),
+            WeightSpec("embeddings.LayerNorm.weight", (h,), -1),
+            WeightSpec("embeddings.LayerNorm.bias", (h,), 0)]
+
+
+def bert_random_weights(config: BertConfig | None = None, seed: int = 0, *,
+                        embeddings: bool = False) -> dict[str, np.ndarray]:
+    """Deterministic random weights for the encoder (and, with ``embeddings``, the embedding
+    tables bert_model needs): the same seed gives the same arrays."""
+    config = config or BertConfig()
+    specs = (bert_embedding_specs(config) if embeddings else []) + bert_weight_specs(config)
+    return random_weights(specs, seed, gain=1.0)
+
+
+# The additive mask value of a padded key: exp() of it, after scaling, is exactly 0 in f32.
+MASKED_SCORE = -1e9
+
+
+def bert_model(weights: Weights, batch: int, seq_len: int, config: BertConfig | None = None,
+               ) -> BuiltModel:
+    """The whole BertModel up to its last hidden states, from token ids: inputs "input_ids"
+    [batch, seq_len] i32, "token_type_ids" [batch, seq_len] i32, "position_ids" [1, seq_len]
+    i32 (0, 1, ... for one right-padded sequence) and "attention_mask" [batch, seq_len] f32
+    (1 for a token, 0 for padding); output "hidden_states" [batch, seq_len, hidden] f32.
+
+    Word, position and segment embeddings are gathered, summed and normalized, the mask
+    becomes additive ((mask - 1) * 1e9, shaped [batch, 1, 1, seq_len]) and the encoder layers
+    follow. Every reshape copies the batch and length from its input, so the graph compiles
+    for other sizes after its inputs' shapes are set. No pooling: that is the model's head."""
+    config = config or BertConfig()
+    b, s = positive("batch", batch), positive("seq_len", seq_len)
+    if s > config.max_position_embeddings:
+        raise ValueError(f"seq_len {s} exceeds max_position_embeddings "
+                         f"{config.max_position_embeddings}")
+    g = Graph()
+    e = {spec.name: take_weight(g, weights, spec) for spec in bert_embedding_specs(config)}
+    w = {spec.name: take_weight(g, weights, spec) for spec in bert_weight_specs(config)}
+    ids = g.input("input_ids", (b, s), "i32")
+    types = g.input("token_type_ids", (b, s), "i32")
+    positions = g.input("position_ids", (1, s), "i32")
+    mask = g.input("attention_mask", (b, s), "f32")
+    words = g.Gather(e["embeddings.word_embeddings.weight"], ids, axis=0,
+                     name="embeddings.words")
+    segments = g.Gather(e["embeddings.token_type_embeddings.weight"], types, axis=0,
+                        name="embeddings.segments")
+    places = g.Gather(e["embeddings.position_embeddings.weight"], positions, axis=0,
+                      name="embeddings.positions")
+    x = g.Add(g.Add(words, segments, name="embeddings.sum"), places,
+              name="embeddings.sum_positions")
+    x = g.LayerNorm(x, e["embeddings.LayerNorm.weight"], e["embeddings.LayerNorm.bias"],
+                    axis=-1, epsilon=config.layer_norm_eps, name="embeddings.LayerNorm")
+    one = g.constant(np.float32(1.0), name="attention_mask.one")
+    big = g.constant(np.float32(-MASKED_SCORE), name="attention_mask.scale")
+    additive = g.Mul(g.Sub(mask, one, name="attention_mask.inverted"), big,
+                     name="attention_mask.additive")
+    additive = g.Reshape(additive, shape=[0, 1, 1, -1], name="attention_mask.heads")
+    for i in range(config.layers):
+        x = _layer(g, w, f"encoder.layer.{i}", x, additive, None, config, b, s)
+    g.mark_output(x, name="hidden_states")
+    return BuiltModel(g, ("input_ids", "token_type_ids", "position_ids", "attention_mask"),
+                      "hidden_states")
 
 
 def bert_encoder(weights: Weights, batch: int, seq_len: int,
@@ -101,7 +171,9 @@ def bert_encoder(weights: Weights, batch: int, seq_len: int,
 
 def _layer(g: Graph, w: dict[str, Tensor], p: str, x: Tensor, mask: Tensor,
            scale: Tensor | None, config: BertConfig, batch: int, seq_len: int) -> Tensor:
-    heads_shape = [batch, seq_len, config.heads, config.head_dim]
+    # 0 copies the input's dimension: the same graph serves any batch and length that the
+    # inputs are later set to (nxe_tensor_set_shape), as the engine's embedding kind does.
+    heads_shape = [0, 0, config.heads, config.head_dim]
 
     def dense(t: Tensor, prefix: str) -> Tensor:
         return g.FullyConnected(t, w[f"{prefix}.weight"], w[f"{prefix}.bias"], name=prefix)
@@ -129,7 +201,7 @@ def _layer(g: Graph, w: dict[str, Tensor], p: str, x: Tensor, mask: Tensor,
         probs = g.Softmax(g.Add(scores, mask, name=f"{a}.masked"), axis=-1, name=f"{a}.probs")
         heads = g.MatMul(probs, v, name=f"{a}.context")
     context = g.Transpose(heads, perm=[0, 2, 1, 3], name=f"{a}.context.merge")
-    context = g.Reshape(context, shape=[batch, seq_len, config.hidden],
+    context = g.Reshape(context, shape=[0, 0, config.hidden],
                         name=f"{a}.context.flat")
     attended = add_norm(dense(context, f"{p}.attention.output.dense"), x,
                         f"{p}.attention.output.LayerNorm")
