@@ -786,15 +786,17 @@ static nxe_status normalize(const nxe_tokenizer *t, encode_state *s, const char 
         return NXE_OK;
     uint32_t mapped[NXE_UNICODE_MAX_MAPPING];
     if (t->strip_accents) {
+        /* NFD. As in `tokenizers`, the offsets do not travel with reordered marks: each
+         * character a decomposition starts with takes the next input character's place, each
+         * further one the place of the input character before it, in output order. */
         s->scratch_count = 0;
         for (int32_t i = 0; i < s->chars_count; i++) {
-            norm_char c = s->chars[i];
-            int32_t n = nxe_unicode_decompose(c.cp, mapped);
+            int32_t n = nxe_unicode_decompose(s->chars[i].cp, mapped);
             for (int32_t k = 0; k < n; k++) {
                 /* Canonical ordering: a mark moves before the marks of higher class it follows. */
                 uint32_t ccc = nxe_unicode_combining_class(mapped[k]);
                 if ((status = push_char(&s->scratch, &s->scratch_count, &s->scratch_capacity,
-                                        mapped[k], c.start, c.end)) != NXE_OK)
+                                        mapped[k], k > 0, 0)) != NXE_OK)
                     return status;
                 for (int32_t j = s->scratch_count - 1; ccc && j > 0; j--) {
                     uint32_t before = nxe_unicode_combining_class(s->scratch[j - 1].cp);
@@ -805,6 +807,15 @@ static nxe_status normalize(const nxe_tokenizer *t, encode_state *s, const char 
                     s->scratch[j] = swap;
                 }
             }
+        }
+        int32_t consumed = 0;
+        for (int32_t i = 0; i < s->scratch_count; i++) {
+            norm_char *c = &s->scratch[i];
+            if (c->start == 0)
+                consumed++;
+            const norm_char *from = consumed > 0 ? &s->chars[consumed - 1] : NULL;
+            c->start = from ? from->start : 0;
+            c->end = from ? from->end : 0;
         }
         s->chars_count = 0;
         for (int32_t i = 0; i < s->scratch_count; i++) {
