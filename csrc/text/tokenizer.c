@@ -515,6 +515,21 @@ static nxe_status read_truncation_padding(nxe_tokenizer *t, const nxe_json_value
     return NXE_OK;
 }
 
+/* Every id an encoding can hold lies in [0, vocab_size): a model may index with it. */
+static nxe_status check_special_ids(const nxe_tokenizer *t)
+{
+    int32_t worst = t->pad_id;
+    for (int32_t i = 0; i < t->before_count; i++)
+        worst = t->before[i].id > worst ? t->before[i].id : worst;
+    for (int32_t i = 0; i < t->after_count; i++)
+        worst = t->after[i].id > worst ? t->after[i].id : worst;
+    if (worst >= t->vocab_size)
+        return nxe_error(NXE_ERROR_FORMAT,
+                         "tokenizer.json: the special token id %d is outside the vocabulary of %d",
+                         worst, t->vocab_size);
+    return NXE_OK;
+}
+
 static nxe_tokenizer *tokenizer_new(void)
 {
     nxe_tokenizer *t = calloc(1, sizeof *t);
@@ -558,6 +573,8 @@ NXE_API nxe_status nxe_tokenizer_create(const char *json, size_t size, nxe_token
         status = read_post_processor(t, nxe_json_get(root, "post_processor"));
     if (status == NXE_OK)
         status = read_truncation_padding(t, root);
+    if (status == NXE_OK)
+        status = check_special_ids(t);
     nxe_json_free(doc);
     if (status != NXE_OK) {
         nxe_tokenizer_release(t);
