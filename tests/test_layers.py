@@ -1,7 +1,7 @@
 """The C sources are layered and every #include points down (docs/architecture.md, "Layers"):
-public headers < kernels < core < text < ops < graph < transform < model < runtime < engine < sr. A file
-may include its own layer and the layers below it, never one above; libnxe_sr stands on the
-public headers and its pixel kernels only. The test reads the sources of this checkout."""
+public headers < kernels < core < text < ops < graph < transform < model < runtime < engine < sr.
+A file may include its own layer and the layers below it, never one above; libnxe_sr stands on
+the public headers and its pixel kernels only. The test reads the sources of this checkout."""
 
 import re
 from pathlib import Path
