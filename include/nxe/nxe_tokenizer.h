@@ -49,17 +49,17 @@ NXE_API nxe_status nxe_tokenizer_create(const char *json, size_t size, nxe_token
 
 /* How a vocab.txt tokenizer normalizes; the defaults are bert-base-uncased's. Since 0.8. */
 typedef struct nxe_tokenizer_vocab_options {
-    uint32_t struct_size;               /* sizeof(nxe_tokenizer_vocab_options) */
-    int32_t lowercase;                  /* nonzero: lowercase (and strip accents) */
-    int32_t max_input_chars_per_word;   /* longer words become the unknown token; 100 */
-    const char *unk_token;              /* "[UNK]"; also cls, sep, pad, mask below */
+    uint32_t struct_size;             /* sizeof(nxe_tokenizer_vocab_options) */
+    int32_t lowercase;                /* nonzero: lowercase (and strip accents) */
+    int32_t max_input_chars_per_word; /* longer words become the unknown token; 100 */
+    const char *unk_token;            /* "[UNK]"; also cls, sep, pad, mask below */
     const char *cls_token;
     const char *sep_token;
     const char *pad_token;
     const char *mask_token;
 } nxe_tokenizer_vocab_options;
 /* Since 0.8. */
-#define NXE_TOKENIZER_VOCAB_OPTIONS_INIT                                                       \
+#define NXE_TOKENIZER_VOCAB_OPTIONS_INIT                                                           \
     {sizeof(nxe_tokenizer_vocab_options), 1, 100, "[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"}
 
 /* Creates a WordPiece tokenizer from a vocab.txt (one token a line, the line number its id),
@@ -79,8 +79,8 @@ typedef struct nxe_tokenizer_info {
     int32_t vocab_size;   /* ids are in [0, vocab_size) */
     int32_t pad_id;       /* the padding token's id, 0 when it has none */
     int32_t unk_id;
-    int32_t max_length;   /* the truncation length tokenizer.json sets, 0 when none */
-    int32_t num_special;  /* special tokens added around one sequence ([CLS] and [SEP]: 2) */
+    int32_t max_length;  /* the truncation length tokenizer.json sets, 0 when none */
+    int32_t num_special; /* special tokens added around one sequence ([CLS] and [SEP]: 2) */
 } nxe_tokenizer_info;
 
 /* NXE_ERROR_INVALID_ARGUMENT (a NULL argument, a short struct_size). Since 0.8. */
@@ -106,9 +106,9 @@ typedef struct nxe_tokenizer_options {
 /* One encoded text. Arrays hold `length` entries; offsets are [start, end) in bytes of the
  * UTF-8 input (0, 0 for special and padding tokens). Since 0.8. */
 typedef struct nxe_encoding {
-    int32_t length;          /* tokens, padding included */
-    int32_t num_tokens;      /* tokens before padding */
-    int32_t truncated;       /* tokens cut by truncation (0: none) */
+    int32_t length;     /* tokens, padding included */
+    int32_t num_tokens; /* tokens before padding */
+    int32_t truncated;  /* tokens cut by truncation (0: none) */
     int32_t *ids;
     int32_t *attention_mask; /* 1 for tokens, 0 for padding */
     int32_t *type_ids;       /* 0 for one sequence */
