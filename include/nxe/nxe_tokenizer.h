@@ -19,8 +19,10 @@
  * longest match, continuing-subword prefix, the unknown token, max input chars per word), the
  * TemplateProcessing / BertProcessing post-processor (the special tokens around one sequence),
  * truncation (longest first, right side) and padding (to the longest in a batch or a fixed
- * length, right side). A tokenizer.json that asks for anything else is refused at creation with
- * NXE_ERROR_UNSUPPORTED naming the component.
+ * length, right side). Added tokens (tokenizer.json's added_tokens, not normalized; lstrip and
+ * rstrip honoured) are matched in the raw text before anything else, as `tokenizers` does, so
+ * a literal "[MASK]" in the text is that token. A tokenizer.json that asks for anything else is
+ * refused at creation with NXE_ERROR_UNSUPPORTED naming the component.
  *
  * Conventions are nxe.h's: every call that can fail returns an nxe_status and leaves a message
  * for nxe_last_error() on the calling thread; out-params are NULL/0 on failure. A tokenizer is
@@ -41,8 +43,10 @@ typedef struct nxe_tokenizer nxe_tokenizer;
 
 /* Creates a tokenizer from the text of a Hugging Face tokenizer.json (UTF-8 JSON, `size`
  * bytes, not NUL-terminated); the text is copied or parsed at once, so the caller may free it.
- * NXE_ERROR_INVALID_ARGUMENT (a NULL argument), NXE_ERROR_FORMAT (not JSON, or a field of the
- * wrong type or out of range: the message names it), NXE_ERROR_UNSUPPORTED (a model,
+ * Padding uses tokenizer.json's padding.pad_id (else the id of "[PAD]", else 0).
+ * NXE_ERROR_INVALID_ARGUMENT (a NULL argument), NXE_ERROR_FORMAT (not JSON: the message gives
+ * the byte offset; or a field of the wrong type or out of range, or a special token id outside
+ * the vocabulary: the message names it), NXE_ERROR_UNSUPPORTED (a model,
  * normalizer, pre-tokenizer or post-processor this library does not implement),
  * NXE_ERROR_OUT_OF_MEMORY; *out is then NULL. Since 0.8. */
 NXE_API nxe_status nxe_tokenizer_create(const char *json, size_t size, nxe_tokenizer **out);
@@ -86,8 +90,8 @@ typedef struct nxe_tokenizer_info {
 /* NXE_ERROR_INVALID_ARGUMENT (a NULL argument, a short struct_size). Since 0.8. */
 NXE_API nxe_status nxe_tokenizer_get_info(const nxe_tokenizer *tokenizer, nxe_tokenizer_info *info);
 
-/* The id of a token string (exact, after no normalization), or -1 when the vocabulary lacks it
- * (or for bad arguments). Since 0.8. */
+/* The id of a token string (exact, after no normalization; added tokens first, then the
+ * vocabulary), or -1 when neither has it (or for bad arguments). Since 0.8. */
 NXE_API int32_t nxe_tokenizer_token_to_id(const nxe_tokenizer *tokenizer, const char *token);
 
 /* Truncation and padding of one encode call. Since 0.8. */
