@@ -418,3 +418,18 @@ def test_vocab_txt_errors(tmp_path):
     (tmp_path / "bad.txt").write_bytes(b"[PAD]\n[UNK]\n\xff\n")
     with pytest.raises(nxe.FormatError, match="at byte 12"):
         nxe.Tokenizer.from_vocab(tmp_path / "bad.txt")
+
+
+def test_added_tokens_with_lstrip_and_rstrip_match_tokenizers():
+    data = minilm_json()
+    strips = {"[MASK]": (True, True), "[CLS]": (False, True), "[SEP]": (True, False)}
+    for token in data["added_tokens"]:
+        token["lstrip"], token["rstrip"] = strips.get(token["content"], (False, False))
+    data["truncation"] = None
+    text = json.dumps(data)
+    reference = tokenizers.Tokenizer.from_str(text)
+    texts = generated_texts(5000, seed=77) + [
+        "a [MASK] b", "  [MASK]  ", "x\u3000[MASK]\u3000y", "[CLS]  hi  [SEP]  [MASK]",
+        "[MASK] [MASK]  [MASK]"]
+    assert_same(texts, nxe.Tokenizer.from_json(text).encode_batch(texts, max_length=-1),
+                reference.encode_batch(texts))
