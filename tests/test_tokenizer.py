@@ -425,7 +425,7 @@ def test_added_tokens_with_lstrip_and_rstrip_match_tokenizers():
     strips = {"[MASK]": (True, True), "[CLS]": (False, True), "[SEP]": (True, False)}
     for token in data["added_tokens"]:
         token["lstrip"], token["rstrip"] = strips.get(token["content"], (False, False))
-    data["truncation"] = None
+    data["truncation"] = data["padding"] = None
     text = json.dumps(data)
     reference = tokenizers.Tokenizer.from_str(text)
     texts = generated_texts(5000, seed=77) + [
