@@ -433,3 +433,18 @@ def test_added_tokens_with_lstrip_and_rstrip_match_tokenizers():
         "[MASK] [MASK]  [MASK]"]
     assert_same(texts, nxe.Tokenizer.from_json(text).encode_batch(texts, max_length=-1),
                 reference.encode_batch(texts))
+
+
+def test_normalized_added_tokens_match_tokenizers():
+    reference = tokenizers.Tokenizer.from_file(str(MINILM / "tokenizer.json"))
+    reference.no_truncation()
+    reference.no_padding()
+    # Plain strings are normalized, non-special added tokens: matched after normalization.
+    reference.add_tokens(["Hello World", "naïve", "中文", "ﬁ", "[new]", "ÉCOLE", "dog"])
+    reference.add_tokens([tokenizers.AddedToken("fox", lstrip=True, rstrip=True)])
+    ours = nxe.Tokenizer.from_json(reference.to_str())
+    assert ours.vocab_size == reference.get_vocab_size()
+    texts = generated_texts(5000, seed=78) + [
+        "hello   world", "HELLO WORLD!", "Naïve naive NAÏVE", "中文字符", "école ECOLE",
+        "[new][NEW] [new]", "the  fox  jumps", "hotdogs dog", "ﬁ fi"]
+    assert_same(texts, ours.encode_batch(texts, max_length=-1), reference.encode_batch(texts))

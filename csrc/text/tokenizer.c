@@ -26,6 +26,8 @@ typedef struct added_token {
     uint32_t offset, size; /* content, in the pool */
     int32_t id;
     bool lstrip, rstrip;
+    bool normalized;               /* matched in the normalized text, as normalized content */
+    int32_t cps_offset, cps_count; /* that content's code points, in normalized_cps */
 } added_token;
 
 typedef struct special_piece {
@@ -51,6 +53,9 @@ struct nxe_tokenizer {
 
     added_token *added;
     int32_t added_count;
+    uint32_t *normalized_cps;
+    int32_t normalized_cps_count, normalized_cps_capacity;
+    bool any_normalized_added;
 
     special_piece before[TOK_MAX_TEMPLATE], after[TOK_MAX_TEMPLATE];
     int32_t before_count, after_count, sequence_type_id;
@@ -306,6 +311,8 @@ static nxe_status read_model(nxe_tokenizer *t, const nxe_json_value *m)
     return NXE_OK;
 }
 
+static nxe_status normalize_added(nxe_tokenizer *t, added_token *at);
+
 static nxe_status read_added_tokens(nxe_tokenizer *t, const nxe_json_value *list)
 {
     if (!list || nxe_json_kind(list) == NXE_JSON_NULL)
@@ -342,11 +349,11 @@ static nxe_status read_added_tokens(nxe_tokenizer *t, const nxe_json_value *list
             (status = json_flag(a, "normalized", "added_tokens[]", !special, &normalized)) !=
                 NXE_OK)
             return status;
-        if (single_word || normalized)
+        if (single_word)
             return nxe_error(NXE_ERROR_UNSUPPORTED,
-                             "tokenizer.json: added token \"%.64s\" is %s, which is not "
+                             "tokenizer.json: added token \"%.64s\" is single_word, which is not "
                              "supported",
-                             content, single_word ? "single_word" : "normalized");
+                             content);
         added_token *at = &t->added[t->added_count++];
         if ((status = pool_add(t, content, size, &at->offset)) != NXE_OK)
             return status;
@@ -354,6 +361,8 @@ static nxe_status read_added_tokens(nxe_tokenizer *t, const nxe_json_value *list
         at->id = (int32_t)id;
         at->lstrip = lstrip;
         at->rstrip = rstrip;
+        if (normalized && (status = normalize_added(t, at)) != NXE_OK)
+            return status;
         if (at->id >= t->vocab_size)
             t->vocab_size = at->id + 1;
     }
@@ -678,6 +687,7 @@ NXE_API void nxe_tokenizer_release(nxe_tokenizer *t)
     nxe_free(t->vocab);
     free(t->slots);
     free(t->added);
+    nxe_free(t->normalized_cps);
     free(t);
 }
 
@@ -915,17 +925,12 @@ static nxe_status word_piece(const nxe_tokenizer *t, encode_state *s, int32_t fi
     return NXE_OK;
 }
 
-/* Normalizes, pre-tokenizes and WordPiece-encodes text[start, end) (no added token in it). */
-static nxe_status encode_segment(const nxe_tokenizer *t, encode_state *s, const char *text,
-                                 size_t start, size_t end)
+/* Pre-tokenizes and WordPiece-encodes the normalized characters [first, last). */
+static nxe_status encode_words(const nxe_tokenizer *t, encode_state *s, int32_t first, int32_t last)
 {
-    nxe_status status = normalize(t, s, text, start, end);
-    if (status != NXE_OK)
-        return status;
-    int32_t n = s->chars_count;
     if (!t->pre_tokenize)
-        return n ? word_piece(t, s, 0, n) : NXE_OK;
-    for (int32_t i = 0; i < n;) {
+        return last > first ? word_piece(t, s, first, last) : NXE_OK;
+    for (int32_t i = first; i < last;) {
         uint32_t flags = nxe_unicode_flags(s->chars[i].cp);
         if (flags & NXE_UNICODE_WHITESPACE) {
             i++;
@@ -933,14 +938,64 @@ static nxe_status encode_segment(const nxe_tokenizer *t, encode_state *s, const 
         }
         int32_t j = i + 1;
         if (!(flags & NXE_UNICODE_PUNCTUATION))
-            while (j < n && !(nxe_unicode_flags(s->chars[j].cp) &
-                              (NXE_UNICODE_WHITESPACE | NXE_UNICODE_PUNCTUATION)))
+            while (j < last && !(nxe_unicode_flags(s->chars[j].cp) &
+                                 (NXE_UNICODE_WHITESPACE | NXE_UNICODE_PUNCTUATION)))
                 j++;
-        if ((status = word_piece(t, s, i, j)) != NXE_OK)
+        nxe_status status = word_piece(t, s, i, j);
+        if (status != NXE_OK)
             return status;
         i = j;
     }
     return NXE_OK;
+}
+
+/* The longest normalized added token whose code points start at s->chars[i], or NULL. */
+static const added_token *normalized_match(const nxe_tokenizer *t, const encode_state *s, int32_t i)
+{
+    const added_token *best = NULL;
+    for (int32_t k = 0; k < t->added_count; k++) {
+        const added_token *a = &t->added[k];
+        if (!a->normalized || a->cps_count == 0 || a->cps_count > s->chars_count - i ||
+            (best && a->cps_count <= best->cps_count))
+            continue;
+        int32_t j = 0;
+        while (j < a->cps_count && s->chars[i + j].cp == t->normalized_cps[a->cps_offset + j])
+            j++;
+        if (j == a->cps_count)
+            best = a;
+    }
+    return best;
+}
+
+/* Normalizes text[start, end) (no raw added token in it), splits out the normalized added
+ * tokens, and pre-tokenizes and WordPiece-encodes the rest. */
+static nxe_status encode_segment(const nxe_tokenizer *t, encode_state *s, const char *text,
+                                 size_t start, size_t end)
+{
+    nxe_status status = normalize(t, s, text, start, end);
+    if (status != NXE_OK)
+        return status;
+    int32_t n = s->chars_count, done = 0;
+    for (int32_t i = 0; i < n && t->any_normalized_added;) {
+        const added_token *a = normalized_match(t, s, i);
+        if (!a) {
+            i++;
+            continue;
+        }
+        int32_t match_start = i, match_end = i + a->cps_count;
+        while (a->lstrip && match_start > done &&
+               (nxe_unicode_flags(s->chars[match_start - 1].cp) & NXE_UNICODE_WHITESPACE))
+            match_start--;
+        while (a->rstrip && match_end < n &&
+               (nxe_unicode_flags(s->chars[match_end].cp) & NXE_UNICODE_WHITESPACE))
+            match_end++;
+        if ((status = encode_words(t, s, done, match_start)) != NXE_OK ||
+            (status = push_token(s, a->id, s->chars[match_start].start,
+                                 s->chars[match_end - 1].end)) != NXE_OK)
+            return status;
+        done = i = match_end;
+    }
+    return encode_words(t, s, done, n);
 }
 
 static bool whitespace_at(const char *text, size_t at, size_t size, size_t *len)
@@ -975,7 +1030,7 @@ static nxe_status encode_content(const nxe_tokenizer *t, encode_state *s, const 
         const added_token *best = NULL;
         for (int32_t k = 0; k < t->added_count; k++) {
             const added_token *a = &t->added[k];
-            if (a->size <= size - i && (!best || a->size > best->size) &&
+            if (!a->normalized && a->size <= size - i && (!best || a->size > best->size) &&
                 memcmp(t->pool + a->offset, text + i, a->size) == 0)
                 best = a;
         }
@@ -1009,6 +1064,29 @@ static void state_free(encode_state *s)
     nxe_free(s->offsets);
     nxe_free(s->word);
     nxe_free(s->word_bytes);
+}
+
+/* A normalized added token is matched as the normalizer leaves its content, in the normalized
+ * text (`tokenizers` does the same). */
+static nxe_status normalize_added(nxe_tokenizer *t, added_token *at)
+{
+    encode_state s = {0};
+    at->normalized = true;
+    nxe_status status = normalize(t, &s, t->pool + at->offset, 0, at->size);
+    if (status == NXE_OK && s.chars_count > 0) {
+        if (nxe_grow_array((void **)&t->normalized_cps, &t->normalized_cps_capacity,
+                           t->normalized_cps_count + s.chars_count, sizeof(uint32_t)) != NXE_OK) {
+            status = oom();
+        } else {
+            at->cps_offset = t->normalized_cps_count;
+            at->cps_count = s.chars_count;
+            for (int32_t i = 0; i < s.chars_count; i++)
+                t->normalized_cps[t->normalized_cps_count++] = s.chars[i].cp;
+            t->any_normalized_added = true;
+        }
+    }
+    state_free(&s);
+    return status;
 }
 
 static nxe_encoding *encoding_new(int32_t length)

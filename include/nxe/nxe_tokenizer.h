@@ -19,10 +19,11 @@
  * longest match, continuing-subword prefix, the unknown token, max input chars per word), the
  * TemplateProcessing / BertProcessing post-processor (the special tokens around one sequence),
  * truncation (longest first, right side) and padding (to the longest in a batch or a fixed
- * length, right side). Added tokens (tokenizer.json's added_tokens, not normalized; lstrip and
- * rstrip honoured) are matched in the raw text before anything else, as `tokenizers` does, so
- * a literal "[MASK]" in the text is that token. A tokenizer.json that asks for anything else is
- * refused at creation with NXE_ERROR_UNSUPPORTED naming the component.
+ * length, right side). Added tokens (tokenizer.json's added_tokens; lstrip and rstrip
+ * honoured) are split out as `tokenizers` does: those not normalized from the raw text before
+ * anything else (so a literal "[MASK]" in the text is that token), the normalized ones from the
+ * normalized text. A tokenizer.json that asks for anything else (a single_word added token
+ * among them) is refused at creation with NXE_ERROR_UNSUPPORTED naming the component.
  *
  * Conventions are nxe.h's: every call that can fail returns an nxe_status and leaves a message
  * for nxe_last_error() on the calling thread; out-params are NULL/0 on failure. A tokenizer is
