@@ -194,6 +194,8 @@ def tokenizer_seeds():
     added = [{"id": i, "content": t, "single_word": False, "lstrip": t == "[MASK]",
               "rstrip": t == "[MASK]", "normalized": False, "special": True}
              for i, t in enumerate(specials)]
+    added.append({"id": len(vocab), "content": "Hello World", "single_word": False,
+                  "lstrip": False, "rstrip": True, "normalized": True, "special": False})
     template = {"type": "TemplateProcessing",
                 "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}},
                            {"Sequence": {"id": "A", "type_id": 0}},
