@@ -422,6 +422,45 @@ def test_an_existing_output_is_kept_unless_overwriting(tmp_path):
         assert model.metadata["task"] == "embedding"
 
 
+def test_pytorch_checkpoints_load_through_the_restricted_unpickler(tmp_path):
+    folder = tmp_path / "pt"
+    weights = tiny_folder(folder)
+    (folder / "model.safetensors").unlink()
+    torch.save({"bert." + k: torch.from_numpy(v.copy()) for k, v in weights.items()},
+               folder / "pytorch_model.bin")
+    texts = calibration_sentences()[:6]
+    report = nxe.bake.bake(folder, tmp_path / "pt.nxm", calibration=texts, reference="numpy")
+    with nxe.Model(tmp_path / "pt.nxm") as model:
+        assert "pytorch_model.bin" in model.annotations["source"]
+    assert report.parity["min_cosine"] >= FP32_BOUND
+    # A pickle that would run code is refused, and the code does not run.
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return (Path.touch, (marker,))
+
+    torch.save({"x": Payload()}, folder / "pytorch_model.bin")
+    with pytest.raises(nxe.FormatError, match="cannot be loaded as a PyTorch state dict"):
+        nxe.bake.bake(folder, tmp_path / "evil.nxm", calibration=texts)
+    assert not marker.exists() and not (tmp_path / "evil.nxm").exists()
+
+
+def test_an_interrupted_bake_leaves_nothing(tmp_path, monkeypatch):
+    folder = tmp_path / "tiny"
+    tiny_folder(folder)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(nxe.bake, "reference_embeddings", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        nxe.bake.bake(folder, out_dir / "m.nxm", calibration=["a sentence"])
+    assert leftovers(out_dir) == []
+
+
 # -- hostile folders ---------------------------------------------------------------------------
 
 
