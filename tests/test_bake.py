@@ -354,9 +354,9 @@ def test_sentence_transformers_folder_settings_are_read(tmp_path):
     tiny_folder(folder, prefix="0.auto_model.", tokenizer_json=False,
                 sentence_transformers=True)
     # The "0.auto_model." names are nxe's to strip; PyTorch's loaders do not know them, so the
-    # numpy reference checks this one.
-    report = nxe.bake.bake(folder, tmp_path / "st.nxm", calibration=calibration_sentences()[:8],
-                           reference="numpy")
+    # numpy reference is the one chosen for this folder.
+    report = nxe.bake.bake(folder, tmp_path / "st.nxm", calibration=calibration_sentences()[:8])
+    assert report.parity["reference"].startswith("numpy")
     metadata = report.metadata
     assert (metadata["pooling"], metadata["normalize"], metadata["max_seq_length"]) == (
         "cls", True, 64)
@@ -517,6 +517,16 @@ HOSTILE = [
      "header length 1000000000000 does not fit"),
     ("header not JSON", lambda f, w: (f / "model.safetensors").write_bytes(
         (5).to_bytes(8, "little") + b"{\"a\":"), nxe.FormatError, "header is not valid JSON"),
+    ("header nested too deeply", lambda f, w: (f / "model.safetensors").write_bytes(
+        (200000).to_bytes(8, "little") + b"[" * 100000 + b"]" * 100000), nxe.FormatError,
+     "nests too deeply"),
+    ("config nested too deeply", lambda f, w: (f / "config.json").write_text(
+        "[" * 100000 + "]" * 100000), nxe.FormatError, "nests too deeply"),
+    ("limit past the positions", lambda f, w: (f / "sentence_bert_config.json").write_text(
+        '{"max_seq_length": 4096}'), nxe.FormatError, "exceeds max_position_embeddings"),
+    ("added tokens not a list", lambda f, w: (f / "tokenizer.json").write_text(json.dumps(
+        {**json.loads((f / "tokenizer.json").read_text()), "added_tokens": 7})),
+     nxe.FormatError, "added_tokens must be a list"),
     ("header not an object", lambda f, w: (f / "model.safetensors").write_bytes(
         (2).to_bytes(8, "little") + b"[]"), nxe.FormatError, "not an object"),
     ("offsets past the end", lambda f, w: _rewrite_header(

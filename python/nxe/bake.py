@@ -102,6 +102,7 @@ class Checkpoint:
     normalize: bool
     max_seq_length: int
     files: dict[str, Path]  # every file read, by its path relative to the folder
+    weight_prefix: str = ""  # what the weight names were stored under ("bert.", ...)
 
 
 def _read_json(path: Path, what: str) -> Any:
@@ -116,6 +117,8 @@ def _read_json(path: Path, what: str) -> Any:
         raise NotFoundError(f"{path}: {what} is missing") from None
     except (UnicodeDecodeError, ValueError) as error:
         raise FormatError(f"{path}: {what} is not valid JSON: {error}") from None
+    except RecursionError:
+        raise FormatError(f"{path}: {what} nests too deeply") from None
     except OSError as error:
         raise FormatError(f"{path}: cannot read {what}: {error.strerror or error}") from None
 
@@ -245,8 +248,10 @@ def _tokenizer(model_dir: Path, config: Any, files: dict[str, Path],
         vocab = model.get("vocab")
         if not isinstance(vocab, dict) or not vocab:
             raise FormatError(f"{path}: the WordPiece vocabulary is missing or empty")
-        ids = [i for i in vocab.values()]
-        ids += [t.get("id") for t in tokenizer.get("added_tokens") or [] if isinstance(t, dict)]
+        added = tokenizer.get("added_tokens") or []
+        if not isinstance(added, list) or not all(isinstance(t, dict) for t in added):
+            raise FormatError(f"{path}: added_tokens must be a list of objects")
+        ids = list(vocab.values()) + [t.get("id") for t in added]
         if not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
             raise FormatError(f"{path}: token ids must be integers")
         if min(ids) < 0 or max(ids) >= config.vocab_size:
@@ -318,7 +323,7 @@ def _load_weights(model_dir: Path, folder: Path, files: dict[str, Path]
 
 
 def _bert_weights(tensors: dict[str, np.ndarray], config: Any, where: Path
-                  ) -> dict[str, np.ndarray]:
+                  ) -> tuple[dict[str, np.ndarray], str]:
     """The weights bert_model needs, under its names (a "bert." or "0.auto_model." prefix
     stripped), checked for shape, dtype and finiteness."""
     from .models.bert import bert_embedding_specs, bert_weight_specs
@@ -346,7 +351,7 @@ def _bert_weights(tensors: dict[str, np.ndarray], config: Any, where: Path
             raise FormatError(f"{where}: weight '{prefix}{spec.name}' holds NaN or infinite "
                               "values")
         weights[spec.name] = array
-    return weights
+    return weights, prefix
 
 
 def read_checkpoint(folder: str | os.PathLike[str], max_seq_length: int | None = None,
@@ -379,6 +384,9 @@ def read_checkpoint(folder: str | os.PathLike[str], max_seq_length: int | None =
                                    "case is not supported")
     if limit is None:
         limit = config.max_position_embeddings
+    elif limit > config.max_position_embeddings:
+        raise FormatError(f"{st_config}: max_seq_length {limit} exceeds max_position_embeddings "
+                          f"{config.max_position_embeddings} (config.json)")
     if max_seq_length is not None:
         if (not isinstance(max_seq_length, int) or isinstance(max_seq_length, bool)
                 or max_seq_length < 3):
@@ -389,10 +397,11 @@ def read_checkpoint(folder: str | os.PathLike[str], max_seq_length: int | None =
         raise InvalidArgumentError(f"max_seq_length {limit} exceeds the model's "
                                    f"max_position_embeddings {config.max_position_embeddings}")
     tensors = _load_weights(model_dir, root, files)
-    weights = _bert_weights(tensors, config, model_dir)
+    weights, prefix = _bert_weights(tensors, config, model_dir)
     return Checkpoint(folder=root, model_dir=model_dir, name=name or root.resolve().name,
                       config=config, weights=weights, tokenizer=tokenizer, pooling=pooling,
-                      normalize=normalize, max_seq_length=limit, files=files)
+                      normalize=normalize, max_seq_length=limit, files=files,
+                      weight_prefix=prefix)
 
 
 # -- the graph per precision ---------------------------------------------------------------
@@ -664,6 +673,9 @@ def reference_embeddings(checkpoint: Checkpoint, sentences: Sequence[str],
     if reference not in REFERENCES:
         raise InvalidArgumentError(f"reference must be one of {', '.join(REFERENCES)}, got "
                                    f"{reference!r}")
+    if reference == "auto" and checkpoint.weight_prefix not in ("", "bert."):
+        # PyTorch's loaders would leave such weights out (and initialize others randomly).
+        reference = "numpy"
     if reference == "auto":
         reference = next((name for name, module in (("sentence-transformers",
                                                      "sentence_transformers"),

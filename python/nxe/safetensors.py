@@ -103,6 +103,8 @@ def read_safetensors(path: str | os.PathLike[str]) -> tuple[dict[str, np.ndarray
         header = json.loads(bytes(mapped[8:8 + header_size]).decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as error:
         raise _problem(where, f"the header is not valid JSON: {error}") from None
+    except RecursionError:
+        raise _problem(where, "the header's JSON nests too deeply") from None
     if not isinstance(header, dict):
         raise _problem(where, f"the header is JSON {type(header).__name__}, not an object")
     metadata = header.pop("__metadata__", {})
