@@ -621,8 +621,8 @@ def test_cli_bakes_and_prints_parity_and_fingerprint(tmp_path):
     # `nxe model info` shows the parity and a short tokenizer.
     status, out, err = run_cli("model", "info", str(output))
     assert status == 0, err
-    assert re.search(r"^parity: +worst cosine (0\.9999|1\.0000)\d+, mean .* over 10 "
-                     r"sentences against numpy float64", out, re.M)
+    assert re.search(r"^parity: +worst cosine (0\.9999|1\.0000)\d+ \(1 - [-+.e0-9]+\), "
+                     r"mean .* over 10 sentences against numpy float64", out, re.M)
     assert "tokenizer.json, WordPiece" in out
 
 

@@ -13,6 +13,11 @@ import textwrap
 from typing import Any
 
 
+def cosine_text(value: float) -> str:
+    """A cosine similarity with its distance from 1, which 8 decimals alone round away."""
+    return f"{value:.8f} (1 - {1 - value:.2g})"
+
+
 def _usage(message: str) -> int:
     print(f"nxe bake: {message}", file=sys.stderr)
     return 2
@@ -58,8 +63,8 @@ def bake_command(args: argparse.Namespace) -> int:
           f"{report.metadata['pooling']} pooling, "
           f"{'normalized' if report.metadata['normalize'] else 'not normalized'}, "
           f"max_seq_length {report.metadata['max_seq_length']}, {parity['precision']}")
-    print(f"parity       worst cosine {parity['min_cosine']:.8f}, mean "
-          f"{parity['mean_cosine']:.8f} over {parity['sentences']} sentences against "
+    print(f"parity       worst cosine {cosine_text(parity['min_cosine'])}, mean "
+          f"{cosine_text(parity['mean_cosine'])} over {parity['sentences']} sentences against "
           f"{parity['reference']} (threshold {parity['threshold']})")
     print(f"fingerprint  {report.fingerprint}")
     return 0

@@ -275,9 +275,11 @@ def _parity_line(annotations: dict[str, Any]) -> str | None:
     if not isinstance(parity, dict):
         return None
     try:
-        return (f"parity:       worst cosine {float(parity['min_cosine']):.8f}, mean "
-                f"{float(parity['mean_cosine']):.8f} over {parity['sentences']} sentences "
-                f"against {parity['reference']} ({parity['precision']}, threshold "
+        from .cli_bake import cosine_text
+
+        return (f"parity:       worst cosine {cosine_text(float(parity['min_cosine']))}, mean "
+                f"{cosine_text(float(parity['mean_cosine']))} over {parity['sentences']} "
+                f"sentences against {parity['reference']} ({parity['precision']}, threshold "
                 f"{parity['threshold']})")
     except (KeyError, TypeError, ValueError):
         return None
