@@ -50,6 +50,8 @@ def __getattr__(name: str) -> object:
 
     if name in _ENGINE_NAMES:
         return getattr(import_module(".engine", __name__), name)
+    if name == "Embedder":
+        return import_module(".embedder", __name__).Embedder
     # nxe.onnx needs the optional onnx package and takes long to import: loaded on first use.
     # Its names stay out of __all__ so that `from nxe import *` works without onnx.
     if name in ("onnx", "InferenceSession", "SessionOptions"):
@@ -79,6 +81,7 @@ __all__ = [
     "CancelledError",
     "DeadlineError",
     "DtypeMismatchError",
+    "Embedder",
     "Engine",
     "EngineStats",
     "Error",
