@@ -513,3 +513,48 @@ def test_minilm_matches_sentence_transformers(minilm):
         short = embedder.encode(sentences, dimensions=64)
         want64 = model.encode(sentences, normalize_embeddings=True, truncate_dim=64)
         np.testing.assert_allclose(short, want64, **REF_TOL)
+
+
+def test_minilm_unicode_text(minilm):
+    """Accents, CJK, Arabic, emoji, control and zero-width characters through the library's
+    tokenizer: the same vectors as sentence-transformers."""
+    path, model = minilm
+    sentences = ["Crème brûlée à Paris, naïve café", "日本語のテキストと中文句子", "مرحبا بالعالم",
+                 "emoji 🙂🚀 and symbols ©®™", "tab\tand\u200bzero\u200dwidth\x07bell",
+                 "ÅNGSTRÖM and Ωmega", "a" * 150, ""]
+    want = model.encode(sentences, normalize_embeddings=True, convert_to_numpy=True)
+    with nxe.Embedder(path) as embedder:
+        got, tokens = embedder.encode_with_tokens(sentences)
+    for g, w, s in zip(got, want, sentences):
+        assert cosine(g, w) >= COS_MIN, s
+    np.testing.assert_allclose(got, want, **REF_TOL)
+    assert tokens.tolist() == [len(model.tokenizer(s)["input_ids"]) for s in sentences]
+
+
+def test_requests_past_their_deadline_stop_between_sub_batches(minilm):
+    """A batch of long requests on MiniLM: the shorter ones (sorted last) carry a deadline
+    that passes while the first sub-batches run (half the time those take, measured first);
+    the kind drops them there, and the engine reports that the deadline passed while they
+    ran. The others are answered."""
+    path, _ = minilm
+    delay_s = 0.1
+    with nxe.Engine() as engine:
+        engine.add_model(ModelSpec("m", "embedding", path, max_batch_size=32,
+                                   max_batch_delay_ms=delay_s * 1000))
+        long_text = text(" ".join(["water"] * 250))
+        shorter = text(" ".join(["water"] * 200))
+        run_all(engine, "m", [({"text": long_text}, None)] * 16)  # loads, compiles 8 x 256
+        start = time.perf_counter()
+        run_all(engine, "m", [({"text": long_text}, None)] * 16)
+        first_sub_batches_s = time.perf_counter() - start - delay_s
+        first = [engine.submit("m", {"text": long_text}) for _ in range(16)]
+        late = [engine.submit("m", {"text": shorter}, deadline_s=delay_s + first_sub_batches_s / 2)
+                for _ in range(8)]
+        for request in first + late:
+            request.wait()
+        for request in first:
+            assert request.outputs()["tokens"].tolist() == [252]
+        for request in late:
+            with pytest.raises(nxe.DeadlineError, match="while it ran"):
+                request.outputs()
+            assert request.timing.batch_size == 24
