@@ -515,6 +515,21 @@ static nxe_status read_truncation_padding(nxe_tokenizer *t, const nxe_json_value
     return NXE_OK;
 }
 
+/* Every id an encoding can hold lies in [0, vocab_size): a model may index with it. */
+static nxe_status check_special_ids(const nxe_tokenizer *t)
+{
+    int32_t worst = t->pad_id;
+    for (int32_t i = 0; i < t->before_count; i++)
+        worst = t->before[i].id > worst ? t->before[i].id : worst;
+    for (int32_t i = 0; i < t->after_count; i++)
+        worst = t->after[i].id > worst ? t->after[i].id : worst;
+    if (worst >= t->vocab_size)
+        return nxe_error(NXE_ERROR_FORMAT,
+                         "tokenizer.json: the special token id %d is outside the vocabulary of %d",
+                         worst, t->vocab_size);
+    return NXE_OK;
+}
+
 static nxe_tokenizer *tokenizer_new(void)
 {
     nxe_tokenizer *t = calloc(1, sizeof *t);
@@ -558,6 +573,8 @@ NXE_API nxe_status nxe_tokenizer_create(const char *json, size_t size, nxe_token
         status = read_post_processor(t, nxe_json_get(root, "post_processor"));
     if (status == NXE_OK)
         status = read_truncation_padding(t, root);
+    if (status == NXE_OK)
+        status = check_special_ids(t);
     nxe_json_free(doc);
     if (status != NXE_OK) {
         nxe_tokenizer_release(t);
@@ -786,15 +803,17 @@ static nxe_status normalize(const nxe_tokenizer *t, encode_state *s, const char 
         return NXE_OK;
     uint32_t mapped[NXE_UNICODE_MAX_MAPPING];
     if (t->strip_accents) {
+        /* NFD. As in `tokenizers`, the offsets do not travel with reordered marks: each
+         * character a decomposition starts with takes the next input character's place, each
+         * further one the place of the input character before it, in output order. */
         s->scratch_count = 0;
         for (int32_t i = 0; i < s->chars_count; i++) {
-            norm_char c = s->chars[i];
-            int32_t n = nxe_unicode_decompose(c.cp, mapped);
+            int32_t n = nxe_unicode_decompose(s->chars[i].cp, mapped);
             for (int32_t k = 0; k < n; k++) {
                 /* Canonical ordering: a mark moves before the marks of higher class it follows. */
                 uint32_t ccc = nxe_unicode_combining_class(mapped[k]);
                 if ((status = push_char(&s->scratch, &s->scratch_count, &s->scratch_capacity,
-                                        mapped[k], c.start, c.end)) != NXE_OK)
+                                        mapped[k], k > 0, 0)) != NXE_OK)
                     return status;
                 for (int32_t j = s->scratch_count - 1; ccc && j > 0; j--) {
                     uint32_t before = nxe_unicode_combining_class(s->scratch[j - 1].cp);
@@ -805,6 +824,15 @@ static nxe_status normalize(const nxe_tokenizer *t, encode_state *s, const char 
                     s->scratch[j] = swap;
                 }
             }
+        }
+        int32_t consumed = 0;
+        for (int32_t i = 0; i < s->scratch_count; i++) {
+            norm_char *c = &s->scratch[i];
+            if (c->start == 0)
+                consumed++;
+            const norm_char *from = consumed > 0 ? &s->chars[consumed - 1] : NULL;
+            c->start = from ? from->start : 0;
+            c->end = from ? from->end : 0;
         }
         s->chars_count = 0;
         for (int32_t i = 0; i < s->scratch_count; i++) {
