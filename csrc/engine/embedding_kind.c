@@ -704,15 +704,18 @@ static nxe_status embed_frontend(void *user_data, void *instance, nxe_engine_bat
 
 /* ---- encoder ------------------------------------------------------------------------------- */
 
-/* Requests by length, longest first (ties in batch order). */
-static const embed_item *sort_items;
+/* A request's place in the encoder's order: by length, longest first (ties in batch order). */
+typedef struct sort_key {
+    int32_t length;
+    int32_t index;
+} sort_key;
+
 static int compare_length(const void *a, const void *b)
 {
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    int32_t lx = sort_items[x].length, ly = sort_items[y].length;
-    if (lx != ly)
-        return lx > ly ? -1 : 1;
-    return x < y ? -1 : x > y;
+    const sort_key *x = a, *y = b;
+    if (x->length != y->length)
+        return x->length > y->length ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
 }
 
 /* Pools rows [0, length) of one sequence's hidden states into `out`. */
@@ -814,14 +817,13 @@ static nxe_status embed_encoder(void *user_data, void *instance, nxe_engine_batc
     (void)user_data;
     embed_model *model = instance;
     embed_state *state = opaque;
-    int32_t *order = nxe_alloc(sizeof *order * (size_t)(state->count + 1));
+    sort_key *order = nxe_alloc(sizeof *order * (size_t)(state->count + 1));
     if (!order)
         return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "embedding: out of memory");
     int32_t live = 0;
     for (int32_t r = 0; r < state->count; r++)
         if (state->items[r].ok)
-            order[live++] = r;
-    sort_items = state->items; /* only the worker thread sorts */
+            order[live++] = (sort_key){state->items[r].length, r};
     qsort(order, (size_t)live, sizeof *order, compare_length);
     nxe_status status = NXE_OK;
     int32_t next = 0;
@@ -829,7 +831,7 @@ static nxe_status embed_encoder(void *user_data, void *instance, nxe_engine_batc
         /* Drop what was cancelled meanwhile: the engine finishes it with its status. */
         int32_t rows[SUB_BATCH], count = 0;
         while (next < live && count < SUB_BATCH) {
-            int32_t r = order[next++];
+            int32_t r = order[next++].index;
             if (nxe_engine_batch_cancelled(batch, r))
                 state->items[r].ok = 0;
             else
