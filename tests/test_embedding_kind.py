@@ -424,6 +424,11 @@ def test_embedder_encode(embedder, engine, torch_small):
     vectors_again, tokens = embedder.encode_with_tokens(SENTENCES)
     np.testing.assert_allclose(vectors_again, vectors, **BATCH_TOL)
     assert tokens.tolist() == [len(TOKENIZER.encode(s).ids) for s in SENTENCES]
+    assert embedder.count_tokens(SENTENCES) == tokens.tolist()
+    assert embedder.count_tokens(SENTENCES[0]) == tokens[0]
+    long_text = " ".join(["water"] * 100)
+    assert embedder.count_tokens(long_text) == 102
+    assert embedder.count_tokens([long_text], truncate=True) == [MAX_SEQ]
 
 
 def test_embedder_edges(embedder):

@@ -12,6 +12,7 @@ any number of sentences goes through, and waits for them in order.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections import deque
@@ -82,6 +83,7 @@ class Embedder:
         self.dimensions = int(metadata["dimensions"])
         self.max_seq_length = int(max_seq_length or metadata["max_seq_length"])
         self.normalize = bool(metadata.get("normalize", False))
+        self._tokenizer: Any = None
         self._options: dict[str, Any] = {"relax": relax}
         if num_threads is not None:
             self._options["num_threads"] = num_threads
@@ -205,11 +207,37 @@ class Embedder:
         if bar is not None:
             bar.update(1)
 
+    @property
+    def tokenizer(self) -> Any:
+        """The model's tokenizer (nxe.Tokenizer), made from the file's metadata on first use."""
+        if self._tokenizer is None:
+            from .tokenizer import Tokenizer
+
+            spec = self.metadata.get("tokenizer")
+            if isinstance(spec, dict) and "vocab_txt" in spec:
+                import tempfile
+
+                with tempfile.TemporaryDirectory() as folder:
+                    vocab = Path(folder) / "vocab.txt"
+                    vocab.write_text(spec["vocab_txt"], encoding="utf-8")
+                    self._tokenizer = Tokenizer.from_vocab(
+                        vocab, lowercase=bool(spec.get("lowercase", True)))
+            else:
+                self._tokenizer = Tokenizer.from_json(json.dumps(spec))
+        return self._tokenizer
+
     def count_tokens(self, sentences: str | Sequence[str], truncate: bool = False) -> Any:
-        """Tokens each sentence counts (specials included): what usage.prompt_tokens reports.
-        Runs the model (the kind counts while it embeds)."""
-        return self.encode_with_tokens(sentences, truncate=truncate, dimensions=1,
-                                       normalize_embeddings=False)[1]
+        """Tokens each sentence counts as the model runs it (specials included; at most
+        max_seq_length with ``truncate``): an int for one str, else a list. What
+        usage.prompt_tokens reports; tokenizes without running the model."""
+        single = isinstance(sentences, str)
+        items = [sentences] if single else list(sentences)
+        counts = []
+        for i, sentence in enumerate(items):
+            _text_input(i, sentence)  # the same checks as encode
+            n = len(self.tokenizer.encode(sentence, max_length=-1).ids)
+            counts.append(min(n, self.max_seq_length) if truncate else n)
+        return counts[0] if single else counts
 
 
 def _progress_bar(total: int) -> Any:
