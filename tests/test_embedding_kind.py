@@ -298,6 +298,32 @@ def test_model_options(small, tmp_path, torch_small):
             engine.remove_model("bad")
 
 
+def test_max_batch_tokens_counts_each_requests_tokens(small):
+    """input_ids count their ids plus the two specials, text its bytes / 3 (an estimate) plus
+    the specials: a token budget of 100 holds two 50-token requests, not three."""
+    path, _ = small
+    with nxe.Engine() as engine:
+        engine.add_model(ModelSpec("m", "embedding", path, max_batch_size=16,
+                                   max_batch_tokens=100, max_batch_delay_ms=200))
+        ids = np.full(48, VOCAB["water"], np.int32)
+        results = run_all(engine, "m", [({"input_ids": ids}, None)] * 6)
+        assert [size for _, size in results] == [2] * 6
+        words = text(" ".join(["cat"] * 36))  # 143 bytes: 48 + 2 estimated, 38 real
+        results = run_all(engine, "m", [({"text": words}, None)] * 4)
+        assert [size for _, size in results] == [2] * 4
+        assert all(outputs["tokens"].tolist() == [38] for outputs, _ in results)
+
+
+def test_relax_option(small, torch_small):
+    path, _ = small
+    with nxe.Engine() as engine:
+        engine.add_model(ModelSpec("m", "embedding", path, options={"relax": True}))
+        for sentence in SENTENCES[:3]:
+            got = engine.run("m", {"text": text(sentence)})["embedding"]
+            want = reference(torch_small, TOKENIZER.encode(sentence).ids)
+            assert cosine(got, want) >= 0.999  # bf16 products with fp32 accumulation
+
+
 def test_bad_inputs_fail_alone(engine):
     vocab = CONFIG.vocab_size
     bad = [
