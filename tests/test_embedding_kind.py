@@ -457,6 +457,14 @@ def test_embedder_encode(embedder, engine, torch_small):
     assert embedder.count_tokens([long_text], truncate=True) == [MAX_SEQ]
 
 
+def test_embedder_progress_bar(embedder, capsys):
+    pytest.importorskip("tqdm")
+    embedder.encode(SENTENCES, show_progress_bar=True)
+    assert f"{len(SENTENCES)}/{len(SENTENCES)}" in capsys.readouterr().err
+    embedder.encode(SENTENCES, show_progress_bar=False)
+    assert capsys.readouterr().err == ""
+
+
 def test_embedder_edges(embedder):
     empty = embedder.encode([])
     assert empty.shape == (0, CONFIG.hidden) and empty.dtype == np.float32
