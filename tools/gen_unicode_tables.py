@@ -18,7 +18,10 @@ Python's (its category and normalization crates are older, Rust's own case mappi
 tools/unicode_tokenizers.txt records each code point where the package answers differently
 from the rules above; it is written by `python tools/gen_unicode_tables.py --probe-tokenizers
 tools/unicode_tokenizers.txt`, which asks the installed package about every code point, and
-applied over unicodedata's answers here.
+applied over unicodedata's answers here. It also lists the code points unassigned in the
+probing Python's Unicode version: a later Python may assign some, which the package's older
+crates do not know either, so they keep an unassigned character's properties (the package's
+case mappings of them, from Rust's newer data, are listed as overrides).
 
     python tools/gen_unicode_tables.py --overrides tools/unicode_tokenizers.txt --output F.c
 """
@@ -70,15 +73,24 @@ def base_decomposition(cp: int) -> str:
 
 
 def read_overrides(path: Path | None) -> dict[str, dict[int, object]]:
-    overrides: dict[str, dict[int, object]] = {"flag": {}, "lower": {}, "nfd": {}, "ccc": {}}
+    overrides: dict[str, dict[int, object]] = {"flag": {}, "lower": {}, "nfd": {}, "ccc": {},
+                                               "unassigned": {}}
     if path is None:
         return overrides
     for number, line in enumerate(path.read_text().splitlines(), 1):
         words = line.split("#", 1)[0].split()
         if not words:
             continue
-        kind, cp = words[0], int(words[1], 16)
-        if kind in FLAG_NAMES:
+        kind = words[0]
+        cp = int(words[1], 16) if kind != "unicode" else 0
+        if kind == "unicode":
+            if words[1] != unicodedata.unidata_version:
+                print(f"gen_unicode_tables: {path} was probed with Unicode {words[1]}, this "
+                      f"Python has {unicodedata.unidata_version}", file=sys.stderr)
+        elif kind == "unassigned":
+            for code_point in range(cp, int(words[2], 16) + 1):
+                overrides["unassigned"][code_point] = True
+        elif kind in FLAG_NAMES:
             overrides["flag"][cp] = overrides["flag"].get(cp, ()) + ((FLAG_NAMES[kind],
                                                                       words[2] == "1"),)
         elif kind in ("lower", "nfd"):
@@ -98,20 +110,21 @@ def tables(overrides: dict[str, dict[int, object]]):
     for cp in range(MAX_CODE_POINT):
         if is_surrogate(cp):
             continue
-        f = base_flags(cp)
+        unassigned = cp in overrides["unassigned"]
+        f = 0 if unassigned else base_flags(cp)
         for flag, on in overrides["flag"].get(cp, ()):
             f = f | flag if on else f & ~flag
-        low = overrides["lower"].get(cp, base_lower(cp))
+        low = overrides["lower"].get(cp, chr(cp) if unassigned else base_lower(cp))
         if low != chr(cp):
             lower[cp] = low
             f |= HAS_LOWER
         if not HANGUL_FIRST <= cp <= HANGUL_LAST:
-            nfd = overrides["nfd"].get(cp, base_decomposition(cp))
+            nfd = overrides["nfd"].get(cp, chr(cp) if unassigned else base_decomposition(cp))
             if nfd != chr(cp):
                 decomposition[cp] = nfd
                 f |= HAS_DECOMPOSITION
         flags[cp] = f
-        ccc[cp] = overrides["ccc"].get(cp, unicodedata.combining(chr(cp)))
+        ccc[cp] = overrides["ccc"].get(cp, 0 if unassigned else unicodedata.combining(chr(cp)))
     return flags, ccc, lower, decomposition
 
 
@@ -176,7 +189,16 @@ def probe_tokenizers(output: Path) -> None:
     lines = ["# Where the `tokenizers` package's Unicode data differs from Python's unicodedata "
              f"{unicodedata.unidata_version}:",
              "# written by tools/gen_unicode_tables.py --probe-tokenizers (package version "
-             f"{__import__('tokenizers').__version__}); read by the same script at build time."]
+             f"{__import__('tokenizers').__version__}); read by the same script at build time.",
+             f"unicode {unicodedata.unidata_version}"]
+    start = None
+    for cp in range(MAX_CODE_POINT + 1):
+        cn = cp < MAX_CODE_POINT and unicodedata.category(chr(cp)) == "Cn"
+        if cn and start is None:
+            start = cp
+        elif not cn and start is not None:
+            lines.append(f"unassigned {start:X} {cp - 1:X}")
+            start = None
 
     def hexes(s: str) -> str:
         return " ".join(f"{ord(c):X}" for c in s)

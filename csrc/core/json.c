@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/utf8.h"
 
 typedef struct json_member {
     const char *key; /* NULL for array items */
@@ -113,63 +114,6 @@ static bool json_literal(json_parser *p, const char *word)
     return true;
 }
 
-/* Length of the UTF-8 sequence at s (at most `avail` bytes) and its code point, or 0 when it
- * is not strict UTF-8 (overlong, surrogate, beyond U+10FFFF, truncated). */
-static size_t json_utf8_decode(const unsigned char *s, size_t avail, uint32_t *cp)
-{
-    unsigned char c = s[0];
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    }
-    size_t n;
-    uint32_t v, min;
-    if (c >= 0xC2 && c <= 0xDF) {
-        n = 2, v = c & 0x1Fu, min = 0x80;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        n = 3, v = c & 0x0Fu, min = 0x800;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        n = 4, v = c & 0x07u, min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (avail < n)
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        v = (v << 6) | (s[i] & 0x3Fu);
-    }
-    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
-        return 0;
-    *cp = v;
-    return n;
-}
-
-static size_t json_utf8_encode(uint32_t cp, char *out)
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 static int json_hex4(const unsigned char *s, uint32_t *out)
 {
     uint32_t v = 0;
@@ -220,7 +164,7 @@ static nxe_status json_parse_string(json_parser *p, char **bytes, size_t *size)
             case 'r': out[n++] = '\r'; break;
             case 't': out[n++] = '\t'; break;
             case 'u': {
-                uint32_t cp;
+                uint32_t cp = 0;
                 if (end - i < 6 || !json_hex4(s + i + 2, &cp))
                     return json_fail(p, i, "bad \\u escape in a string");
                 if (cp >= 0xDC00 && cp <= 0xDFFF)
@@ -233,7 +177,7 @@ static nxe_status json_parse_string(json_parser *p, char **bytes, size_t *size)
                     cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
                     i += 6;
                 }
-                n += json_utf8_encode(cp, out + n);
+                n += nxe_utf8_encode(cp, out + n);
                 i += 6;
                 continue;
             }
@@ -243,8 +187,8 @@ static nxe_status json_parse_string(json_parser *p, char **bytes, size_t *size)
         } else if (c < 0x20) {
             return json_fail(p, i, "control character in a string");
         } else {
-            uint32_t cp;
-            size_t len = json_utf8_decode(s + i, end - i, &cp);
+            uint32_t cp = 0;
+            size_t len = nxe_utf8_decode(s + i, end - i, &cp);
             if (len == 0)
                 return json_fail(p, i, "invalid UTF-8 in a string");
             memcpy(out + n, s + i, len);

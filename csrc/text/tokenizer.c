@@ -165,7 +165,7 @@ static bool valid_utf8(const char *s, size_t n, size_t *bad)
     const unsigned char *u = (const unsigned char *)s;
     size_t i = 0;
     while (i < n) {
-        uint32_t cp;
+        uint32_t cp = 0;
         size_t len = nxe_utf8_decode(u + i, n - i, &cp);
         if (!len) {
             *bad = i;
@@ -779,7 +779,7 @@ static nxe_status normalize(const nxe_tokenizer *t, encode_state *s, const char 
     s->chars_count = 0;
     nxe_status status;
     for (size_t i = start; i < end;) {
-        uint32_t cp;
+        uint32_t cp = 0;
         size_t len = nxe_utf8_decode(u + i, end - i, &cp);
         int64_t a = (int64_t)i, b = (int64_t)(i + len);
         i += len;
@@ -945,7 +945,7 @@ static nxe_status encode_segment(const nxe_tokenizer *t, encode_state *s, const 
 
 static bool whitespace_at(const char *text, size_t at, size_t size, size_t *len)
 {
-    uint32_t cp;
+    uint32_t cp = 0;
     *len = nxe_utf8_decode((const unsigned char *)text + at, size - at, &cp);
     return *len && (nxe_unicode_flags(cp) & NXE_UNICODE_WHITESPACE);
 }

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/utf8.h"
+
 /* Flags of a code point (the low byte of its table entry; the high byte is its canonical
  * combining class). The meanings are the `tokenizers` package's: see the generator. */
 #define NXE_UNICODE_CONTROL 1u
@@ -54,11 +56,5 @@ int32_t nxe_unicode_lower(uint32_t cp, uint32_t out[NXE_UNICODE_MAX_MAPPING]);
 /* The full canonical decomposition of cp into out (Hangul syllables by the algorithm; the code
  * point itself when it has none); returns the count. */
 int32_t nxe_unicode_decompose(uint32_t cp, uint32_t out[NXE_UNICODE_MAX_MAPPING]);
-
-/* Strict UTF-8: the length of the sequence at s (at most avail bytes) and its code point, or 0
- * when it is not UTF-8 (overlong, surrogate, beyond U+10FFFF, truncated). */
-size_t nxe_utf8_decode(const unsigned char *s, size_t avail, uint32_t *cp);
-/* Writes cp as UTF-8 (1-4 bytes); returns the count. */
-size_t nxe_utf8_encode(uint32_t cp, char *out);
 
 #endif
