@@ -388,6 +388,7 @@ def test_wrong_metadata_and_corrupted_files(tmp_path):
                        'task is "classification"'),
         "architecture": ({**base, "architecture": "gpt2"}, nxe.UnsupportedError, "architecture"),
         "pooling": ({**base, "pooling": "median"}, nxe.FormatError, "pooling"),
+        "precision": ({**base, "precision": "fp16"}, nxe.FormatError, "precision"),
         "dimensions": ({**base, "dimensions": 7}, nxe.FormatError, "dimensions"),
         "seq": ({**base, "max_seq_length": 1000}, nxe.FormatError, "max_seq_length"),
         "no_tokenizer": ({k: v for k, v in base.items() if k != "tokenizer"}, nxe.FormatError,

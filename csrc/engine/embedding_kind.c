@@ -63,7 +63,7 @@ typedef struct embed_model {
     int32_t pooling;
     int32_t normalize; /* the file's Normalize module */
     int32_t truncate;  /* the model option's default for requests */
-    int32_t relax;
+    int32_t relax;     /* -1 until set: the option, else on for a bf16 file */
     int32_t num_threads;
     embed_variant variants[EMBED_VARIANTS];
     uint64_t clock;
@@ -285,6 +285,17 @@ static nxe_status read_metadata(embed_model *model, const char *path)
                                "or \"max\"",
                                path);
     }
+    const nxe_json_value *precision = nxe_json_get(root, "precision");
+    if (status == NXE_OK && precision && !metadata_string_is(root, "precision", "fp32") &&
+        !metadata_string_is(root, "precision", "bf16") &&
+        !metadata_string_is(root, "precision", "int8"))
+        status = nxe_error(NXE_ERROR_FORMAT,
+                           "embedding: '%s': the metadata's precision must be \"fp32\", "
+                           "\"bf16\" or \"int8\"",
+                           path);
+    /* A bf16 file holds bf16-rounded weights and was checked (its parity) in relax mode. */
+    if (status == NXE_OK && model->relax < 0)
+        model->relax = metadata_string_is(root, "precision", "bf16");
     if (status == NXE_OK && !nxe_json_bool(nxe_json_get(root, "normalize"), &normalize))
         status = nxe_error(NXE_ERROR_FORMAT,
                            "embedding: '%s': the metadata's normalize must be true or false", path);
@@ -310,6 +321,7 @@ static nxe_status read_metadata(embed_model *model, const char *path)
 static nxe_status parse_options(const nxe_engine_load_args *args, embed_model *model)
 {
     model->num_threads = args->num_threads;
+    model->relax = -1;
     for (int32_t i = 0; i < args->num_options; i++) {
         const char *key = args->options[i].key, *value = args->options[i].value;
         nxe_status status;
