@@ -26,7 +26,11 @@
  * Model kinds are pipelines registered by name (nxe_engine_register_kind): a frontend (request
  * inputs → tensors), an encoder (one or more executables, possibly a decode loop) and a head
  * (tensors → the request's outputs). libnxe registers the kind "tensor" in every engine: named
- * tensors in and out of any model file (.nxm) or compiled binary (.nxb). libnxe_sr adds
+ * tensors in and out of any model file (.nxm) or compiled binary (.nxb); and, since 0.8, the
+ * kind "embedding": a baked text embedding model (`nxe bake`), each request's input "text"
+ * (u8 [n], UTF-8) or "input_ids" (i32 or i64 [n], without special tokens), its options
+ * "normalize", "dimensions" and "truncate", its outputs "embedding" (f32 [dims]) and "tokens"
+ * (i64 [1]); docs/architecture.md describes both. libnxe_sr adds
  * "super_resolution" with nxe_sr_engine_register (nxe_sr.h); other kinds come the same way.
  *
  * The worker: every model's load, run and unload happens on the engine's one worker thread, in
@@ -82,7 +86,8 @@ typedef struct nxe_engine_options {
 /* Since 0.6. */
 #define NXE_ENGINE_OPTIONS_INIT {sizeof(nxe_engine_options), 0, 0, 0, 0.0, 0.0, 0, 0}
 
-/* Creates an engine with its worker thread and the kind "tensor" registered; `options` may be
+/* Creates an engine with its worker thread and the kinds "tensor" and (since 0.8) "embedding"
+ * registered; `options` may be
  * NULL for defaults. The caller releases it with nxe_engine_release.
  * NXE_ERROR_INVALID_ARGUMENT (out is NULL, a short struct_size, a negative or NaN field, an
  * unknown evict_policy), NXE_ERROR_OUT_OF_MEMORY, NXE_ERROR_INTERNAL (no thread); *out is then
