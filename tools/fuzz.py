@@ -68,6 +68,9 @@ ENTRY_POINTS = (
                libfuzzer_target="tests/fuzz/fuzz_binary", seeds="binary"),
     EntryPoint("sr_metadata", "tests/fuzz/fuzz_sr_metadata.c", 100_000, 1_000_000,
                libfuzzer_target="tests/fuzz/fuzz_sr_metadata", seeds="sr_metadata"),
+    # A tokenizer.json, 0xFF 0x00, then a text: both creation and encoding.
+    EntryPoint("tokenizer", "tests/fuzz/fuzz_tokenizer.c", 100_000, 1_000_000,
+               libfuzzer_target="tests/fuzz/fuzz_tokenizer", seeds="tokenizer", max_len=16384),
     # Graphs of huge tensors compile to executables that reserve huge staging buffers; ASan
     # writes shadow memory for all of one when it is freed. Refusing allocations above 64 MiB
     # keeps the fuzzer's memory flat and sends those compiles down their out-of-memory paths.

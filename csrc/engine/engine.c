@@ -1,7 +1,7 @@
 /* engine.c — the multi-model engine of nxe_engine.h: models by name, the bounded request queue,
  * the one worker thread that loads, batches, runs and unloads, and residency under the budgets.
- * The model work itself is the kinds' (tensor_kind.c, or registered by the host): nothing here
- * computes.
+ * The model work itself is the kinds' (tensor_kind.c, embedding_kind.c, or registered by the
+ * host): nothing here computes.
  *
  * Locking: the engine's lock guards its kinds, models, queue and counters; each request's own
  * lock guards its result, so a request outlives its engine. Only the worker touches a model's
@@ -1165,6 +1165,8 @@ NXE_API nxe_status nxe_engine_create(const nxe_engine_options *options, nxe_engi
     }
     engine->next_sweep = monotonic_now() + resolved.sweep_interval_s;
     status = nxe_tensor_kind_register(engine);
+    if (status == NXE_OK)
+        status = nxe_embedding_kind_register(engine);
     if (status != NXE_OK) {
         engine_free(engine);
         return status;

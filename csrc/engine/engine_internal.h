@@ -1,4 +1,5 @@
-/* engine_internal.h — what the engine (engine.c) and its built-in kind (tensor_kind.c) share.
+/* engine_internal.h — what the engine (engine.c) and its built-in kinds (tensor_kind.c,
+ * embedding_kind.c) share.
  * Internal; the kind sees the engine only through the public batch accessors. */
 #ifndef NXE_ENGINE_INTERNAL_H
 #define NXE_ENGINE_INTERNAL_H
@@ -8,5 +9,7 @@
 
 /* Registers the kind "tensor" in a new engine (nxe_engine_create does it). */
 nxe_status nxe_tensor_kind_register(nxe_engine *engine);
+/* Registers the kind "embedding" in a new engine (nxe_engine_create does it). */
+nxe_status nxe_embedding_kind_register(nxe_engine *engine);
 
 #endif

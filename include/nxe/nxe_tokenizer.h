@@ -19,8 +19,10 @@
  * longest match, continuing-subword prefix, the unknown token, max input chars per word), the
  * TemplateProcessing / BertProcessing post-processor (the special tokens around one sequence),
  * truncation (longest first, right side) and padding (to the longest in a batch or a fixed
- * length, right side). A tokenizer.json that asks for anything else is refused at creation with
- * NXE_ERROR_UNSUPPORTED naming the component.
+ * length, right side). Added tokens (tokenizer.json's added_tokens, not normalized; lstrip and
+ * rstrip honoured) are matched in the raw text before anything else, as `tokenizers` does, so
+ * a literal "[MASK]" in the text is that token. A tokenizer.json that asks for anything else is
+ * refused at creation with NXE_ERROR_UNSUPPORTED naming the component.
  *
  * Conventions are nxe.h's: every call that can fail returns an nxe_status and leaves a message
  * for nxe_last_error() on the calling thread; out-params are NULL/0 on failure. A tokenizer is
@@ -41,25 +43,27 @@ typedef struct nxe_tokenizer nxe_tokenizer;
 
 /* Creates a tokenizer from the text of a Hugging Face tokenizer.json (UTF-8 JSON, `size`
  * bytes, not NUL-terminated); the text is copied or parsed at once, so the caller may free it.
- * NXE_ERROR_INVALID_ARGUMENT (a NULL argument), NXE_ERROR_FORMAT (not JSON, or a field of the
- * wrong type or out of range: the message names it), NXE_ERROR_UNSUPPORTED (a model,
+ * Padding uses tokenizer.json's padding.pad_id (else the id of "[PAD]", else 0).
+ * NXE_ERROR_INVALID_ARGUMENT (a NULL argument), NXE_ERROR_FORMAT (not JSON: the message gives
+ * the byte offset; or a field of the wrong type or out of range, or a special token id outside
+ * the vocabulary: the message names it), NXE_ERROR_UNSUPPORTED (a model,
  * normalizer, pre-tokenizer or post-processor this library does not implement),
  * NXE_ERROR_OUT_OF_MEMORY; *out is then NULL. Since 0.8. */
 NXE_API nxe_status nxe_tokenizer_create(const char *json, size_t size, nxe_tokenizer **out);
 
 /* How a vocab.txt tokenizer normalizes; the defaults are bert-base-uncased's. Since 0.8. */
 typedef struct nxe_tokenizer_vocab_options {
-    uint32_t struct_size;               /* sizeof(nxe_tokenizer_vocab_options) */
-    int32_t lowercase;                  /* nonzero: lowercase (and strip accents) */
-    int32_t max_input_chars_per_word;   /* longer words become the unknown token; 100 */
-    const char *unk_token;              /* "[UNK]"; also cls, sep, pad, mask below */
+    uint32_t struct_size;             /* sizeof(nxe_tokenizer_vocab_options) */
+    int32_t lowercase;                /* nonzero: lowercase (and strip accents) */
+    int32_t max_input_chars_per_word; /* longer words become the unknown token; 100 */
+    const char *unk_token;            /* "[UNK]"; also cls, sep, pad, mask below */
     const char *cls_token;
     const char *sep_token;
     const char *pad_token;
     const char *mask_token;
 } nxe_tokenizer_vocab_options;
 /* Since 0.8. */
-#define NXE_TOKENIZER_VOCAB_OPTIONS_INIT                                                       \
+#define NXE_TOKENIZER_VOCAB_OPTIONS_INIT                                                           \
     {sizeof(nxe_tokenizer_vocab_options), 1, 100, "[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"}
 
 /* Creates a WordPiece tokenizer from a vocab.txt (one token a line, the line number its id),
@@ -79,15 +83,15 @@ typedef struct nxe_tokenizer_info {
     int32_t vocab_size;   /* ids are in [0, vocab_size) */
     int32_t pad_id;       /* the padding token's id, 0 when it has none */
     int32_t unk_id;
-    int32_t max_length;   /* the truncation length tokenizer.json sets, 0 when none */
-    int32_t num_special;  /* special tokens added around one sequence ([CLS] and [SEP]: 2) */
+    int32_t max_length;  /* the truncation length tokenizer.json sets, 0 when none */
+    int32_t num_special; /* special tokens added around one sequence ([CLS] and [SEP]: 2) */
 } nxe_tokenizer_info;
 
 /* NXE_ERROR_INVALID_ARGUMENT (a NULL argument, a short struct_size). Since 0.8. */
 NXE_API nxe_status nxe_tokenizer_get_info(const nxe_tokenizer *tokenizer, nxe_tokenizer_info *info);
 
-/* The id of a token string (exact, after no normalization), or -1 when the vocabulary lacks it
- * (or for bad arguments). Since 0.8. */
+/* The id of a token string (exact, after no normalization; added tokens first, then the
+ * vocabulary), or -1 when neither has it (or for bad arguments). Since 0.8. */
 NXE_API int32_t nxe_tokenizer_token_to_id(const nxe_tokenizer *tokenizer, const char *token);
 
 /* Truncation and padding of one encode call. Since 0.8. */
@@ -106,9 +110,9 @@ typedef struct nxe_tokenizer_options {
 /* One encoded text. Arrays hold `length` entries; offsets are [start, end) in bytes of the
  * UTF-8 input (0, 0 for special and padding tokens). Since 0.8. */
 typedef struct nxe_encoding {
-    int32_t length;          /* tokens, padding included */
-    int32_t num_tokens;      /* tokens before padding */
-    int32_t truncated;       /* tokens cut by truncation (0: none) */
+    int32_t length;     /* tokens, padding included */
+    int32_t num_tokens; /* tokens before padding */
+    int32_t truncated;  /* tokens cut by truncation (0: none) */
     int32_t *ids;
     int32_t *attention_mask; /* 1 for tokens, 0 for padding */
     int32_t *type_ids;       /* 0 for one sequence */

@@ -50,6 +50,10 @@ def __getattr__(name: str) -> object:
 
     if name in _ENGINE_NAMES:
         return getattr(import_module(".engine", __name__), name)
+    if name == "Embedder":
+        return import_module(".embedder", __name__).Embedder
+    if name in ("Tokenizer", "Encoding"):
+        return getattr(import_module(".tokenizer", __name__), name)
     # nxe.onnx needs the optional onnx package and takes long to import: loaded on first use.
     # Its names stay out of __all__ so that `from nxe import *` works without onnx.
     if name in ("onnx", "InferenceSession", "SessionOptions"):
@@ -79,6 +83,8 @@ __all__ = [
     "CancelledError",
     "DeadlineError",
     "DtypeMismatchError",
+    "Embedder",
+    "Encoding",
     "Engine",
     "EngineStats",
     "Error",
@@ -101,6 +107,7 @@ __all__ = [
     "RunError",
     "ShapeMismatchError",
     "Tensor",
+    "Tokenizer",
     "UnsupportedError",
     "VirtualMachine",
     "api_version",

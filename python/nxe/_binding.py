@@ -33,8 +33,9 @@ if not LIBRARY_PATH.is_file():
 lib = ffi.dlopen(str(LIBRARY_PATH))
 # cffi resolves a symbol on first use under the lock it also holds while parsing a type; a
 # finaliser resolving one while a parse runs the garbage collector would deadlock.
-# libnxe exports both tiers of its ABI, nxe.h's stable functions and nxe_experimental.h's.
-for _name in FUNCTIONS["nxe.h"] + FUNCTIONS["nxe_experimental.h"]:
+# libnxe exports both tiers of its ABI, nxe.h's stable functions and nxe_experimental.h's, and
+# the tokenizer's.
+for _name in FUNCTIONS["nxe.h"] + FUNCTIONS["nxe_experimental.h"] + FUNCTIONS["nxe_tokenizer.h"]:
     getattr(lib, _name)
 
 if ffi.sizeof("nxe_tensor_desc") != TENSOR_DESC_SIZE:

@@ -256,17 +256,50 @@ def _model_report(path: Path, lazy: bool) -> dict[str, Any]:
         raise Problem(error_words(error, path)) from None
 
 
+def _tokenizer_summary(tokenizer: Any) -> Any:
+    """An embedding model's tokenizer (the whole tokenizer.json, or a vocab.txt) in a few
+    words for the text report; --json prints it whole."""
+    if not isinstance(tokenizer, dict):
+        return tokenizer
+    if "vocab_txt" in tokenizer:
+        count = len(str(tokenizer["vocab_txt"]).splitlines())
+        return f"vocab.txt, {count} tokens, lowercase {tokenizer.get('lowercase')}"
+    model = tokenizer.get("model") if isinstance(tokenizer.get("model"), dict) else {}
+    vocab = model.get("vocab")
+    size = len(vocab) if isinstance(vocab, dict) else "?"
+    return f"tokenizer.json, {model.get('type', '?')}, {size} tokens"
+
+
+def _parity_line(annotations: dict[str, Any]) -> str | None:
+    parity = annotations.get("parity")
+    if not isinstance(parity, dict):
+        return None
+    try:
+        return (f"parity:       worst cosine {float(parity['min_cosine']):.8f}, mean "
+                f"{float(parity['mean_cosine']):.8f} over {parity['sentences']} sentences "
+                f"against {parity['reference']} ({parity['precision']}, threshold "
+                f"{parity['threshold']})")
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 def _model_report_text(report: dict[str, Any]) -> str:
     lines = [f"file:         {report['file']}",
              f"format:       {report['format_version']}",
              f"fingerprint:  {report['fingerprint']}"]
+    parity = _parity_line(report["annotations"])
+    if parity is not None:
+        lines.append(parity)
     for key in ("metadata", "annotations"):
-        compact = json.dumps(report[key], sort_keys=True, ensure_ascii=False)
+        value = report[key]
+        if key == "metadata" and value.get("task") == "embedding" and "tokenizer" in value:
+            value = dict(value, tokenizer=_tokenizer_summary(value["tokenizer"]))
+        compact = json.dumps(value, sort_keys=True, ensure_ascii=False)
         if len(compact) <= 100:
             lines.append(f"{key + ':':<13} {compact}")
         else:
             lines.append(f"{key}:")
-            lines.append(textwrap.indent(json.dumps(report[key], indent=2, sort_keys=True,
+            lines.append(textwrap.indent(json.dumps(value, indent=2, sort_keys=True,
                                                     ensure_ascii=False), "  "))
     tensors = report["tensors"]
     total = sum(t["nbytes"] for t in tensors)

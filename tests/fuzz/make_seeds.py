@@ -3,7 +3,8 @@ image files and graph descriptions as seed corpora for the fuzzers:
 python tests/fuzz/make_seeds.py OUT_DIR  ->  OUT_DIR/model/*.nxm, OUT_DIR/binary/*.nxb,
 OUT_DIR/sr_metadata/*.json (the shipped SR models' metadata), OUT_DIR/sr_frames/* (inputs of
 fuzz_sr_frames.c), OUT_DIR/images/*.png|jpg|y4m (inputs of tools/fuzz_images.py),
-OUT_DIR/graph/* (one byte string per registered op for tests/fuzz/fuzz_graph.c)"""
+OUT_DIR/graph/* (one byte string per registered op for tests/fuzz/fuzz_graph.c),
+OUT_DIR/tokenizer/* (small tokenizer.json files, 0xFF 0x00, a text: tests/fuzz/fuzz_tokenizer.c)"""
 
 import io
 import json
@@ -183,6 +184,45 @@ def write_graph_seeds(out_dir: str) -> None:
         (graph_dir / schema["name"]).write_bytes(bytes([0]) + index.to_bytes(4, "big") + rest)
 
 
+def tokenizer_seeds():
+    """Small WordPiece tokenizer.json files in the layout the `tokenizers` package writes, each
+    followed by a text that exercises a component."""
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    words = ["hello", "world", "un", "##aff", "##able", "a", "##b", "cafe", "\u4e2d", ".", ",",
+             "i", "##\u0307", "\u00df", "!", "##s"]
+    vocab = {token: i for i, token in enumerate(specials + words)}
+    added = [{"id": i, "content": t, "single_word": False, "lstrip": t == "[MASK]",
+              "rstrip": t == "[MASK]", "normalized": False, "special": True}
+             for i, t in enumerate(specials)]
+    template = {"type": "TemplateProcessing",
+                "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}},
+                           {"Sequence": {"id": "A", "type_id": 0}},
+                           {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
+                "special_tokens": {t: {"id": t, "ids": [vocab[t]], "tokens": [t]}
+                                   for t in ("[CLS]", "[SEP]")}}
+    texts = ["Hello, world! unaffable Caf\u00e9 \u4e2d\u6587 [MASK] stra\u00dfe \u0130",
+             "a\u0301\u0323b \u200b\x00\x7f \U0001F600 [CLS][SEP]", "", "x" * 150]
+    for name, lowercase, processor, truncation in (
+            ("uncased", True, template, {"max_length": 8, "strategy": "LongestFirst",
+                                         "stride": 0, "direction": "Right"}),
+            ("cased", False, {"type": "BertProcessing", "sep": ["[SEP]", 3], "cls": ["[CLS]", 2]},
+             None),
+            ("plain", True, None, {"max_length": 5, "direction": "Left"})):
+        tokenizer = {"version": "1.0", "truncation": truncation, "padding": None,
+                     "added_tokens": added,
+                     "normalizer": {"type": "BertNormalizer", "clean_text": True,
+                                    "handle_chinese_chars": True, "strip_accents": None,
+                                    "lowercase": lowercase},
+                     "pre_tokenizer": {"type": "BertPreTokenizer"}, "post_processor": processor,
+                     "decoder": None,
+                     "model": {"type": "WordPiece", "unk_token": "[UNK]",
+                               "continuing_subword_prefix": "##",
+                               "max_input_chars_per_word": 100, "vocab": vocab}}
+        for k, text in enumerate(texts):
+            yield f"{name}-{k}", (json.dumps(tokenizer).encode() + b"\xff\x00"
+                                  + text.encode("utf-8"))
+
+
 def main(out_dir: str) -> None:
     model_dir = Path(out_dir, "model")
     binary_dir = Path(out_dir, "binary")
@@ -203,6 +243,10 @@ def main(out_dir: str) -> None:
         for name, data in seeds:
             (folder / name).write_bytes(data)
     write_graph_seeds(out_dir)
+    tokenizer_dir = Path(out_dir, "tokenizer")
+    tokenizer_dir.mkdir(parents=True, exist_ok=True)
+    for name, data in tokenizer_seeds():
+        (tokenizer_dir / name).write_bytes(data)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ and no pooling: those belong to the model's frontend and head.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -94,12 +95,23 @@ def bert_random_weights(config: BertConfig | None = None, seed: int = 0, *,
     return random_weights(specs, seed, gain=1.0)
 
 
+# A replacement for the encoder's dense layers (bert_model's ``dense``): called as
+# dense(graph, x, prefix, weight, bias) with the layer's name ("encoder.layer.0.attention.
+# self.query", ...) and its weight [out, in] and bias [out] arrays, it returns the layer's
+# f32 output [..., out] (e.g. an 8-bit product).
+DenseBuilder = Callable[[Graph, Tensor, str, np.ndarray, np.ndarray], Tensor]
+
+
+def _is_dense(name: str) -> bool:
+    return not name.rsplit(".", 2)[-2].startswith("LayerNorm")
+
+
 # The additive mask value of a padded key: exp() of it, after scaling, is exactly 0 in f32.
 MASKED_SCORE = -1e9
 
 
 def bert_model(weights: Weights, batch: int, seq_len: int, config: BertConfig | None = None,
-               ) -> BuiltModel:
+               *, dense: DenseBuilder | None = None) -> BuiltModel:
     """The whole BertModel up to its last hidden states, from token ids: inputs "input_ids"
     [batch, seq_len] i32, "token_type_ids" [batch, seq_len] i32, "position_ids" [1, seq_len]
     i32 (0, 1, ... for one right-padded sequence) and "attention_mask" [batch, seq_len] f32
@@ -108,7 +120,11 @@ def bert_model(weights: Weights, batch: int, seq_len: int, config: BertConfig | 
     Word, position and segment embeddings are gathered, summed and normalized, the mask
     becomes additive ((mask - 1) * 1e9, shaped [batch, 1, 1, seq_len]) and the encoder layers
     follow. Every reshape copies the batch and length from its input, so the graph compiles
-    for other sizes after its inputs' shapes are set. No pooling: that is the model's head."""
+    for other sizes after its inputs' shapes are set. No pooling: that is the model's head.
+
+    ``dense`` (a DenseBuilder) builds every encoder dense layer in place of FullyConnected
+    with f32 constants; the weights it is given are checked for shape first and are not
+    otherwise added to the graph."""
     config = config or BertConfig()
     b, s = positive("batch", batch), positive("seq_len", seq_len)
     if s > config.max_position_embeddings:
@@ -116,7 +132,22 @@ def bert_model(weights: Weights, batch: int, seq_len: int, config: BertConfig | 
                          f"{config.max_position_embeddings}")
     g = Graph()
     e = {spec.name: take_weight(g, weights, spec) for spec in bert_embedding_specs(config)}
-    w = {spec.name: take_weight(g, weights, spec) for spec in bert_weight_specs(config)}
+    w: dict[str, Tensor] = {}
+    for spec in bert_weight_specs(config):
+        if dense is None or not _is_dense(spec.name):
+            w[spec.name] = take_weight(g, weights, spec)
+        elif spec.name not in weights:
+            raise KeyError(f"weight {spec.name!r} is missing")
+        elif np.shape(weights[spec.name]) != spec.shape:
+            raise ValueError(f"weight {spec.name!r}: expected shape {list(spec.shape)}, "
+                             f"got {list(np.shape(weights[spec.name]))}")
+
+    def dense_layer(t: Tensor, prefix: str) -> Tensor:
+        if dense is None:
+            return g.FullyConnected(t, w[f"{prefix}.weight"], w[f"{prefix}.bias"], name=prefix)
+        return dense(g, t, prefix, np.asarray(weights[f"{prefix}.weight"], np.float32),
+                     np.asarray(weights[f"{prefix}.bias"], np.float32))
+
     ids = g.input("input_ids", (b, s), "i32")
     types = g.input("token_type_ids", (b, s), "i32")
     positions = g.input("position_ids", (1, s), "i32")
@@ -137,7 +168,7 @@ def bert_model(weights: Weights, batch: int, seq_len: int, config: BertConfig | 
                      name="attention_mask.additive")
     additive = g.Reshape(additive, shape=[0, 1, 1, -1], name="attention_mask.heads")
     for i in range(config.layers):
-        x = _layer(g, w, f"encoder.layer.{i}", x, additive, None, config, b, s)
+        x = _layer(g, w, f"encoder.layer.{i}", x, additive, None, config, dense_layer)
     g.mark_output(x, name="hidden_states")
     return BuiltModel(g, ("input_ids", "token_type_ids", "position_ids", "attention_mask"),
                       "hidden_states")
@@ -163,20 +194,21 @@ def bert_encoder(weights: Weights, batch: int, seq_len: int,
     mask = g.input("attention_mask", (b, 1, 1, s), "f32")
     scale = None if fused_attention else g.constant(np.float32(1.0 / math.sqrt(config.head_dim)),
                                                     name="attention_scale")
+    def dense_layer(t: Tensor, prefix: str) -> Tensor:
+        return g.FullyConnected(t, w[f"{prefix}.weight"], w[f"{prefix}.bias"], name=prefix)
+
     for i in range(config.layers):
-        x = _layer(g, w, f"encoder.layer.{i}", x, mask, scale, config, b, s)
+        x = _layer(g, w, f"encoder.layer.{i}", x, mask, scale, config, dense_layer)
     g.mark_output(x, name="hidden_states")
     return BuiltModel(g, ("embeddings", "attention_mask"), "hidden_states")
 
 
 def _layer(g: Graph, w: dict[str, Tensor], p: str, x: Tensor, mask: Tensor,
-           scale: Tensor | None, config: BertConfig, batch: int, seq_len: int) -> Tensor:
+           scale: Tensor | None, config: BertConfig,
+           dense: Callable[[Tensor, str], Tensor]) -> Tensor:
     # 0 copies the input's dimension: the same graph serves any batch and length that the
     # inputs are later set to (nxe_tensor_set_shape), as the engine's embedding kind does.
     heads_shape = [0, 0, config.heads, config.head_dim]
-
-    def dense(t: Tensor, prefix: str) -> Tensor:
-        return g.FullyConnected(t, w[f"{prefix}.weight"], w[f"{prefix}.bias"], name=prefix)
 
     def split_heads(t: Tensor, name: str, perm: list[int]) -> Tensor:
         split = g.Reshape(t, shape=heads_shape, name=f"{name}.split")
