@@ -578,7 +578,7 @@ def _is_model_name(path: str) -> bool:
     "sentence-transformers/all-MiniLM-L6-v2"): not a file, and no .nxm suffix."""
     from .bake import known_embedding_model
 
-    return not Path(path).is_file() and known_embedding_model(path)
+    return not Path(path).exists() and known_embedding_model(path)
 
 
 def _is_builtin_model(name: str) -> bool:
