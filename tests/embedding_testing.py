@@ -55,20 +55,26 @@ def reference(texts: list[str], *, normalize: bool = True, dimensions: int | Non
     return vectors
 
 
-def token_counts(texts: list[str]) -> list[int]:
-    """Tokens of each text as the model counts them (specials included), by `tokenizers`."""
+@functools.lru_cache(maxsize=1)
+def _tokenizer():
+    """MiniLM's tokenizer.json in the `tokenizers` package, without the file's padding to 128
+    and truncation at 128 (the model's own limit is 256)."""
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(Path(minilm_folder()) / "tokenizer.json"))
-    return [len(tokenizer.encode(text).ids) for text in texts]
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return tokenizer
+
+
+def token_counts(texts: list[str]) -> list[int]:
+    """Tokens of each text as the model counts them (specials included), by `tokenizers`."""
+    return [len(_tokenizer().encode(text).ids) for text in texts]
 
 
 def content_ids(text: str) -> list[int]:
     """The text's token ids without [CLS]/[SEP], by `tokenizers`."""
-    from tokenizers import Tokenizer
-
-    tokenizer = Tokenizer.from_file(str(Path(minilm_folder()) / "tokenizer.json"))
-    return tokenizer.encode(text, add_special_tokens=False).ids
+    return _tokenizer().encode(text, add_special_tokens=False).ids
 
 
 def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
