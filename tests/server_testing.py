@@ -109,7 +109,10 @@ class Server:
     """`nxe serve --config CONFIG --port PORT` in a subprocess, ready when /v2/health/live
     answers; stopped with SIGTERM, which must end it cleanly (exit 0)."""
 
-    def __init__(self, config: Path, *, api_key: str | None = None, env: dict | None = None):
+    def __init__(self, config: Path, *, api_key: str | None = None, env: dict | None = None,
+                 args: tuple[str, ...] = (), use_config: bool = True):
+        """`config` names the config file (and, beside it, the log); with use_config False it
+        is not passed (`nxe serve --model ...` with no config file: put those in `args`)."""
         self.config = config
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -122,7 +125,8 @@ class Server:
         environment.update(env or {})
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen(
-                [str(nxe_cli), "serve", "--config", str(config), "--port", str(self.port)],
+                [str(nxe_cli), "serve", *(("--config", str(config)) if use_config else ()),
+                 "--port", str(self.port), *args],
                 stdout=log, stderr=subprocess.STDOUT, env=environment)
         self._wait_ready()
 

@@ -965,6 +965,12 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
 
+def known_embedding_model(name: str) -> bool:
+    """Whether ``name`` is a known model's name (or alias) that resolve_embedding_model bakes
+    from its package, rather than a file or folder."""
+    return _ALIASES.get(name, name) in KNOWN_MODELS
+
+
 def resolve_embedding_model(name_or_path: str | os.PathLike[str], precision: str = "fp32"
                             ) -> Path:
     """A model file for ``name_or_path``: a .nxm file as it is; a known model's name (see
@@ -1019,5 +1025,6 @@ __all__ = [
     "bake",
     "cache_dir",
     "read_checkpoint",
+    "known_embedding_model",
     "resolve_embedding_model",
 ]

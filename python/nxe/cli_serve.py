@@ -5,6 +5,7 @@ the standard library. The server itself (nxe.server) is imported only by `nxe se
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -110,8 +111,62 @@ def _target(args: argparse.Namespace, config: Any) -> tuple[str, str | None]:
 # -- nxe serve -----------------------------------------------------------------------------
 
 
+def _model_entry(spec: str) -> Any:
+    """The ModelConfig of one `--model [NAME=]MODEL`: MODEL a model file (its kind from its
+    metadata's task), a known embedding model's name or a built-in SR model's name."""
+    from .config import ModelConfig, _is_builtin_model, _is_model_name
+
+    name, sep, target = spec.partition("=")
+    if not sep or "/" in name or os.sep in name:
+        name, target = "", spec
+    path = Path(target).expanduser()
+    if path.is_file():
+        from .model import Model
+
+        with Model(path) as model:
+            task = model.metadata.get("task")
+        kind = {"embedding": "embedding", "super_resolution": "super_resolution"}.get(
+            task if isinstance(task, str) else "", "tensor")
+        return ModelConfig(name=name or path.stem, kind=kind, path=str(path.resolve()))
+    if _is_model_name(target):
+        return ModelConfig(name=name or target.rsplit("/", 1)[-1], kind="embedding",
+                           path=target)
+    if _is_builtin_model(target):
+        return ModelConfig(name=name or target, kind="super_resolution", path=target)
+    raise ValueError(f"--model {spec}: no such file, and not a known model's name")
+
+
+def _serve_config(args: argparse.Namespace) -> Any:
+    """The config `nxe serve` runs: the config file (none needed with --model) plus the
+    --model entries, which a reload keeps. None after printing why not."""
+    from .config import CONFIG_VARIABLE, DEFAULT_CONFIG_NAME, Config
+
+    given = args.config or os.environ.get(CONFIG_VARIABLE) or Path(DEFAULT_CONFIG_NAME).is_file()
+    if args.model and not given:
+        config = Config()
+    else:
+        config = _load(args, "serve", check_files=True)
+        if config is None:
+            return None
+    try:
+        extra = tuple(_model_entry(spec) for spec in args.model or ())
+    except (ValueError, OSError) as error:
+        print(f"nxe serve: {error}", file=sys.stderr)
+        return None
+    except Exception as error:  # a file that is not an nxe model
+        print(f"nxe serve: {error}", file=sys.stderr)
+        return None
+    names = [model.name for model in config.models] + [model.name for model in extra]
+    taken = sorted({name for name in names if names.count(name) > 1})
+    if taken:
+        print(f"nxe serve: model name {taken[0]!r} is given twice (NAME=MODEL names one)",
+              file=sys.stderr)
+        return None
+    return dataclasses.replace(config, models=[*config.models, *extra], command_line=extra)
+
+
 def _serve(args: argparse.Namespace) -> int:
-    config = _load(args, "serve", check_files=True)
+    config = _serve_config(args)
     if config is None:
         return 2
     from .errors import Error
@@ -308,6 +363,10 @@ def add_parser(commands: Any) -> None:
         "(/v1/*), the Open Inference Protocol (/v2/*), /v1/upscale and /metrics. SIGHUP or "
         "`nxe reload` re-reads the config.")
     _server_arguments(serve, "listen on")
+    serve.add_argument("--model", action="append", metavar="[NAME=]MODEL",
+                       help="serve this model too (repeatable; no config file needed): a model "
+                       "file, or a known model's name such as all-MiniLM-L6-v2 (baked into the "
+                       "cache on first use); NAME defaults to the file's stem or the name")
     serve.set_defaults(handler=_serve)
 
     reload = commands.add_parser(

@@ -87,10 +87,19 @@ class ModelConfig:
     max_batch_delay_ms: float = 0.0
 
     def model_spec(self) -> Any:
-        """This entry as the nxe.ModelSpec the engine takes."""
+        """This entry as the nxe.ModelSpec the engine takes. An embedding model named rather
+        than given as a file is resolved here: baked into the cache on first use."""
         from .engine import ModelSpec
 
-        return ModelSpec(**{f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        own = _CONFIG_ONLY_OPTIONS.get(self.kind, ())
+        values["options"] = {k: v for k, v in self.options.items() if k not in own}
+        if self.kind == "embedding" and _is_model_name(self.path):
+            from .bake import resolve_embedding_model
+
+            precision = str(self.options.get("precision", "fp32"))
+            values["path"] = str(resolve_embedding_model(self.path, precision=precision))
+        return ModelSpec(**values)
 
 
 @dataclass(frozen=True)
@@ -101,6 +110,9 @@ class Config:
     server: ServerConfig = field(default_factory=ServerConfig)
     models: list[ModelConfig] = field(default_factory=list)
     path: Path | None = None
+    # Models given on the command line (`nxe serve --model`), among `models`: a reload of the
+    # file keeps them.
+    command_line: tuple[ModelConfig, ...] = ()
 
     def to_toml(self, *, show_api_key: bool = False) -> str:
         """The effective config as TOML: every key with its value, defaults filled in, model
@@ -171,7 +183,14 @@ KINDS: dict[str, dict[str, Any]] = {
     # Frames through libnxe_sr: path is a built-in model's name or an .nxm.
     "super_resolution": {"precision": _one_of("fp32", "relax", "int8"), "tile_size": _count,
                          "num_threads": _count},
+    # Texts to vectors: path is a baked embedding model (.nxm, `nxe bake`) or a known model's
+    # name (all-MiniLM-L6-v2), baked into the cache on first use with `precision`.
+    "embedding": {"relax": _boolean, "num_threads": _count, "truncate": _boolean,
+                  "max_seq_length": _count, "precision": _one_of("fp32", "bf16", "int8")},
 }
+
+# Options the config reads itself rather than handing to the model's kind.
+_CONFIG_ONLY_OPTIONS = {"embedding": ("precision",)}
 
 
 # -- reading -------------------------------------------------------------------------------
@@ -544,12 +563,22 @@ class _Reader:
         resolved = Path(os.path.normpath(base / Path(path).expanduser()))
         if kind == "super_resolution" and not resolved.exists() and _is_builtin_model(path):
             return path
+        if kind == "embedding" and not resolved.exists() and _is_model_name(path):
+            return path
         if check_files and not resolved.is_file():
             why = "is a directory" if resolved.is_dir() else "no such file"
             builtin = (" and not a built-in model (nxe models lists them)"
                        if kind == "super_resolution" else "")
             self.error(place, f"{why}: '{resolved}'{builtin}")
         return str(resolved)
+
+
+def _is_model_name(path: str) -> bool:
+    """An embedding model's path that is a name to resolve ("all-MiniLM-L6-v2",
+    "sentence-transformers/all-MiniLM-L6-v2"): not a file, and no .nxm suffix."""
+    from .bake import known_embedding_model
+
+    return not Path(path).exists() and known_embedding_model(path)
 
 
 def _is_builtin_model(name: str) -> bool:

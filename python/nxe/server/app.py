@@ -102,6 +102,8 @@ class ServerState:
         async with self._reload_lock:
             try:
                 new = self._with_overrides(await asyncio.to_thread(load_config, path))
+                extra = self.config.command_line
+                new = dataclasses.replace(new, models=[*new.models, *extra], command_line=extra)
             except (ConfigError, OSError) as error:
                 raise bad_request(f"the config was not reloaded: {error}",
                                   code="invalid_config") from None
@@ -172,7 +174,7 @@ def create_app(engine: Any, config: Any, *, api_key: str | None = None) -> FastA
     """The server's app around `engine` (an open nxe.Engine, which stays the caller's to close)
     with the [server] settings of `config` (nxe.config.Config). `api_key`, when given, wins
     over the config's, also after a reload."""
-    from . import admin, v1, v2
+    from . import admin, embeddings, v1, v2  # noqa: F401 (embeddings registers its kind)
 
     app = FastAPI(title="nxe", version=_version(), docs_url=None, redoc_url=None,
                   openapi_url=None)
