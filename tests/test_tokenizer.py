@@ -382,6 +382,9 @@ HOSTILE = {
     "truncation a number": (lambda d: d.update(truncation=5), nxe.FormatError, "truncation"),
     "negative max chars": (lambda d: d["model"].update(max_input_chars_per_word=-3),
                            nxe.FormatError, "max_input_chars_per_word"),
+    # Beyond int64_t: refused by the range check before any conversion (a fuzzer's finding).
+    "huge max chars": (lambda d: d["model"].update(max_input_chars_per_word=1e300),
+                       nxe.FormatError, "max_input_chars_per_word"),
 }
 
 

@@ -187,7 +187,9 @@ static nxe_status json_int(const nxe_json_value *v, const char *what, int64_t lo
                            int64_t *out)
 {
     double d;
-    if (!nxe_json_number(v, &d) || d != (double)(int64_t)d || d < (double)lo || d > (double)hi)
+    /* The range first: converting a double outside int64_t's range is undefined. */
+    if (!nxe_json_number(v, &d) || !(d >= (double)lo && d <= (double)hi) ||
+        !(d > -9.2e18 && d < 9.2e18) || d != (double)(int64_t)d)
         return nxe_error(NXE_ERROR_FORMAT, "tokenizer.json: %s must be an integer in [%lld, %lld]",
                          what, (long long)lo, (long long)hi);
     *out = (int64_t)d;
