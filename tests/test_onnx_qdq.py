@@ -92,7 +92,12 @@ def quantized_model(folder, case, per_channel, activations):
     return onnx.load(str(int8_path))
 
 
-def onnxruntime_run(model, feeds, optimized=True):
+def onnxruntime_run(model, feeds, optimized=False):
+    """onnxruntime's answer. By default with its graph optimizations off: the ONNX semantics
+    node by node (DequantizeLinear, the float op, QuantizeLinear), which is exact here. Its
+    fused integer kernels are not on every CPU: without VNNI they sum u8 x s8 pairs with
+    vpmaddubsw, which saturates at int16 (seen on an AMD Zen 3: 20-30 quantization steps off
+    its own unfused answer, where nxe's integer kernels agree with the unfused one exactly)."""
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = 1
     if not optimized:

@@ -611,7 +611,7 @@ def test_a_model_that_fails_at_run_time_answers_422_and_keeps_serving(tmp_path):
 def test_a_request_past_its_deadline_answers_504(tmp_path, rng):
     """request_timeout_s is each request's engine deadline: one that waits behind a slow
     request for longer fails with 504."""
-    slow = save_slow_model(tmp_path / "slow.nxm", seconds=1.0)
+    slow = save_slow_model(tmp_path / "slow.nxm", seconds=2.0)
     fast = save_tensor_model(tmp_path / "fast.nxm", 3)
     config = write_config(tmp_path / "nxe.toml", {"request_timeout_s": 0.3}, [
         {"name": "slow", "kind": "tensor", "path": str(slow)},
