@@ -4,7 +4,8 @@ sentence-transformers on PyTorch (fp32, and bf16 weights) and onnxruntime (fp32 
 the same model, and its int8 dynamic quantization, the `tokenizers` package's fast tokenizer
 before it), in one process, on the same sentences. Prints sentences/s at batch 32 and 256 and
 the median latency of one sentence at batch 1, with the ratio of each nxe column to the best
-peer of its precision class; not a test.
+peer of its precision class, and each column's worst cosine similarity to sentence-transformers
+fp32 on 64 of the sentences; not a test.
 
     python benchmarks/embed.py [--threads 2] [--sentences 512] [--repeats 5] [--json out.json]
 
@@ -36,6 +37,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run  # noqa: E402  (benchmarks/run.py: the CPU's name)
 
 MODEL = "all-MiniLM-L6-v2"
+# The peers run a batch as sentence-transformers' encode does: sorted by length, in chunks of
+# this many padded to their own longest, so that a batch of mixed lengths is not all padded to
+# its longest sentence.
+PEER_CHUNK = 16
 _MODULES = ("argparse", "asyncio", "collections", "csv", "datetime", "decimal", "email",
             "functools", "http.client", "inspect", "json", "logging", "os", "pathlib",
             "pickle", "random", "re", "shutil", "socket", "sqlite3", "statistics", "string",
@@ -121,9 +126,11 @@ def peer_encoders(threads: int, folder: str) -> dict[str, Any]:
 
         def st(model: Any) -> Any:
             def encode(texts: list[str]) -> Any:
+                # encode sorts the texts by length and pads each chunk of PEER_CHUNK alone.
                 with torch.inference_mode():
-                    return model.encode(texts, batch_size=len(texts),
-                                        normalize_embeddings=True, convert_to_numpy=True)
+                    vectors = model.encode(texts, batch_size=PEER_CHUNK,
+                                           normalize_embeddings=True, convert_to_tensor=True)
+                return vectors.float().numpy()
             return encode
 
         peers["st fp32"], peers["st bf16"] = st(fp32), st(bf16)
@@ -145,7 +152,18 @@ def onnxruntime_encoders(threads: int, folder: str) -> dict[str, Any]:
 
     work = Path(tempfile.mkdtemp(prefix="nxe-bench-embed-"))
     fp32_path, int8_path = work / "minilm.onnx", work / "minilm-int8.onnx"
-    model = AutoModel.from_pretrained(folder).eval()
+    class Hidden(torch.nn.Module):
+        """BertModel's last hidden states from positional inputs, for the exporter."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.bert = AutoModel.from_pretrained(folder).eval()
+
+        def forward(self, ids: Any, mask: Any, types: Any) -> Any:
+            return self.bert(input_ids=ids, attention_mask=mask, token_type_ids=types,
+                             return_dict=True).last_hidden_state
+
+    model = Hidden().eval()
     example = (torch.ones(2, 16, dtype=torch.int64), torch.ones(2, 16, dtype=torch.int64),
                torch.zeros(2, 16, dtype=torch.int64))
     axes = {"input_ids": {0: "b", 1: "s"}, "attention_mask": {0: "b", 1: "s"},
@@ -157,7 +175,7 @@ def onnxruntime_encoders(threads: int, folder: str) -> dict[str, Any]:
     quantize_dynamic(str(fp32_path), str(int8_path), weight_type=QuantType.QInt8)
     tokenizer = Tokenizer.from_file(str(Path(folder) / "tokenizer.json"))
     tokenizer.enable_truncation(256)
-    tokenizer.enable_padding()
+    tokenizer.no_padding()
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
@@ -165,14 +183,25 @@ def onnxruntime_encoders(threads: int, folder: str) -> dict[str, Any]:
     def encoder(path: Path) -> Any:
         session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
-        def encode(texts: list[str]) -> np.ndarray:
-            batch = tokenizer.encode_batch(texts)
-            ids = np.array([e.ids for e in batch], np.int64)
-            mask = np.array([e.attention_mask for e in batch], np.int64)
+        def chunk(batch: list[Any]) -> np.ndarray:
+            width = max(len(e.ids) for e in batch)
+            ids = np.array([e.ids + [0] * (width - len(e.ids)) for e in batch], np.int64)
+            mask = np.array([[1] * len(e.ids) + [0] * (width - len(e.ids)) for e in batch],
+                            np.int64)
             hidden = session.run(None, {"input_ids": ids, "attention_mask": mask,
                                         "token_type_ids": np.zeros_like(ids)})[0]
             pooled = (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
             return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+
+        def encode(texts: list[str]) -> np.ndarray:
+            # As sentence-transformers does: sorted by length, chunks padded alone.
+            encoded = tokenizer.encode_batch(texts)
+            order = sorted(range(len(texts)), key=lambda i: len(encoded[i].ids))
+            out = np.empty((len(texts), 384), np.float32)
+            for start in range(0, len(order), PEER_CHUNK):
+                part = order[start:start + PEER_CHUNK]
+                out[part] = chunk([encoded[i] for i in part])
+            return out
         return encode
 
     return {"ort fp32": encoder(fp32_path), "ort int8": encoder(int8_path)}
@@ -197,18 +226,24 @@ def main() -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     encoders = {**nxe_encoders(args.threads, folder), **peer_encoders(args.threads, folder)}
     results: dict[str, dict[str, Any]] = {}
+    check = texts[:64]
+    truth = encoders["st fp32"](check) if callable(encoders.get("st fp32")) else None
     for name, encode in encoders.items():
         if isinstance(encode, str):
             results[name] = {"error": encode}
             continue
         results[name] = {"latency_ms": latency_ms(encode, texts, args.latency_repeats)}
+        if truth is not None:  # every column computes the same vectors, within its precision
+            got = np.asarray(encode(check), np.float64)
+            results[name]["min_cosine"] = float(((got * truth).sum(1) / (
+                np.linalg.norm(got, axis=1) * np.linalg.norm(truth, axis=1))).min())
         for batch in (32, 256):
             results[name][f"batch{batch}"] = throughput(encode, texts, batch, args.repeats)
     words = [len(t.split()) for t in texts]
     print(f"{run._cpu_model()}; {args.threads} thread(s); {MODEL}; {len(texts)} sentences of "
           f"{min(words)}-{max(words)} words (median {statistics.median(words):.0f}); medians")
     print(f"{'encoder':10} {'batch 1 ms':>11} {'b32 sent/s':>11} {'b256 sent/s':>12} "
-          f"{'vs best peer (b1 latency, b32, b256)':>38}")
+          f"{'min cos':>9} {'vs best peer (b1 latency, b32, b256)':>38}")
     for name, figures in results.items():
         if "error" in figures:
             print(f"{name:10} {figures['error']}")
@@ -223,8 +258,10 @@ def main() -> int:
                       f"{figures['batch32'] / best[32]:.2f}x "
                       f"{figures['batch256'] / best[256]:.2f}x")
             figures["vs_best_peer"] = ratios
+        cosine = figures.get("min_cosine")
         print(f"{name:10} {figures['latency_ms']:11.2f} {figures['batch32']:11.1f} "
-              f"{figures['batch256']:12.1f} {ratios:>38}")
+              f"{figures['batch256']:12.1f} {cosine if cosine is None else round(cosine, 6):>9} "
+              f"{ratios:>38}")
     if args.json:
         args.json.write_text(json.dumps({"cpu": run._cpu_model(), "threads": args.threads,
                                          "results": results}, indent=2) + "\n")

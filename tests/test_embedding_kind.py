@@ -480,8 +480,11 @@ def test_embedder_edges(embedder):
         embedder.encode(["a"], dimensions=CONFIG.hidden + 1)
     long_text = " ".join(["water"] * 100)
     with pytest.raises(nxe.InvalidArgumentError, match=r"sentences\[1\]: input has \d+ tokens"):
-        embedder.encode(["a", long_text])
-    assert embedder.encode([long_text], truncate=True).shape == (1, CONFIG.hidden)
+        embedder.encode(["a", long_text], truncate=False)
+    # Cut to the limit by default, as sentence-transformers' encode does.
+    cut = embedder.encode([long_text])
+    np.testing.assert_array_equal(cut, embedder.encode([long_text], truncate=True))
+    assert cut.shape == (1, CONFIG.hidden)
     assert embedder.encode([""]).shape == (1, CONFIG.hidden)
 
 

@@ -129,11 +129,12 @@ class Embedder:
 
     def encode(self, sentences: str | Sequence[str], batch_size: int = 32,
                normalize_embeddings: bool = True, show_progress_bar: bool | None = None,
-               dimensions: int | None = None, truncate: bool = False) -> np.ndarray:
+               dimensions: int | None = None, truncate: bool = True) -> np.ndarray:
         """Embeds one sentence (-> float32 [dim]) or a list (-> float32 [n, dim]), as
         sentence-transformers' encode does. ``normalize_embeddings``: unit length (after
         truncation); ``dimensions``: keep the first ones (Matryoshka); ``truncate``: cut
-        inputs past the model's token limit instead of raising InvalidArgumentError;
+        inputs past the model's token limit, as sentence-transformers does (False: raise
+        InvalidArgumentError naming the sentence instead);
         ``show_progress_bar``: a tqdm bar when tqdm is installed (None: when stderr is a
         terminal and there is more than one batch)."""
         return self.encode_with_tokens(sentences, batch_size=batch_size,
@@ -144,7 +145,7 @@ class Embedder:
     def encode_with_tokens(self, sentences: str | Sequence[str], batch_size: int = 32,
                            normalize_embeddings: bool = True,
                            show_progress_bar: bool | None = None, dimensions: int | None = None,
-                           truncate: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                           truncate: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """encode(), and the tokens each sentence counted (specials included, after
         truncation): int64 [n] (a scalar for one str)."""
         single = isinstance(sentences, str)
