@@ -18,11 +18,8 @@ bf16 against sentence-transformers bf16) and int8 (nxe int8 against onnxruntime 
 from __future__ import annotations
 
 import argparse
-import importlib
-import inspect
 import json
 import os
-import re
 import statistics
 import sys
 import tempfile
@@ -41,35 +38,13 @@ MODEL = "all-MiniLM-L6-v2"
 # this many padded to their own longest, so that a batch of mixed lengths is not all padded to
 # its longest sentence.
 PEER_CHUNK = 16
-_MODULES = ("argparse", "asyncio", "collections", "csv", "datetime", "decimal", "email",
-            "functools", "http.client", "inspect", "json", "logging", "os", "pathlib",
-            "pickle", "random", "re", "shutil", "socket", "sqlite3", "statistics", "string",
-            "subprocess", "tarfile", "textwrap", "threading", "typing", "unittest", "urllib",
-            "zipfile")
 
 
 def sentences(count: int, seed: int = 0) -> list[str]:
     """`count` sentences of the standard library's docstrings, 3 to 120 words each."""
-    found: list[str] = []
-    seen: set[str] = set()
-    for name in _MODULES:
-        module = importlib.import_module(name)
-        docs = [module.__doc__ or ""]
-        for _, member in sorted(vars(module).items()):
-            if inspect.isfunction(member) or inspect.isclass(member):
-                docs.append(inspect.getdoc(member) or "")
-        for doc in docs:
-            flat = re.sub(r"\s+", " ", doc).strip()
-            for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z])", flat):
-                words = sentence.split()
-                if 3 <= len(words) <= 120 and sentence not in seen:
-                    seen.add(sentence)
-                    found.append(sentence)
-    rng = np.random.default_rng(seed)
-    order = rng.permutation(len(found))
-    if len(found) < count:
-        raise SystemExit(f"only {len(found)} sentences found, {count} asked for")
-    return [found[i] for i in order[:count]]
+    from nxe.calibration import docstring_sentences
+
+    return docstring_sentences(count, seed)
 
 
 def throughput(encode: Callable[[list[str]], Any], texts: list[str], batch: int,

@@ -99,4 +99,45 @@ def read_sentences(path: str) -> list[str]:
     return [line for line in lines if line.strip()]
 
 
-__all__ = ["read_sentences", "sentences"]
+# Standard-library modules whose docstrings docstring_sentences reads.
+_DOC_MODULES = ("argparse", "asyncio", "collections", "csv", "datetime", "decimal", "email",
+                "functools", "http.client", "inspect", "json", "logging", "os", "pathlib",
+                "pickle", "random", "re", "shutil", "socket", "sqlite3", "statistics", "string",
+                "subprocess", "tarfile", "textwrap", "threading", "typing", "unittest", "urllib",
+                "zipfile")
+
+
+def docstring_sentences(count: int, seed: int = 0) -> list[str]:
+    """``count`` real English sentences of mixed length (3 to 120 words): the docstrings of
+    Python's standard library split into sentences, distinct, shuffled with ``seed``. The same
+    Python gives the same list; for benchmarks and tests that need many varied texts."""
+    import importlib
+    import inspect
+    import re
+    import warnings
+
+    import numpy as np
+
+    found: list[str] = []
+    seen: set[str] = set()
+    for name in _DOC_MODULES:
+        module = importlib.import_module(name)
+        docs = [module.__doc__ or ""]
+        with warnings.catch_warnings():  # deprecated aliases (typing.re) warn when read
+            warnings.simplefilter("ignore", DeprecationWarning)
+            for _, member in sorted(vars(module).items()):
+                if inspect.isfunction(member) or inspect.isclass(member):
+                    docs.append(inspect.getdoc(member) or "")
+        for doc in docs:
+            flat = re.sub(r"\s+", " ", doc).strip()
+            for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z])", flat):
+                if 3 <= len(sentence.split()) <= 120 and sentence not in seen:
+                    seen.add(sentence)
+                    found.append(sentence)
+    if len(found) < count:
+        raise ValueError(f"only {len(found)} sentences found, {count} asked for")
+    order = np.random.default_rng(seed).permutation(len(found))
+    return [found[i] for i in order[:count]]
+
+
+__all__ = ["docstring_sentences", "read_sentences", "sentences"]
