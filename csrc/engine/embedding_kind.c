@@ -100,31 +100,6 @@ static void embed_unload(void *user_data, void *instance)
     nxe_free(model);
 }
 
-static nxe_status parse_bool(const char *where, const char *key, const char *value, int32_t *out)
-{
-    if (strcmp(value, "true") == 0 || strcmp(value, "1") == 0)
-        *out = 1;
-    else if (strcmp(value, "false") == 0 || strcmp(value, "0") == 0)
-        *out = 0;
-    else
-        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
-                         "embedding: %s %s is '%s', expected true or false", where, key, value);
-    return NXE_OK;
-}
-
-static nxe_status parse_int(const char *where, const char *key, const char *value, long low,
-                            long high, int32_t *out)
-{
-    char *end = NULL;
-    long n = strtol(value, &end, 10);
-    if (!value[0] || *end || n < low || n > high)
-        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
-                         "embedding: %s %s is '%s', expected an integer from %ld to %ld", where,
-                         key, value, low, high);
-    *out = (int32_t)n;
-    return NXE_OK;
-}
-
 /* An integer member of a metadata object, in [low, high]. */
 static nxe_status metadata_int(const nxe_json_value *object, const char *where, const char *key,
                                long low, long high, int32_t *out)
@@ -326,13 +301,15 @@ static nxe_status parse_options(const nxe_engine_load_args *args, embed_model *m
         const char *key = args->options[i].key, *value = args->options[i].value;
         nxe_status status;
         if (strcmp(key, "relax") == 0)
-            status = parse_bool("option", key, value, &model->relax);
+            status = nxe_engine_parse_bool("embedding: option", key, value, &model->relax);
         else if (strcmp(key, "truncate") == 0)
-            status = parse_bool("option", key, value, &model->truncate);
+            status = nxe_engine_parse_bool("embedding: option", key, value, &model->truncate);
         else if (strcmp(key, "num_threads") == 0)
-            status = parse_int("option", key, value, 0, 4096, &model->num_threads);
+            status =
+                nxe_engine_parse_int("embedding: option", key, value, 0, 4096, &model->num_threads);
         else if (strcmp(key, "max_seq_length") == 0)
-            status = parse_int("option", key, value, 2, 1 << 20, &model->max_seq_length);
+            status = nxe_engine_parse_int("embedding: option", key, value, 2, 1 << 20,
+                                          &model->max_seq_length);
         else
             status = nxe_error(NXE_ERROR_INVALID_ARGUMENT,
                                "embedding: unknown option '%s' (relax, truncate, num_threads, "
@@ -479,19 +456,13 @@ static nxe_status embed_load(void *user_data, const nxe_engine_load_args *args, 
     return NXE_OK;
 }
 
-static uint64_t executable_bytes(const nxe_executable *exe)
-{
-    nxe_memory_info info = {.struct_size = sizeof info};
-    return exe && nxe_executable_memory_info(exe, &info) == NXE_OK ? info.resident_bytes : 0;
-}
-
 static uint64_t embed_resident_bytes(void *user_data, void *instance)
 {
     (void)user_data;
     const embed_model *model = instance;
     uint64_t bytes = model->file_bytes + model->tokenizer_bytes;
     for (int32_t v = 0; v < EMBED_VARIANTS; v++)
-        bytes += executable_bytes(model->variants[v].exe);
+        bytes += nxe_engine_executable_bytes(model->variants[v].exe);
     return bytes;
 }
 
@@ -576,12 +547,13 @@ static bool request_options(const embed_model *model, const nxe_engine_batch *ba
     const char *value = nxe_engine_batch_option(batch, request, "normalize");
     nxe_status status = NXE_OK;
     if (value)
-        status = parse_bool("request option", "normalize", value, &item->normalize);
+        status = nxe_engine_parse_bool("embedding: request option", "normalize", value,
+                                       &item->normalize);
     if (status == NXE_OK && (value = nxe_engine_batch_option(batch, request, "truncate")))
-        status = parse_bool("request option", "truncate", value, truncate);
+        status = nxe_engine_parse_bool("embedding: request option", "truncate", value, truncate);
     if (status == NXE_OK && (value = nxe_engine_batch_option(batch, request, "dimensions")))
-        status =
-            parse_int("request option", "dimensions", value, 1, model->hidden, &item->dimensions);
+        status = nxe_engine_parse_int("embedding: request option", "dimensions", value, 1,
+                                      model->hidden, &item->dimensions);
     if (status != NXE_OK)
         snprintf(why, size, "%s", nxe_last_error());
     return status == NXE_OK;

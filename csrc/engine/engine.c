@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -1961,5 +1962,32 @@ NXE_API nxe_status nxe_engine_batch_fail(nxe_engine_batch *batch, int32_t reques
     r->status = status;
     snprintf(r->error, sizeof r->error, "%s",
              message && message[0] ? message : "the kind failed it");
+    return NXE_OK;
+}
+
+/* ---- Option values (engine_internal.h) ---------------------------------------------------- */
+
+nxe_status nxe_engine_parse_bool(const char *what, const char *key, const char *value, int32_t *out)
+{
+    if (strcmp(value, "true") == 0 || strcmp(value, "1") == 0)
+        *out = 1;
+    else if (strcmp(value, "false") == 0 || strcmp(value, "0") == 0)
+        *out = 0;
+    else
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s %s is '%s', expected true or false", what,
+                         key, value);
+    return NXE_OK;
+}
+
+nxe_status nxe_engine_parse_int(const char *what, const char *key, const char *value, long low,
+                                long high, int32_t *out)
+{
+    char *end = NULL;
+    long n = strtol(value, &end, 10);
+    if (!value[0] || *end || n < low || n > high)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                         "%s %s is '%s', expected an integer from %ld to %ld", what, key, value,
+                         low, high);
+    *out = (int32_t)n;
     return NXE_OK;
 }

@@ -64,18 +64,6 @@ static void tensor_unload(void *user_data, void *instance)
     nxe_free(model);
 }
 
-static nxe_status parse_bool(const char *key, const char *value, int32_t *out)
-{
-    if (strcmp(value, "true") == 0 || strcmp(value, "1") == 0)
-        *out = 1;
-    else if (strcmp(value, "false") == 0 || strcmp(value, "0") == 0)
-        *out = 0;
-    else
-        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
-                         "tensor: option %s is '%s', expected true or false", key, value);
-    return NXE_OK;
-}
-
 /* The kind's options: relax and batch (bools), num_threads (integer >= 0) and winograd
  * (auto, on or off). */
 static nxe_status parse_options(const nxe_engine_load_args *args, tensor_options *options)
@@ -85,16 +73,12 @@ static nxe_status parse_options(const nxe_engine_load_args *args, tensor_options
         const char *key = args->options[i].key, *value = args->options[i].value;
         nxe_status status = NXE_OK;
         if (strcmp(key, "relax") == 0) {
-            status = parse_bool(key, value, &options->relax);
+            status = nxe_engine_parse_bool("tensor: option", key, value, &options->relax);
         } else if (strcmp(key, "batch") == 0) {
-            status = parse_bool(key, value, &options->batch);
+            status = nxe_engine_parse_bool("tensor: option", key, value, &options->batch);
         } else if (strcmp(key, "num_threads") == 0) {
-            char *end = NULL;
-            long n = strtol(value, &end, 10);
-            if (!value[0] || *end || n < 0 || n > 4096)
-                return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
-                                 "tensor: option num_threads is '%s', expected 0 to 4096", value);
-            options->num_threads = (int32_t)n;
+            status =
+                nxe_engine_parse_int("tensor: option", key, value, 0, 4096, &options->num_threads);
         } else if (strcmp(key, "winograd") == 0) {
             if (strcmp(value, "auto") == 0)
                 options->winograd = NXE_WINOGRAD_AUTO;
@@ -260,19 +244,13 @@ static nxe_status tensor_load(void *user_data, const nxe_engine_load_args *args,
     return NXE_OK;
 }
 
-static uint64_t executable_bytes(const nxe_executable *exe)
-{
-    nxe_memory_info info = {.struct_size = sizeof info};
-    return exe && nxe_executable_memory_info(exe, &info) == NXE_OK ? info.resident_bytes : 0;
-}
-
 static uint64_t tensor_resident_bytes(void *user_data, void *instance)
 {
     (void)user_data;
     const tensor_model *model = instance;
-    uint64_t bytes = executable_bytes(model->exe) + model->file_bytes;
+    uint64_t bytes = nxe_engine_executable_bytes(model->exe) + model->file_bytes;
     for (int32_t v = 0; v < STACKED_VARIANTS; v++)
-        bytes += executable_bytes(model->variants[v].exe);
+        bytes += nxe_engine_executable_bytes(model->variants[v].exe);
     return bytes;
 }
 
