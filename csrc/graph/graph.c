@@ -519,3 +519,118 @@ NXE_API nxe_status nxe_tensor_get_info(const nxe_tensor *tensor, nxe_tensor_info
     *info = result;
     return NXE_OK;
 }
+
+/* ---- entry points ---- */
+
+/* Marks what the outputs in `keep` depend on: ops by index in `op_needed`, tensors by index
+ * in `tensor_needed` (every input and output of a needed op). A worklist of tensors. */
+static void mark_needed(const nxe_graph *graph, int32_t *stack, int32_t top, bool *op_needed,
+                        bool *tensor_needed)
+{
+    while (top > 0) {
+        const nxe_op *op = graph->tensors[stack[--top]]->producer;
+        if (!op || op_needed[op->index])
+            continue;
+        op_needed[op->index] = true;
+        for (int32_t i = 0; i < op->num_outputs; i++)
+            tensor_needed[op->outputs[i]->index] = true;
+        for (int32_t i = 0; i < op->num_inputs; i++) {
+            nxe_tensor *t = op->inputs[i];
+            if (t && !tensor_needed[t->index]) {
+                tensor_needed[t->index] = true;
+                stack[top++] = t->index;
+            }
+        }
+    }
+}
+
+NXE_API nxe_status nxe_graph_keep_outputs(nxe_graph *graph, const char *const *names,
+                                          int32_t count)
+{
+    if (!graph || !names || count < 1)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_graph_keep_outputs: %s",
+                         !graph ? "graph is NULL" : !names ? "names is NULL" : "count < 1");
+    for (int32_t k = 0; k < count; k++) {
+        if (!names[k])
+            return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_graph_keep_outputs: names[%d] is NULL",
+                             k);
+        const nxe_tensor *t = find_tensor(graph, names[k]);
+        if (!t)
+            return nxe_error(NXE_ERROR_NOT_FOUND, "nxe_graph_keep_outputs: no tensor '%s'",
+                             names[k]);
+        if (t->kind != NXE_TENSOR_OUTPUT)
+            return nxe_error(NXE_ERROR_INVALID_GRAPH,
+                             "nxe_graph_keep_outputs: tensor '%s' is %s, not an OUTPUT", names[k],
+                             kind_name(t->kind));
+    }
+    int32_t n_tensors = graph->num_tensors, n_ops = graph->num_ops;
+    bool *tensor_needed = nxe_alloc_zeroed(sizeof(bool) * (size_t)(n_tensors + 1));
+    bool *op_needed = nxe_alloc_zeroed(sizeof(bool) * (size_t)(n_ops + 1));
+    int32_t *stack = nxe_alloc(sizeof(int32_t) * (size_t)(n_tensors + 1));
+    if (!tensor_needed || !op_needed || !stack) {
+        nxe_free(tensor_needed);
+        nxe_free(op_needed);
+        nxe_free(stack);
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "nxe_graph_keep_outputs: out of memory");
+    }
+    int32_t top = 0;
+    for (int32_t k = 0; k < count; k++) {
+        const nxe_tensor *t = find_tensor(graph, names[k]);
+        if (!tensor_needed[t->index]) {
+            tensor_needed[t->index] = true;
+            stack[top++] = t->index;
+        }
+    }
+    mark_needed(graph, stack, top, op_needed, tensor_needed);
+    nxe_free(stack);
+
+    /* From here nothing can fail: the name table is rebuilt smaller, or, without memory for
+     * that, the old (larger) one is cleared and refilled. */
+    int32_t kept_ops = 0;
+    for (int32_t i = 0; i < n_ops; i++) {
+        nxe_op *op = graph->ops[i];
+        if (op_needed[i]) {
+            op->index = kept_ops;
+            graph->ops[kept_ops++] = op;
+        } else {
+            nxe_op_free(op);
+        }
+    }
+    graph->num_ops = kept_ops;
+    int32_t kept_tensors = 0;
+    for (int32_t i = 0; i < n_tensors; i++) {
+        nxe_tensor *t = graph->tensors[i];
+        if (!tensor_needed[i]) {
+            tensor_free(t);
+            continue;
+        }
+        bool named = false;
+        for (int32_t k = 0; k < count && !named; k++)
+            named = strcmp(t->name, names[k]) == 0;
+        if (t->kind == NXE_TENSOR_OUTPUT && !named)
+            t->kind = NXE_TENSOR_TRANSIENT;
+        t->num_consumers = 0;
+        t->index = kept_tensors;
+        graph->tensors[kept_tensors++] = t;
+    }
+    graph->num_tensors = kept_tensors;
+    for (int32_t i = 0; i < kept_ops; i++) {
+        const nxe_op *op = graph->ops[i];
+        for (int32_t j = 0; j < op->num_inputs; j++)
+            if (op->inputs[j])
+                op->inputs[j]->num_consumers++;
+    }
+    nxe_free(tensor_needed);
+    nxe_free(op_needed);
+    nxe_free(graph->inferred);
+    graph->inferred = NULL;
+    graph->num_inferred = 0;
+    nxe_graph_edited(graph);
+    if (index_names(graph, kept_tensors, kept_tensors) != NXE_OK) {
+        for (int32_t s = 0; s < graph->num_name_slots; s++)
+            graph->name_slots[s] = -1;
+        for (int32_t i = 0; i < kept_tensors; i++)
+            index_name(graph, i);
+    }
+    return NXE_OK;
+}

@@ -80,7 +80,7 @@ extern "C" {
  * declaration. The build reads all three from here (the meson project version, the shared
  * library's version, the Python package's version). Since 0.1; NXE_VERSION_PATCH since 0.4. */
 #define NXE_API_VERSION_MAJOR 0
-#define NXE_API_VERSION_MINOR 8
+#define NXE_API_VERSION_MINOR 9
 #define NXE_VERSION_PATCH 0
 /* Most dimensions a tensor may have. Since 0.1. */
 #define NXE_MAX_RANK 6
@@ -365,6 +365,17 @@ NXE_API nxe_status nxe_graph_add_op(nxe_graph *graph, const char *op_type, const
  * NXE_ERROR_INVALID_ARGUMENT (a NULL argument), NXE_ERROR_NOT_FOUND (the op is not in this
  * graph); the graph is then unchanged. Since 0.1. */
 NXE_API nxe_status nxe_graph_remove_op(nxe_graph *graph, nxe_op *op);
+/* Keeps the part of the graph that computes the named OUTPUT tensors and drops the rest: every
+ * op none of them depends on, every tensor no kept op reads or writes (inputs, constants,
+ * variables and the other outputs among them), so that one model file can hold several entry
+ * points (an encoder and a decoder, say) and each be compiled alone. The other outputs of a
+ * kept op stay, as TRANSIENT tensors unless named. Tensor and op handles of what was dropped
+ * become invalid; the kept tensors keep their names. NXE_ERROR_INVALID_ARGUMENT (a NULL
+ * argument, count < 1), NXE_ERROR_NOT_FOUND (no tensor of that name), NXE_ERROR_INVALID_GRAPH
+ * (a named tensor that is not an OUTPUT), NXE_ERROR_OUT_OF_MEMORY; the graph is then unchanged.
+ * Since 0.9. */
+NXE_API nxe_status nxe_graph_keep_outputs(nxe_graph *graph, const char *const *names,
+                                          int32_t count);
 /* Attributes are checked against the op's schema: an unknown name fails with
  * NXE_ERROR_NOT_FOUND, a wrong type, a NULL argument or a count outside [0, 4096] with
  * NXE_ERROR_INVALID_ARGUMENT; the op then keeps what it had. Strings and lists are copied.

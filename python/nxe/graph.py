@@ -315,6 +315,25 @@ class Graph:
         return Tensor(self, out[0])
 
     @_locked
+    def keep_outputs(self, names: Sequence[str]) -> None:
+        """Keeps only what computes the named outputs (nxe_graph_keep_outputs): the ops none
+        of them depends on and the tensors no kept op uses are dropped, other outputs of kept
+        ops become intermediate. Tensor objects of what was dropped must not be used again."""
+        self._require_open()
+        if isinstance(names, str):
+            raise TypeError("keep_outputs: expected a sequence of names, not one string")
+        encoded = [ffi.new("char[]", str(name).encode()) for name in names]
+        array = ffi.new("const char *[]", encoded) if encoded else ffi.NULL
+        variables = [t.name for t in self._variables]
+        check(lib.nxe_graph_keep_outputs(self._handle, array, len(encoded)))
+        kept = []
+        for name in variables:
+            found = ffi.new("nxe_tensor **")
+            if lib.nxe_graph_find_tensor(self._handle, name.encode(), found) == lib.NXE_OK:
+                kept.append(Tensor(self, found[0]))
+        self._variables = kept
+
+    @_locked
     def mark_output(self, tensor: Tensor, name: str | None = None) -> None:
         """Makes an op's result a graph output, renamed to ``name`` if given: the key it gets
         in the results of Executable.run."""
