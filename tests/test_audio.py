@@ -222,7 +222,7 @@ def test_other_fft_sizes_equal_a_direct_dft():
         index = np.arange(frames)[:, None] * hop + np.arange(n_fft)[None, :]
         power = np.abs(np.fft.rfft(padded[index] * window, axis=1)) ** 2
         expected = np.log10(np.maximum(filters.astype(np.float64) @ power.T, 1e-10))
-        np.testing.assert_allclose(ours, expected, rtol=0, atol=2e-4, err_msg=f"n_fft {n_fft}")
+        np.testing.assert_allclose(ours, expected, rtol=0, atol=1e-5, err_msg=f"n_fft {n_fft}")
 
 
 # -- the filter bank ---------------------------------------------------------------------------
