@@ -252,6 +252,8 @@ def test_log_mel_refuses_bad_python_arguments():
         nxe.audio.log_mel_spectrogram(np.zeros(100, np.float32), filters=np.zeros((80, 200)))
     with pytest.raises(nxe.InvalidArgumentError, match="numbers"):
         nxe.audio.log_mel_spectrogram(np.array(["a", "b"]))
+    with pytest.raises(nxe.InvalidArgumentError, match=r"samples\[1234\] is not finite"):
+        nxe.audio.log_mel_spectrogram(np.where(np.arange(5000) == 1234, np.nan, 0.0))
 
 
 def c_call(spec=None, samples=None, num_samples=100, first_frame=0, num_frames=2, out=True,
@@ -457,12 +459,15 @@ def test_bad_rates_and_block_lengths_are_refused(tmp_path):
             nxe.audio.blocks(path, block_seconds=seconds)
 
 
-def test_nxe_ffmpeg_naming_no_program_is_refused(tmp_path, monkeypatch):
+def test_nxe_ffmpeg_naming_no_program_is_refused_when_needed(tmp_path, monkeypatch):
     monkeypatch.setenv("NXE_FFMPEG", str(tmp_path / "no-ffmpeg"))
-    path = tmp_path / "a.wav"
-    soundfile.write(path, np.zeros(100, np.float32), 16000)
+    wav = tmp_path / "a.wav"
+    soundfile.write(wav, np.zeros(100, np.float32), 16000)
+    assert nxe.audio.load(wav).size == 100  # soundfile reads it: FFmpeg is not looked for
+    other = tmp_path / "a.m4a"
+    other.write_bytes(bytes(range(256)) * 8)
     with pytest.raises(nxe.NotFoundError, match="NXE_FFMPEG"):
-        nxe.audio.load(path)
+        nxe.audio.load(other)
 
 
 # -- FFmpeg ------------------------------------------------------------------------------------

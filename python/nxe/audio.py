@@ -340,22 +340,23 @@ def _rebatch(pieces: Iterator[np.ndarray], size: int) -> Iterator[np.ndarray]:
 def _decoded(path: Path, sample_rate: int) -> Iterator[np.ndarray]:
     """Mono float32 pieces of a file at sample_rate, of whatever lengths decoding gives."""
     soundfile = _soundfile()
-    ffmpeg = find_ffmpeg()
-    if soundfile is None and ffmpeg is None:
-        raise UnsupportedError(f"{path}: reading audio files needs soundfile: {ASR_EXTRA} (or "
-                               "FFmpeg: set NXE_FFMPEG or put ffmpeg on PATH)")
     handle = None
     if soundfile is not None:
         try:
             handle = soundfile.SoundFile(str(path))
         except soundfile.LibsndfileError as e:
-            if ffmpeg is None:
-                raise FormatError(f"{path}: not an audio file soundfile reads ({e.error_string}); "
-                                  "other containers need FFmpeg (set NXE_FFMPEG or put ffmpeg "
-                                  "on PATH)") from None
+            not_read = f"not an audio file soundfile reads ({e.error_string})"
         except (RuntimeError, TypeError, ValueError) as e:
             raise FormatError(f"{path}: not an audio file soundfile reads ({e})") from None
     if handle is None:
+        # FFmpeg is looked for only now: a file soundfile reads never needs it.
+        ffmpeg = find_ffmpeg()
+        if ffmpeg is None and soundfile is None:
+            raise UnsupportedError(f"{path}: reading audio files needs soundfile: {ASR_EXTRA} "
+                                   "(or FFmpeg: set NXE_FFMPEG or put ffmpeg on PATH)")
+        if ffmpeg is None:
+            raise FormatError(f"{path}: {not_read}; other containers need FFmpeg (set "
+                              "NXE_FFMPEG or put ffmpeg on PATH)")
         yield from _ffmpeg_blocks(ffmpeg, path, sample_rate)
         return
     with handle:
