@@ -141,7 +141,7 @@ configure_ffmpeg() {
         --enable-demuxer=rawvideo,yuv4mpegpipe,matroska,nut,avi
         --enable-demuxer=wav,mov,mp3,ogg,flac,aac
         --enable-muxer=rawvideo,yuv4mpegpipe,null,matroska,nut,avi
-        --enable-muxer=f32le,wav
+        --enable-muxer=pcm_f32le,wav
         --enable-decoder=rawvideo,wrapped_avframe
         --enable-decoder=pcm_s16le,pcm_s24le,pcm_s32le,pcm_f32le,flac,vorbis,opus,mp3float,aac
         --enable-parser=flac,vorbis,opus,mpegaudio,aac

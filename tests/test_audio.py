@@ -498,7 +498,8 @@ def test_ffmpeg_decodes_containers_soundfile_does_not_read(tmp_path, ffmpeg):
     samples = (stereo_test_signal(16000)[:, 0]).astype(np.float32)
     wav = tmp_path / "clip.wav"
     soundfile.write(wav, samples, 16000, subtype="FLOAT")
-    mka = ffmpeg_convert(ffmpeg, wav, tmp_path / "clip.mka", "-c:a", "pcm_f32le")
+    mka = ffmpeg_convert(ffmpeg, wav, tmp_path / "clip.mka", "-c:a", "pcm_f32le", "-f",
+                         "matroska")
     with pytest.raises(soundfile.LibsndfileError):
         soundfile.read(mka)
     np.testing.assert_array_equal(nxe.audio.load(mka), samples)
@@ -507,7 +508,8 @@ def test_ffmpeg_decodes_containers_soundfile_does_not_read(tmp_path, ffmpeg):
     # Another rate: FFmpeg's resampler, close to soxr's (both band-limited, 2 s of 44.1 kHz).
     wav44 = tmp_path / "clip44.wav"
     soundfile.write(wav44, stereo_test_signal(44100), 44100, subtype="FLOAT")
-    mka44 = ffmpeg_convert(ffmpeg, wav44, tmp_path / "clip44.mka", "-c:a", "pcm_f32le")
+    mka44 = ffmpeg_convert(ffmpeg, wav44, tmp_path / "clip44.mka", "-c:a", "pcm_f32le", "-f",
+                           "matroska")
     ours = nxe.audio.load(mka44)
     reference = soxr.resample(stereo_test_signal(44100).mean(axis=1).astype(np.float32),
                               44100, 16000)
