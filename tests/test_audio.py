@@ -495,9 +495,10 @@ def ffmpeg_convert(ffmpeg: Path, source: Path, target: Path, *args: str) -> Path
 
 
 def test_ffmpeg_decodes_containers_soundfile_does_not_read(tmp_path, ffmpeg):
-    samples = (stereo_test_signal(16000)[:, 0]).astype(np.float32)
+    stereo = stereo_test_signal(16000).astype(np.float32)
+    samples = stereo.mean(axis=1, dtype=np.float32)  # channels averaged as soundfile's path does
     wav = tmp_path / "clip.wav"
-    soundfile.write(wav, samples, 16000, subtype="FLOAT")
+    soundfile.write(wav, stereo, 16000, subtype="FLOAT")
     mka = ffmpeg_convert(ffmpeg, wav, tmp_path / "clip.mka", "-c:a", "pcm_f32le", "-f",
                          "matroska")
     with pytest.raises(soundfile.LibsndfileError):
