@@ -12,7 +12,7 @@ one of general category Cc, Cf or Co other than tab, newline and carriage return
 Unicode's White_Space (str.isspace less U+001C..U+001F, which Python alone counts); punctuation
 is ASCII punctuation or general category P*; a nonspacing mark is category Mn; the lowercase
 mapping is the per-character full mapping (no final-sigma context). Letters (general category
-L*) and numbers (N*) are what the byte-level BPE pre-tokenizer's pattern calls \p{L} and \p{N}.
+L*) and numbers (N*) are what the byte-level BPE pre-tokenizer's pattern calls \\p{L} and \\p{N}.
 
 `tokenizers` takes these facts from Rust crates built on other Unicode versions than this
 Python's (its category and normalization crates are older, Rust's own case mapping is newer).
