@@ -96,6 +96,7 @@ struct nxe_tokenizer {
     int32_t *id_vocab; /* per id: its vocabulary entry, -1 none */
     int32_t *id_added; /* per id: its added token, -1 none */
     uint8_t *id_special;
+    bool raw_first[256]; /* the first bytes of the added tokens matched in the raw text */
 };
 
 /* ---- vocabulary ---- */
@@ -619,8 +620,11 @@ static nxe_status finish(nxe_tokenizer *t)
         t->id_vocab[t->vocab[k].id] = k;
     /* An id's token is its added token's first (the first of them in the file), then its
      * vocabulary token's; the token is special when a special added token has that text. */
-    for (int32_t k = t->added_count - 1; k >= 0; k--)
+    for (int32_t k = t->added_count - 1; k >= 0; k--) {
         t->id_added[t->added[k].id] = k;
+        if (!t->added[k].normalized)
+            t->raw_first[(unsigned char)t->pool[t->added[k].offset]] = true;
+    }
     for (int32_t k = 0; k < t->added_count; k++) {
         const added_token *a = &t->added[k];
         if (!a->special)
@@ -1646,6 +1650,10 @@ static nxe_status encode_content(const nxe_tokenizer *t, encode_state *s, const 
     size_t done = 0; /* the input before this is encoded */
     nxe_status status;
     for (size_t i = 0; i < size && t->added_count;) {
+        if (!t->raw_first[(unsigned char)text[i]]) {
+            i++;
+            continue;
+        }
         const added_token *best = NULL;
         for (int32_t k = 0; k < t->added_count; k++) {
             const added_token *a = &t->added[k];
