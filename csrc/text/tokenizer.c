@@ -1606,17 +1606,22 @@ static nxe_status encode_segment(const nxe_tokenizer *t, encode_state *s, const 
             continue;
         }
         int32_t match_start = i, match_end = i + a->cps_count;
+        if (a->lstrip && match_start < done)
+            match_start = done;
         while (a->lstrip && match_start > done &&
                (nxe_unicode_flags(s->chars[match_start - 1].cp) & NXE_UNICODE_WHITESPACE))
             match_start--;
         while (a->rstrip && match_end < n &&
                (nxe_unicode_flags(s->chars[match_end].cp) & NXE_UNICODE_WHITESPACE))
             match_end++;
+        if (match_start >= match_end) /* a whitespace token inside the previous one's rstrip */
+            match_start = match_end - 1;
         if ((status = encode_words(t, s, done, match_start)) != NXE_OK ||
             (status = push_token(s, a->id, s->chars[match_start].start,
                                  s->chars[match_end - 1].end)) != NXE_OK)
             return status;
-        done = i = match_end;
+        i += a->cps_count;
+        done = match_end > done ? match_end : done;
     }
     return encode_words(t, s, done, n);
 }
@@ -1665,18 +1670,24 @@ static nxe_status encode_content(const nxe_tokenizer *t, encode_state *s, const 
             i++;
             continue;
         }
+        /* As `tokenizers` does: matches are found in the text as it is, one after the other's
+         * content; lstrip reaches back no further than the previous match's end, rstrip's
+         * whitespace may hold the start of the next match. */
         size_t match_start = i, match_end = i + best->size, len;
         if (best->lstrip)
-            match_start = whitespace_before(text, match_start, done, size);
+            match_start = i > done ? whitespace_before(text, i, done, size) : done;
+        i = match_end;
         if (best->rstrip)
             while (match_end < size && whitespace_at(text, match_end, size, &len))
                 match_end += len;
         if (match_start > done &&
             (status = encode_segment(t, s, text, done, match_start)) != NXE_OK)
             return status;
+        if (match_start > match_end) /* a whitespace token inside the previous one's rstrip */
+            match_start = match_end;
         if ((status = push_token(s, best->id, (int64_t)match_start, (int64_t)match_end)) != NXE_OK)
             return status;
-        done = i = match_end;
+        done = match_end > done ? match_end : done;
     }
     if (size > done)
         return encode_segment(t, s, text, done, size);
@@ -1779,10 +1790,13 @@ static nxe_status check_options(const nxe_tokenizer_options *o, const char *wher
     return NXE_OK;
 }
 
-/* The ByteLevel post-processor's trim_offsets: a token's offsets leave out its leading and
- * trailing spaces (byte-level spaces, U+0120, or whitespace), but the first token keeps one
- * leading space when add_prefix_space put it there. */
-static void trim_offsets(const nxe_tokenizer *t, encode_state *s, int32_t first, int32_t count)
+/* The ByteLevel post-processor's trim_offsets: a token's offsets leave out as many characters
+ * of the input as the token has leading and trailing spaces (byte-level spaces, U+0120, or
+ * whitespace), but the first token keeps one leading space when add_prefix_space put it there.
+ * `tokenizers`' Python binding trims its character offsets so, which is why characters of the
+ * input, not bytes, are counted (a prefix space stands for no input of its own). */
+static void trim_offsets(const nxe_tokenizer *t, encode_state *s, const char *text, int32_t first,
+                         int32_t count)
 {
     for (int32_t i = 0; i < count; i++) {
         int64_t *o = &s->offsets[2 * (first + i)];
@@ -1800,13 +1814,22 @@ static void trim_offsets(const nxe_tokenizer *t, encode_state *s, int32_t first,
             lead = lead && space;
             trailing = space ? trailing + 1 : 0;
         }
-        if (leading > 0) {
-            if ((i == 0 || o[0] == 0) && t->trim_keeps_prefix_space && leading == 1)
-                leading = 0;
-            o[0] = o[0] + leading < o[1] ? o[0] + leading : o[1];
+        if (leading > 0 && (i == 0 || o[0] == 0) && t->trim_keeps_prefix_space && leading == 1)
+            leading = 0;
+        for (int64_t k = 0; k < leading && o[0] < o[1]; k++) {
+            o[0]++;
+            while (o[0] < o[1] && ((unsigned char)text[o[0]] & 0xC0) == 0x80)
+                o[0]++;
         }
-        if (trailing > 0 && o[1] >= trailing)
-            o[1] = o[1] - trailing > o[0] ? o[1] - trailing : o[0];
+        /* The end moves back only when the input before it has that many characters. */
+        int64_t end = o[1], k = 0;
+        for (; k < trailing && end > 0; k++) {
+            end--;
+            while (end > 0 && ((unsigned char)text[end] & 0xC0) == 0x80)
+                end--;
+        }
+        if (trailing > 0 && k == trailing)
+            o[1] = end > o[0] ? end : o[0];
     }
 }
 
@@ -1842,7 +1865,7 @@ static nxe_status encode_one(const nxe_tokenizer *t, const char *text, size_t si
         skip = t->truncate_left ? truncated : 0;
     }
     if (t->trim_offsets)
-        trim_offsets(t, &s, skip, content);
+        trim_offsets(t, &s, text, skip, content);
     int32_t length = content + num_special;
     nxe_encoding *e = encoding_new(length);
     if (!e) {
