@@ -596,18 +596,22 @@ static nxe_status read_decoder(nxe_tokenizer *t, const nxe_json_value *d)
     return NXE_OK;
 }
 
-/* Which components go together, and the per-id tables decode reads. */
-static nxe_status finish(nxe_tokenizer *t)
+/* Which components go together. */
+static nxe_status check_components(const nxe_tokenizer *t)
 {
     if (t->model == MODEL_BPE && (!t->byte_level || t->normalize))
         return nxe_error(NXE_ERROR_UNSUPPORTED,
                          "tokenizer.json: a BPE model is supported with the ByteLevel "
                          "pre-tokenizer and no normalizer only");
     if (t->model == MODEL_WORD_PIECE && t->byte_level)
-        return nxe_error(
-            NXE_ERROR_UNSUPPORTED,
-            "tokenizer.json: the ByteLevel pre-tokenizer is supported with a BPE model "
-            "only");
+        return nxe_error(NXE_ERROR_UNSUPPORTED, "tokenizer.json: the ByteLevel pre-tokenizer is "
+                                                "supported with a BPE model only");
+    return NXE_OK;
+}
+
+/* The per-id tables decode reads and the first bytes of raw added tokens. */
+static nxe_status finish(nxe_tokenizer *t)
+{
     size_t n = t->vocab_size > 0 ? (size_t)t->vocab_size : 1;
     t->id_vocab = malloc(n * sizeof(int32_t));
     t->id_added = malloc(n * sizeof(int32_t));
@@ -923,6 +927,8 @@ NXE_API nxe_status nxe_tokenizer_create(const char *json, size_t size, nxe_token
         status = read_normalizer(t, nxe_json_get(root, "normalizer"));
     if (status == NXE_OK)
         status = read_pre_tokenizer(t, nxe_json_get(root, "pre_tokenizer"));
+    if (status == NXE_OK)
+        status = check_components(t);
     if (status == NXE_OK)
         status = read_added_tokens(t, nxe_json_get(root, "added_tokens"));
     if (status == NXE_OK)
