@@ -655,19 +655,12 @@ static nxe_status finish(nxe_tokenizer *t)
 
 static nxe_status normalize_added(nxe_tokenizer *t, added_token *at);
 
-static nxe_status read_added_tokens(nxe_tokenizer *t, const nxe_json_value *list)
+/* Reads the `count` added tokens of `list`; `seen` (seen_mask + 1 slots, zeroed) finds repeated
+ * contents. */
+static nxe_status read_added_list(nxe_tokenizer *t, const nxe_json_value *list, int32_t count,
+                                  uint32_t *seen, uint32_t seen_mask)
 {
-    if (!list || nxe_json_kind(list) == NXE_JSON_NULL)
-        return NXE_OK;
-    if (nxe_json_kind(list) != NXE_JSON_ARRAY)
-        return nxe_error(NXE_ERROR_FORMAT, "tokenizer.json: added_tokens must be an array");
-    int32_t count = nxe_json_count(list);
-    if (count > TOK_MAX_ADDED)
-        return nxe_error(NXE_ERROR_FORMAT, "tokenizer.json: more than %d added_tokens",
-                         TOK_MAX_ADDED);
-    t->added = calloc((size_t)count + 1, sizeof *t->added);
-    if (!t->added)
-        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "tokenizer: out of memory");
+    int32_t max_added = -1;
     for (int32_t i = 0; i < count; i++) {
         const nxe_json_value *a = nxe_json_item(list, i);
         size_t size;
@@ -696,11 +689,32 @@ static nxe_status read_added_tokens(nxe_tokenizer *t, const nxe_json_value *list
                              "tokenizer.json: added token \"%.64s\" is single_word, which is not "
                              "supported",
                              content);
+        /* `tokenizers` keeps the first of tokens with the same content and gives each its id
+         * anew: the vocabulary's when it has the content, else the next after the vocabulary
+         * (its entry count) and the added ids so far; the file's ids are only checked. */
+        uint32_t h = hash_bytes(2166136261u, content, size) & seen_mask;
+        bool repeated = false;
+        for (; seen[h] && !repeated; h = (h + 1) & seen_mask) {
+            const added_token *other = &t->added[seen[h] - 1];
+            repeated = other->size == size && memcmp(t->pool + other->offset, content, size) == 0;
+        }
+        if (repeated)
+            continue;
+        int32_t assigned = vocab_find(t, "", 0, content, size);
+        if (assigned < 0)
+            assigned = max_added < 0                                        ? t->vocab_count
+                       : max_added >= t->vocab_count || t->vocab_count == 0 ? max_added + 1
+                                                                            : t->vocab_count;
+        if (assigned > INT32_MAX - 1)
+            return nxe_error(NXE_ERROR_FORMAT, "tokenizer.json: added token ids past %d",
+                             INT32_MAX - 1);
+        max_added = assigned > max_added ? assigned : max_added;
+        seen[h] = (uint32_t)t->added_count + 1;
         added_token *at = &t->added[t->added_count++];
         if ((status = pool_add(t, content, size, &at->offset)) != NXE_OK)
             return status;
         at->size = (uint32_t)size;
-        at->id = (int32_t)id;
+        at->id = assigned;
         at->lstrip = lstrip;
         at->rstrip = rstrip;
         at->special = special;
@@ -710,6 +724,28 @@ static nxe_status read_added_tokens(nxe_tokenizer *t, const nxe_json_value *list
             t->vocab_size = at->id + 1;
     }
     return NXE_OK;
+}
+
+static nxe_status read_added_tokens(nxe_tokenizer *t, const nxe_json_value *list)
+{
+    if (!list || nxe_json_kind(list) == NXE_JSON_NULL)
+        return NXE_OK;
+    if (nxe_json_kind(list) != NXE_JSON_ARRAY)
+        return nxe_error(NXE_ERROR_FORMAT, "tokenizer.json: added_tokens must be an array");
+    int32_t count = nxe_json_count(list);
+    if (count > TOK_MAX_ADDED)
+        return nxe_error(NXE_ERROR_FORMAT, "tokenizer.json: more than %d added_tokens",
+                         TOK_MAX_ADDED);
+    uint32_t mask = 63;
+    while ((uint32_t)count * 2 > mask)
+        mask = mask * 2 + 1;
+    uint32_t *seen = calloc((size_t)mask + 1, sizeof *seen);
+    t->added = calloc((size_t)count + 1, sizeof *t->added);
+    nxe_status status = seen && t->added
+                            ? read_added_list(t, list, count, seen, mask)
+                            : nxe_error(NXE_ERROR_OUT_OF_MEMORY, "tokenizer: out of memory");
+    free(seen);
+    return status;
 }
 
 /* The ids a template's special token stands for (special_tokens[name].ids). */
