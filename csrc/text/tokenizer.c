@@ -1531,7 +1531,13 @@ static int32_t split_end(const norm_char *c, int32_t i, int32_t n)
 static nxe_status byte_level_piece(const nxe_tokenizer *t, encode_state *s, const norm_char *c,
                                    int32_t a, int32_t b)
 {
-    int32_t need = 4 * (b - a);
+    int64_t bytes = 0;
+    for (int32_t i = a; i < b; i++)
+        bytes += c[i].cp < 0x80 ? 1 : c[i].cp < 0x800 ? 2 : c[i].cp < 0x10000 ? 3 : 4;
+    if (bytes > INT32_MAX / 4)
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "tokenizer: a piece of %lld bytes is too long",
+                         (long long)bytes);
+    int32_t need = (int32_t)bytes;
     if (s->piece_capacity < need) {
         int32_t capacity = s->piece_capacity;
         if (nxe_grow_array((void **)&s->piece, &capacity, need, 1) != NXE_OK)

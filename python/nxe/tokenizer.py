@@ -173,7 +173,7 @@ class Tokenizer:
                 attention_mask=list(ffi.unpack(encoding.attention_mask, n)),
                 type_ids=list(ffi.unpack(encoding.type_ids, n)),
                 special_tokens_mask=list(ffi.unpack(encoding.special_mask, n)),
-                offsets=[(int(a), int(b)) for a, b in chars],
+                offsets=list(zip(chars[:, 0].tolist(), chars[:, 1].tolist())),
                 num_tokens=encoding.num_tokens,
                 truncated=encoding.truncated,
             )
