@@ -525,3 +525,28 @@ def test_small_bpe_files_match_tokenizers():
         for sample in ["abc", "ab abc abcabc", "cab", "", " a b c ", "ab\u00e9c"]:
             assert ours.encode(sample).ids == reference.encode(sample).ids, (model, sample)
             assert ours.decode(reference.encode(sample).ids) == sample
+
+
+def test_added_token_ids_are_the_ones_tokenizers_gives():
+    """tokenizers ignores the file's added-token ids: the vocabulary's id when it has the
+    content, else the next after the vocabulary's entry count and the added ids so far; a
+    repeated content is dropped. Here the vocabulary lacks the first nine bytes (so its entry
+    count is below its largest id) and the file's ids are wrong on purpose."""
+    data = small_bpe()
+    for c in sorted(data["model"]["vocab"], key=data["model"]["vocab"].get)[:9]:
+        del data["model"]["vocab"][c]
+    flags = {"single_word": False, "lstrip": False, "rstrip": False, "normalized": False}
+    data["added_tokens"] = [
+        dict(flags, id=3, content="<|a|>", special=True),
+        dict(flags, id=3, content="abc", special=False),
+        dict(flags, id=900, content="<|b|>", special=False),
+        dict(flags, id=1, content="<|a|>", special=False)]
+    ours, reference = pair(json.dumps(data))
+    for token in ("<|a|>", "<|b|>", "abc", "ab"):
+        assert ours.token_to_id(token) == reference.token_to_id(token), token
+    text = "x<|a|>abc<|b|> ab<|a|>"
+    assert ours.encode(text).ids == reference.encode(text).ids
+    ids = reference.encode(text).ids
+    for skip in (False, True):
+        assert ours.decode(ids, skip_special_tokens=skip) == \
+            reference.decode(ids, skip_special_tokens=skip)

@@ -691,7 +691,8 @@ static nxe_status read_added_list(nxe_tokenizer *t, const nxe_json_value *list, 
                              content);
         /* `tokenizers` keeps the first of tokens with the same content and gives each its id
          * anew: the vocabulary's when it has the content, else the next after the vocabulary
-         * (its entry count) and the added ids so far; the file's ids are only checked. */
+         * (its entry count) and the ids given so far to added tokens the vocabulary lacks; the
+         * file's ids are only checked. */
         uint32_t h = hash_bytes(2166136261u, content, size) & seen_mask;
         bool repeated = false;
         for (; seen[h] && !repeated; h = (h + 1) & seen_mask) {
@@ -701,14 +702,15 @@ static nxe_status read_added_list(nxe_tokenizer *t, const nxe_json_value *list, 
         if (repeated)
             continue;
         int32_t assigned = vocab_find(t, "", 0, content, size);
-        if (assigned < 0)
+        if (assigned < 0) {
             assigned = max_added < 0                                        ? t->vocab_count
                        : max_added >= t->vocab_count || t->vocab_count == 0 ? max_added + 1
                                                                             : t->vocab_count;
-        if (assigned > INT32_MAX - 1)
-            return nxe_error(NXE_ERROR_FORMAT, "tokenizer.json: added token ids past %d",
-                             INT32_MAX - 1);
-        max_added = assigned > max_added ? assigned : max_added;
+            if (assigned > INT32_MAX - 1)
+                return nxe_error(NXE_ERROR_FORMAT, "tokenizer.json: added token ids past %d",
+                                 INT32_MAX - 1);
+            max_added = assigned > max_added ? assigned : max_added;
+        }
         seen[h] = (uint32_t)t->added_count + 1;
         added_token *at = &t->added[t->added_count++];
         if ((status = pool_add(t, content, size, &at->offset)) != NXE_OK)
