@@ -473,9 +473,13 @@ def test_tiny_hf_bake_matches_transformers(tiny_hf: Path, tmp_path: Path) -> Non
                 past[f"decoder.past_key.{i}"][0, position] = out[f"decoder.key.{i}"][0, 0]
                 past[f"decoder.past_value.{i}"][0, position] = out[f"decoder.value.{i}"][0, 0]
             mask[..., position] = 0
-    # Baking again gives the same fingerprint.
-    again = bake_whisper.bake_whisper(tiny_hf, tmp_path / "again.nxm", clips=_noise_clips())
-    assert again.fingerprint == report.fingerprint
+    # The same source gives the same file content again: the same fingerprint.
+    source = bake_whisper.read_whisper(tiny_hf)
+    with bake_whisper.build_graph(source, "fp32") as graph:
+        nxe.save_model(graph, tmp_path / "again.nxm",
+                       metadata=bake_whisper.metadata_of(source, "fp32"))
+    with nxe.Model(tmp_path / "again.nxm") as again:
+        assert again.fingerprint == report.fingerprint
 
 
 @needs_torch
@@ -484,8 +488,8 @@ def test_tiny_hf_bake_matches_transformers(tiny_hf: Path, tmp_path: Path) -> Non
 def test_tiny_converted_by_ctranslate2_reads_back(tiny_hf: Path, tmp_path: Path,
                                                   quantization: str | None) -> None:
     """ctranslate2's own converter writes the small model; our reader gives back the
-    safetensors weights: equal in float32; int8 within half a quantization step of each
-    row (max |w| / 127 / 2)."""
+    safetensors weights: equal in float32; int8 (matrices and convolutions) within half a
+    quantization step of each output row (max |w| / 127 / 2, plus float rounding)."""
     import ctranslate2
 
     converter = ctranslate2.converters.TransformersConverter(str(tiny_hf))
@@ -496,11 +500,13 @@ def test_tiny_converted_by_ctranslate2_reads_back(tiny_hf: Path, tmp_path: Path,
     assert config == expected.config
     assert set(weights) == set(expected.weights)
     for name, value in expected.weights.items():
-        if quantization is None or value.ndim != 2 or "embed_positions" in name:
+        if quantization is None or value.ndim < 2 or "embed_positions" in name:
             np.testing.assert_array_equal(weights[name], value, err_msg=name)
         else:
-            step = np.abs(value).max(axis=1, keepdims=True) / 127
-            assert np.all(np.abs(weights[name] - value) <= step / 2 + 1e-7), name
+            rows = value.reshape(len(value), -1)
+            step = np.abs(rows).max(axis=1, keepdims=True) / 127
+            error = np.abs(weights[name].reshape(rows.shape) - rows)
+            assert np.all(error <= step / 2 * (1 + 1e-3) + 1e-7), name
     if quantization is None:
         # The converted folder bakes too (config.json, model.bin; tokenizer.json added), and
         # its reference is ctranslate2.
