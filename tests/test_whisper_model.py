@@ -528,3 +528,81 @@ def test_bake_refuses_bad_sources(tmp_path: Path) -> None:
     with pytest.raises(nxe.InvalidArgumentError):
         bake_whisper.bake_whisper(tmp_path, tmp_path / "x.nxm", precision="fp16")
     assert not (tmp_path / "x.nxm").exists()
+
+
+# -- the command line and the cache ------------------------------------------------------------
+
+
+def _run_cli(*args: str) -> tuple[int, str, str]:
+    import contextlib
+    import io
+
+    from nxe import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = cli.main(list(args))
+        except SystemExit as exit_:
+            status = exit_.code
+    return status, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--model", "whisper-base", "--calibration", "x.txt"], "for embedding models"),
+    (["--model", "whisper-base", "--max-seq-length", "8"], "for embedding models"),
+    (["--model", "whisper-base", "--reference", "numpy"], "compares with ctranslate2"),
+    (["--model", "whisper-tiny"], "no such folder or model"),
+    (["some-folder", "--model", "whisper-base"], "not both"),
+])
+def test_cli_whisper_usage_errors(tmp_path: Path, args: list[str], words: str) -> None:
+    status, _, err = _run_cli("bake", *args, "-o", str(tmp_path / "out.nxm"))
+    assert status == 2, err
+    assert words in err
+    assert not (tmp_path / "out.nxm").exists()
+
+
+@needs_torch
+def test_cli_bakes_a_whisper_folder(tiny_hf: Path, tmp_path: Path,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Hugging Face Whisper folder given as FOLDER is baked as Whisper, its parity printed."""
+    monkeypatch.setattr(bake_whisper, "gate_clips", lambda: (_noise_clips(), "noise"))
+    status, out, err = _run_cli("bake", str(tiny_hf), "-o", str(tmp_path / "tiny.nxm"))
+    assert status == 0, err
+    assert "identical transcripts on 100%" in out and "fingerprint" in out
+    with nxe.Model(tmp_path / "tiny.nxm") as model:
+        assert model.metadata["task"] == "asr"
+
+
+def test_resolve_asr_model_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder is baked once into the cache (bake_whisper replaced by a stub that writes a
+    model file); a .nxm path is returned as it is; bad names and precisions are refused."""
+    folder = tmp_path / "ct2"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    (folder / "model.bin").write_bytes(_model_bin(SMALL))
+    (folder / "tokenizer.json").write_text("{}")
+    monkeypatch.setattr(bake_whisper, "read_whisper", lambda path, name=None: type(
+        "Source", (), {"files": {n: folder / n for n in ("config.json", "model.bin",
+                                                          "tokenizer.json")}})())
+    calls = []
+
+    def fake_bake(source: str, output: Path, precision: str, name: str,
+                  overwrite: bool) -> None:
+        calls.append((source, precision))
+        with nxe.Graph() as graph:
+            x = graph.input("x", (1,))
+            graph.mark_output(graph.Relu(x), name="y")
+            nxe.save_model(graph, output, metadata={"task": "asr"})
+
+    monkeypatch.setattr(bake_whisper, "bake_whisper", fake_bake)
+    monkeypatch.setenv("NXE_CACHE_DIR", str(tmp_path / "cache"))
+    first = bake_whisper.resolve_asr_model(folder, "int8")
+    assert first.parent == tmp_path / "cache" and first.name.startswith("ct2-int8-")
+    assert bake_whisper.resolve_asr_model(folder, "int8") == first
+    assert len(calls) == 1
+    assert bake_whisper.resolve_asr_model(first) == first
+    with pytest.raises(NotFoundError):
+        bake_whisper.resolve_asr_model(tmp_path / "nothing")
+    with pytest.raises(nxe.InvalidArgumentError):
+        bake_whisper.resolve_asr_model(folder, "fp16")
