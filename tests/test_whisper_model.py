@@ -606,3 +606,24 @@ def test_resolve_asr_model_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         bake_whisper.resolve_asr_model(tmp_path / "nothing")
     with pytest.raises(nxe.InvalidArgumentError):
         bake_whisper.resolve_asr_model(folder, "fp16")
+
+
+def test_gate_audio_without_espeak(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without espeak-ng on PATH the gate falls back to synthetic clips and says so."""
+    monkeypatch.setattr(bake_whisper, "_espeak", lambda: None)
+    clips, audio = bake_whisper.gate_clips()
+    assert audio.startswith("synthetic")
+    assert len(clips) == 2 and all(c.dtype == np.float32 and len(c) == 64000 for _, c in clips)
+    with pytest.raises(NotFoundError):
+        bake_whisper.speak("hello")
+
+
+@pytest.mark.skipif(shutil.which("espeak-ng") is None or not _have("soundfile", "soxr"),
+                    reason="espeak-ng, soundfile or soxr is missing")
+def test_gate_audio_with_espeak() -> None:
+    clips, audio = bake_whisper.gate_clips()
+    assert audio == "espeak-ng"
+    assert [text for text, _ in clips] == [s for _, _, s in bake_whisper.GATE_SENTENCES]
+    for _, samples in clips:
+        assert samples.dtype == np.float32 and 16000 < len(samples) < 16000 * 30
+        assert np.abs(samples).max() > 0.05
