@@ -18,8 +18,10 @@ from nxe import bake_whisper, ctranslate2_format
 from nxe.errors import FormatError, NotFoundError, UnsupportedError
 from nxe.models.whisper import (
     WhisperConfig,
+    cache_shapes,
     decoder_outputs,
     encoder_outputs,
+    store_step,
     whisper_model,
     whisper_random_weights,
 )
@@ -331,23 +333,24 @@ def test_kv_cache_one_by_one_equals_all_at_once() -> None:
     encoded = encoder.run({"encoder.mel": mel})
     cross = {f"decoder.cross_{k}.{i}": encoded[f"encoder.cross_{k}.{i}"]
              for k in ("key", "value") for i in range(c.n_text_layer)}
-    b, t, ctx, d = 2, 5, c.n_text_ctx, c.n_text_state
+    b, t, ctx = 2, 5, c.n_text_ctx
     tokens = rng.integers(0, c.n_vocab, size=(b, t))
     positions = np.tile(np.arange(t), (b, 1))
-    empty = {f"decoder.past_{k}.{i}": np.zeros((b, ctx, d), np.float32)
+    layout = dict(zip(("key", "value"), cache_shapes(c, b)))
+    empty = {f"decoder.past_{k}.{i}": np.zeros(layout[k], np.float32)
              for k in ("key", "value") for i in range(c.n_text_layer)}
     mask = np.full((b, 1, t, ctx + t), -1e9, np.float32)
     mask[:, :, :, ctx:] = np.where(np.tril(np.ones((t, t))) > 0, 0.0, -1e9)
     with whisper_model(weights, c) as graph:
         shapes = {"decoder.tokens": (b, t), "decoder.positions": (b, t),
                   "decoder.mask": (b, 1, t, ctx + t),
-                  **{name: (b, ctx, d) for name in empty}}
+                  **{name: value.shape for name, value in empty.items()}}
         at_once = _compile(graph, decoder_outputs(c), shapes)
     whole = at_once.run(_decoder_feeds(c, tokens, positions, mask, empty, cross))
     with whisper_model(weights, c) as graph:
         shapes = {"decoder.tokens": (b, 1), "decoder.positions": (b, 1),
                   "decoder.mask": (b, 1, 1, ctx + 1),
-                  **{name: (b, ctx, d) for name in empty}}
+                  **{name: value.shape for name, value in empty.items()}}
         stepper = _compile(graph, decoder_outputs(c), shapes)
     past = {name: value.copy() for name, value in empty.items()}
     step_mask = np.full((b, 1, 1, ctx + 1), -1e9, np.float32)
@@ -360,7 +363,7 @@ def test_kv_cache_one_by_one_equals_all_at_once() -> None:
                 np.testing.assert_allclose(out[f"decoder.{kind}.{i}"][:, 0],
                                            whole[f"decoder.{kind}.{i}"][:, j],
                                            rtol=1e-4, atol=1e-5)
-                past[f"decoder.past_{kind}.{i}"][:, j] = out[f"decoder.{kind}.{i}"][:, 0]
+        store_step(past, out, positions[:, j:j + 1], c)
         step_mask[..., j] = 0
     np.testing.assert_allclose(out["decoder.logits"], whole["decoder.logits"], rtol=1e-4,
                                atol=1e-5)
@@ -369,7 +372,8 @@ def test_kv_cache_one_by_one_equals_all_at_once() -> None:
     single = {name: value[1:] for name, value in past.items()}
     with whisper_model(weights, c) as graph:
         shapes = {"decoder.tokens": (1, 1), "decoder.positions": (1, 1),
-                  "decoder.mask": (1, 1, 1, ctx + 1), **{name: (1, ctx, d) for name in empty}}
+                  "decoder.mask": (1, 1, 1, ctx + 1),
+                  **{name: (1, *value.shape[1:]) for name, value in empty.items()}}
         one_row = _compile(graph, decoder_outputs(c), shapes)
     step_mask[..., t - 1] = -1e9
     last = one_row.run(_decoder_feeds(c, tokens[1:, t - 1:], positions[1:, t - 1:],
@@ -386,8 +390,14 @@ def test_graph_interface_names_and_shapes() -> None:
         assert graph.find_tensor("mel_filters").shape == (c.n_mels, 201)
         assert graph.find_tensor("encoder.mel").shape == (1, c.n_mels, 2 * c.n_audio_ctx)
         assert graph.find_tensor("decoder.mask").shape == (1, 1, 1, c.n_text_ctx + 1)
-        assert graph.find_tensor("decoder.past_key.1").shape == (1, c.n_text_ctx,
-                                                                 c.n_text_state)
+        heads = c.n_text_head
+        head_dim = c.n_text_state // heads
+        assert graph.find_tensor("decoder.past_key.1").shape == (1, heads, head_dim,
+                                                                 c.n_text_ctx)
+        assert graph.find_tensor("decoder.past_value.1").shape == (1, heads, c.n_text_ctx,
+                                                                   head_dim)
+        assert graph.find_tensor("decoder.cross_key.0").shape == (1, heads, head_dim,
+                                                                  c.n_audio_ctx)
         assert graph.find_tensor("decoder.cross_value.0").dtype == "f32"
         assert graph.find_tensor("decoder.tokens").dtype == "i32"
     with pytest.raises(KeyError):
@@ -457,8 +467,8 @@ def test_tiny_hf_bake_matches_transformers(tiny_hf: Path, tmp_path: Path) -> Non
         np.testing.assert_allclose(encoded["encoder.output"], expected_encoder.numpy(),
                                    atol=1e-4)
         c = runner.config
-        past = {f"decoder.past_{k}.{i}": np.zeros((1, c.n_text_ctx, c.n_text_state),
-                                                  np.float32)
+        shapes = dict(zip(("key", "value"), cache_shapes(c)))
+        past = {f"decoder.past_{k}.{i}": np.zeros(shapes[k], np.float32)
                 for k in ("key", "value") for i in range(c.n_text_layer)}
         cross = {f"decoder.cross_{k}.{i}": encoded[f"encoder.cross_{k}.{i}"]
                  for k in ("key", "value") for i in range(c.n_text_layer)}
@@ -469,9 +479,7 @@ def test_tiny_hf_bake_matches_transformers(tiny_hf: Path, tmp_path: Path) -> Non
                                                     np.array([[position]]), mask, past, cross))
             np.testing.assert_allclose(out["decoder.logits"][0],
                                        expected_logits[position].numpy(), atol=1e-4)
-            for i in range(c.n_text_layer):
-                past[f"decoder.past_key.{i}"][0, position] = out[f"decoder.key.{i}"][0, 0]
-                past[f"decoder.past_value.{i}"][0, position] = out[f"decoder.value.{i}"][0, 0]
+            store_step(past, out, np.array([[position]]), c)
             mask[..., position] = 0
     # The same source gives the same file content again: the same fingerprint.
     source = bake_whisper.read_whisper(tiny_hf)

@@ -512,10 +512,12 @@ class Runner:
                max_new_tokens: int = _MAX_NEW_TOKENS) -> tuple[list[int], list[float]]:
         """Greedy decoding after ``prompt`` one token a step through the cache: the new
         tokens (without the end of text) and each step's time in seconds."""
+        from .models.whisper import cache_shapes, store_step
+
         c = self.config
-        d = c.n_text_state
         layers = c.n_text_layer
-        past = {f"decoder.past_{kind}.{i}": np.zeros((1, c.n_text_ctx, d), np.float32)
+        shapes = dict(zip(("key", "value"), cache_shapes(c)))
+        past = {f"decoder.past_{kind}.{i}": np.zeros(shapes[kind], np.float32)
                 for kind in ("key", "value") for i in range(layers)}
         cross = {f"decoder.cross_{kind}.{i}": encoded[f"encoder.cross_{kind}.{i}"]
                  for kind in ("key", "value") for i in range(layers)}
@@ -534,9 +536,7 @@ class Runner:
                      "decoder.positions": np.asarray([[position]], np.int32),
                      "decoder.mask": mask, **past, **cross}
             out = self.decoder.run(feeds)
-            for i in range(layers):
-                past[f"decoder.past_key.{i}"][0, position] = out[f"decoder.key.{i}"][0, 0]
-                past[f"decoder.past_value.{i}"][0, position] = out[f"decoder.value.{i}"][0, 0]
+            store_step(past, out, np.asarray([[position]]), c)
             mask[0, 0, 0, position] = 0.0
             position += 1
             times.append(time.perf_counter() - started)

@@ -5,18 +5,25 @@ The graph (docs/architecture.md, "Whisper model files") holds:
 
 - the encoder: input "encoder.mel" f32 [1, n_mels, 2 * n_audio_ctx] (Whisper's log-mel
   features), outputs "encoder.output" [1, n_audio_ctx, n_audio_state] (after the final
-  LayerNorm) and, for every decoder layer l, "encoder.cross_key.{l}" and
-  "encoder.cross_value.{l}" [1, n_audio_ctx, n_text_state]: that layer's cross-attention key
-  (no bias) and value projections of the encoder output, computed once per 30 s window;
+  LayerNorm) and, for every decoder layer l, that layer's cross-attention key (no bias) and
+  value projections of the encoder output, computed once per 30 s window and already split
+  into heads: "encoder.cross_key.{l}" [1, H, D, n_audio_ctx] (keys transposed) and
+  "encoder.cross_value.{l}" [1, H, n_audio_ctx, D] (H = n_text_head, D = n_text_state / H);
 - one decoder step: inputs "decoder.tokens" and "decoder.positions" i32 [B, T] (absolute
   positions), "decoder.mask" f32 [B, 1, T, C + T] (additive: 0 attends, -1e9 is masked; the
-  C = n_text_ctx cache slots, then the T new tokens), "decoder.past_key.{l}" and
-  "decoder.past_value.{l}" f32 [B, C, n_text_state] (slot i holds position i's key/value),
-  "decoder.cross_key.{l}" and "decoder.cross_value.{l}" f32 [1, n_audio_ctx, n_text_state]
-  (one audio shared by the B rows); outputs "decoder.logits" f32 [B, n_vocab] of the last of
-  the T positions (tied to the token embedding, no bias) and "decoder.key.{l}",
-  "decoder.value.{l}" f32 [B, T, n_text_state], the new tokens' self-attention keys and
-  values for the caller to store in the cache.
+  C = n_text_ctx cache slots, then the T new tokens), the cache "decoder.past_key.{l}" f32
+  [B, H, D, C] (keys transposed: slot i is column i) and "decoder.past_value.{l}" f32
+  [B, H, C, D] (slot i is row i), "decoder.cross_key.{l}" [1, H, D, n_audio_ctx] and
+  "decoder.cross_value.{l}" [1, H, n_audio_ctx, D] (the encoder's, one audio shared by the B
+  rows); outputs "decoder.logits" f32 [B, n_vocab] of the last of the T positions (tied to
+  the token embedding, no bias) and "decoder.key.{l}", "decoder.value.{l}" f32
+  [B, T, n_text_state], the new tokens' self-attention keys and values (heads merged) for the
+  caller to store in the cache slots of their positions (store_step does it in numpy).
+
+Every layout is the one its product reads, so a step copies nothing of the cache or of the
+cross-attention keys: the scores of the cached and of the new keys are two products whose
+results are joined (T x (C + T) per head), and the context is the sum of the two products
+with the split probabilities.
 
 The graph is built with B = 1 and T = 1; every Reshape copies the batch and length (0 / -1),
 so other B and T compile after set_shape on the inputs. Select an entry point with
@@ -29,7 +36,7 @@ Weights are named as in Hugging Face's WhisperModel, without the "model." prefix
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -185,6 +192,37 @@ def decoder_outputs(config: WhisperConfig | None = None) -> list[str]:
     return names
 
 
+def cache_shapes(config: WhisperConfig | None = None, batch: int = 1
+                 ) -> tuple[tuple[int, int, int, int], tuple[int, int, int, int]]:
+    """The shapes of one layer's "decoder.past_key" and "decoder.past_value" for B = batch."""
+    config = config or WhisperConfig()
+    heads = config.n_text_head
+    head_dim = config.n_text_state // heads
+    return ((batch, heads, head_dim, config.n_text_ctx),
+            (batch, heads, config.n_text_ctx, head_dim))
+
+
+def store_step(past: dict[str, np.ndarray], outputs: Mapping[str, np.ndarray],
+               positions: np.ndarray, config: WhisperConfig | None = None) -> None:
+    """Writes a decoder step's new keys and values (outputs "decoder.key.{l}" /
+    "decoder.value.{l}" [B, T, n_text_state]) into the cache arrays ``past`` (by input name)
+    at ``positions`` [B, T]: key slot p is column p of [H, D, C], value slot p row p of
+    [H, C, D]."""
+    config = config or WhisperConfig()
+    heads = config.n_text_head
+    positions = np.asarray(positions)
+    for i in range(config.n_text_layer):
+        keys = outputs[f"decoder.key.{i}"]
+        values = outputs[f"decoder.value.{i}"]
+        rows, count = keys.shape[:2]
+        for row in range(rows):
+            for j in range(count):
+                slot = int(positions[row, j])
+                past[f"decoder.past_key.{i}"][row, :, :, slot] = keys[row, j].reshape(heads, -1)
+                past[f"decoder.past_value.{i}"][row, :, slot, :] = (
+                    values[row, j].reshape(heads, -1))
+
+
 # A replacement for the dense layers: dense(graph, x, prefix, weight [out, in], bias [out])
 # -> the layer's f32 output (e.g. an 8-bit product), as nxe.models.bert's DenseBuilder.
 DenseBuilder = Callable[[Graph, Tensor, str, np.ndarray, np.ndarray], Tensor]
@@ -283,10 +321,13 @@ def _build_encoder(b: _Builder) -> None:
         x = b.mlp(x, p)
     out = b.norm(x, "encoder.layer_norm")
     g.mark_output(out, name="encoder.output")
+    text_heads = c.n_text_head
     for i in range(c.n_text_layer):
         a = f"decoder.layers.{i}.encoder_attn"
-        g.mark_output(b.dense(out, f"{a}.k_proj"), name=f"encoder.cross_key.{i}")
-        g.mark_output(b.dense(out, f"{a}.v_proj"), name=f"encoder.cross_value.{i}")
+        g.mark_output(b.heads(b.dense(out, f"{a}.k_proj"), f"{a}.k", text_heads, [0, 2, 3, 1]),
+                      name=f"encoder.cross_key.{i}")
+        g.mark_output(b.heads(b.dense(out, f"{a}.v_proj"), f"{a}.v", text_heads, [0, 2, 1, 3]),
+                      name=f"encoder.cross_value.{i}")
 
 
 def _build_decoder(b: _Builder) -> None:
@@ -301,39 +342,44 @@ def _build_decoder(b: _Builder) -> None:
     x = g.Add(g.Gather(embedding, tokens, axis=0, name="decoder.token_embedding"),
               g.Gather(b.weight("decoder.embed_positions.weight"), positions, axis=0,
                        name="decoder.position_embedding"), name="decoder.embedded")
+    ctx = c.n_text_ctx
     for i in range(c.n_text_layer):
         p = f"decoder.layers.{i}"
         a = f"{p}.self_attn"
-        past_key = g.input(f"decoder.past_key.{i}", (1, c.n_text_ctx, d), "f32")
-        past_value = g.input(f"decoder.past_value.{i}", (1, c.n_text_ctx, d), "f32")
+        past_key = g.input(f"decoder.past_key.{i}", (1, heads, head_dim, ctx), "f32")
+        past_value = g.input(f"decoder.past_value.{i}", (1, heads, ctx, head_dim), "f32")
         h = b.norm(x, f"{p}.self_attn_layer_norm")
-        q = b.heads(b.dense(h, f"{a}.q_proj"), f"{a}.q", heads, [0, 2, 1, 3])
+        # 1/sqrt(head_dim) is folded into the query projection (exact when head_dim is a
+        # power of four, as 64 is).
+        q = b.heads(b.dense(h, f"{a}.q_proj", scale=scale), f"{a}.q", heads, [0, 2, 1, 3])
         key = b.dense(h, f"{a}.k_proj")
         value = b.dense(h, f"{a}.v_proj")
         g.mark_output(key, name=f"decoder.key.{i}")
         g.mark_output(value, name=f"decoder.value.{i}")
-        keys = g.Concat(past_key, key, axis=1, name=f"{a}.keys")
-        values = g.Concat(past_value, value, axis=1, name=f"{a}.values")
-        k = b.heads(keys, f"{a}.k", heads, [0, 2, 3, 1])
-        v = b.heads(values, f"{a}.v", heads, [0, 2, 1, 3])
-        context = g.ScaledDotProductAttention(q, k, v, mask, scale=scale, transposed_keys=1,
-                                              name=f"{a}.attention")
+        scores = g.Concat(g.MatMul(q, past_key, name=f"{a}.scores_past"),
+                          g.MatMul(q, b.heads(key, f"{a}.k", heads, [0, 2, 3, 1]),
+                                   name=f"{a}.scores_new"),
+                          axis=-1, name=f"{a}.scores")
+        probs = g.Softmax(g.Add(scores, mask, name=f"{a}.masked"), axis=-1, name=f"{a}.probs")
+        past_probs = g.Slice(probs, starts=[0], ends=[ctx], axes=[-1], name=f"{a}.probs_past")
+        new_probs = g.Slice(probs, starts=[ctx], ends=[_END], axes=[-1], name=f"{a}.probs_new")
+        context = g.Add(g.MatMul(past_probs, past_value, name=f"{a}.context_past"),
+                        g.MatMul(new_probs, b.heads(value, f"{a}.v", heads, [0, 2, 1, 3]),
+                                 name=f"{a}.context_new"), name=f"{a}.context")
         x = g.Add(x, b.dense(b.merge(context, a, d), f"{a}.out_proj"), name=f"{a}.residual")
 
-        # Cross-attention: the keys and values are one audio's [1, n_audio_ctx, d], which
-        # MatMul broadcasts over the B rows (ScaledDotProductAttention wants equal batches).
+        # Cross-attention: the keys and values are one audio's, already in heads, which
+        # MatMul broadcasts over the B rows.
         a = f"{p}.encoder_attn"
-        cross_key = g.input(f"decoder.cross_key.{i}", (1, c.n_audio_ctx, d), "f32")
-        cross_value = g.input(f"decoder.cross_value.{i}", (1, c.n_audio_ctx, d), "f32")
+        cross_key = g.input(f"decoder.cross_key.{i}", (1, heads, head_dim, c.n_audio_ctx),
+                            "f32")
+        cross_value = g.input(f"decoder.cross_value.{i}", (1, heads, c.n_audio_ctx, head_dim),
+                              "f32")
         h = b.norm(x, f"{p}.encoder_attn_layer_norm")
-        # 1/sqrt(head_dim) is folded into the query projection (exact when head_dim is a
-        # power of four, as 64 is).
         q = b.heads(b.dense(h, f"{a}.q_proj", scale=scale), f"{a}.q", heads, [0, 2, 1, 3])
-        k = b.heads(cross_key, f"{a}.k", heads, [0, 2, 3, 1])
-        v = b.heads(cross_value, f"{a}.v", heads, [0, 2, 1, 3])
-        scores = g.MatMul(q, k, name=f"{a}.scores")
+        scores = g.MatMul(q, cross_key, name=f"{a}.scores")
         probs = g.Softmax(scores, axis=-1, name=f"{a}.probs")
-        context = g.MatMul(probs, v, name=f"{a}.context")
+        context = g.MatMul(probs, cross_value, name=f"{a}.context")
         x = g.Add(x, b.dense(b.merge(context, a, d), f"{a}.out_proj"), name=f"{a}.residual")
         x = b.mlp(x, p)
     last = g.Slice(x, starts=[-1], ends=[_END], axes=[1], name="decoder.last")
@@ -370,6 +416,7 @@ def whisper_model(weights: Weights, config: WhisperConfig | None = None, *,
     return g
 
 
-__all__ = ["MASKED_SCORE", "DenseBuilder", "WhisperConfig", "decoder_outputs",
-           "encoder_outputs", "sinusoids", "whisper_decoder_specs", "whisper_encoder_specs",
+__all__ = ["MASKED_SCORE", "DenseBuilder", "WhisperConfig", "cache_shapes", "decoder_outputs",
+           "encoder_outputs", "sinusoids", "store_step", "whisper_decoder_specs",
+           "whisper_encoder_specs",
            "whisper_model", "whisper_random_weights", "whisper_weight_specs"]
