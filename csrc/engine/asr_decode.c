@@ -17,6 +17,7 @@
  * temperature; a window judged silent is skipped; segments come from timestamp pairs. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/asr_internal.h"
@@ -336,7 +337,7 @@ static nxe_status run_decoder(asr_model *model, asr_job *job, int32_t rows, int3
 /* Tokens of a multi-token run, padded at the front to one of a few lengths. */
 static int32_t prefill_bucket(int32_t count)
 {
-    static const int32_t buckets[] = {1, 4, 16, 64, 256};
+    static const int32_t buckets[] = {1, 4, 64, 256};
     for (size_t i = 0; i < sizeof buckets / sizeof *buckets; i++)
         if (count <= buckets[i])
             return buckets[i];
@@ -955,7 +956,7 @@ static int32_t rank(const asr_job *job, const candidate *candidates, int32_t cou
         double penalty = isnan(job->opt.length_penalty)
                              ? length
                              : pow((5.0 + length) / 6.0, job->opt.length_penalty);
-        double score = candidates[i].score / penalty;
+        double score = candidates[i].score / (penalty > 0 ? penalty : 1.0);
         if (i == 0 || score > best_score) {
             best = i;
             best_score = score;
@@ -1104,8 +1105,6 @@ static nxe_status finish_window(const asr_model *model, asr_job *job)
     const double offset = (double)job->seek * hop_s;
     const int32_t *tokens = job->result, n = job->result_length, tb = model->timestamp_begin;
     bool single_ending = n >= 2 && tokens[n - 2] < tb && tokens[n - 1] >= tb;
-    if (n == 1)
-        single_ending = tokens[0] >= tb;
     int32_t slices[450], num_slices = 0;
     for (int32_t i = 1; i < n; i++)
         if (tokens[i - 1] >= tb && tokens[i] >= tb)

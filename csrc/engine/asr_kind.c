@@ -25,6 +25,9 @@
 #include "core/json.h"
 #include "engine/asr_internal.h"
 
+/* Mel frames per encoder position. */
+#define INPUT_FRAMES_PER_CTX 2
+
 /* Default temperatures of the fallback (transcribe()'s). */
 static const double default_temperatures[] = {0.0, 0.2, 0.4, 0.6, 0.8, 1.0};
 
