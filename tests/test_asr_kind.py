@@ -44,7 +44,7 @@ def _package_data(name: str) -> Path | None:
     except metadata.PackageNotFoundError:
         return None
     for file in dist.files or []:
-        if file.name == "config.json" and "data" in file.parts:
+        if file.name.startswith("model.bin") and "data" in file.parts:
             return Path(dist.locate_file(file)).parent
     return None
 
