@@ -388,8 +388,7 @@ NXE_API nxe_status nxe_engine_request_output(const nxe_engine_request *request, 
 /* How far the request has got, from 0 to 1, as its kind last reported it (0 when it reports
  * nothing; 1 once the request has finished with NXE_OK). Never blocks.
  * NXE_ERROR_INVALID_ARGUMENT (a NULL argument); *fraction is then 0. Since 0.9. */
-NXE_API nxe_status nxe_engine_request_progress(const nxe_engine_request *request,
-                                               double *fraction);
+NXE_API nxe_status nxe_engine_request_progress(const nxe_engine_request *request, double *fraction);
 
 /* Since 0.6. Seconds the request waited in the queue and ran (0 until finished), and the size
  * of the batch it ran in (0 if it never ran). */
