@@ -52,6 +52,7 @@ struct asr_job {
     int32_t layers, ctx, state, vocab;
     int64_t content_frames, seek, segment_size;
     float mel_max;
+    bool mel_max_known;
     float *mel;       /* [n_mels][n_frames] */
     float *cross;     /* 2 * layers buffers of [n_audio_ctx][state] */
     int32_t language; /* index into the model's languages; -1 until known */
@@ -601,14 +602,37 @@ static nxe_status detect_language(asr_model *model, asr_job *job)
     return NXE_OK;
 }
 
+/* Whether the window's samples all stay below the silence threshold (digital silence or a
+ * faint hiss, on which Whisper's own no-speech rule may still let " you" through). */
+static bool window_silent(const asr_model *model, const asr_job *job)
+{
+    if (isnan(job->opt.silence_threshold_db))
+        return false;
+    const double limit = pow(10.0, job->opt.silence_threshold_db / 20.0);
+    int64_t from = job->seek * model->hop_length;
+    int64_t to = (job->seek + job->segment_size) * model->hop_length;
+    if (to > job->samples)
+        to = job->samples;
+    for (int64_t i = from; i < to; i++)
+        if (fabs((double)job->pcm[i]) >= limit)
+            return false;
+    return true;
+}
+
 static nxe_status start_window(asr_model *model, asr_job *job)
 {
     nxe_status status = NXE_OK;
-    if (job->seek == 0)
-        status = whole_max(model, job);
     job->segment_size = job->content_frames - job->seek < model->n_frames
                             ? job->content_frames - job->seek
                             : model->n_frames;
+    if (window_silent(model, job)) {
+        job->seek += job->segment_size; /* skipped as a no-speech window is */
+        return NXE_OK;
+    }
+    if (!job->mel_max_known) {
+        status = whole_max(model, job);
+        job->mel_max_known = true;
+    }
     if (status == NXE_OK && job->language < 0) {
         if (!model->multilingual) {
             job->language = 0;

@@ -74,6 +74,7 @@ typedef struct asr_options {
     double compression_ratio_threshold; /* NaN: none */
     double logprob_threshold;           /* NaN: none */
     double no_speech_threshold;         /* NaN: none */
+    double silence_threshold_db;        /* NaN: none */
     int32_t condition_on_previous_text;
     int32_t without_timestamps;
     uint64_t seed;

@@ -633,6 +633,7 @@ static nxe_status request_options(const asr_model *model, const nxe_engine_batch
     opt->compression_ratio_threshold = 2.4;
     opt->logprob_threshold = -1.0;
     opt->no_speech_threshold = 0.6;
+    opt->silence_threshold_db = -50.0;
     opt->condition_on_previous_text = 1;
     const char *value;
     nxe_status status = NXE_OK;
@@ -693,6 +694,9 @@ static nxe_status request_options(const asr_model *model, const nxe_engine_batch
     if (status == NXE_OK && (value = nxe_engine_batch_option(batch, r, "no_speech_threshold")) &&
         !parse_threshold(value, &opt->no_speech_threshold))
         status = bad_option("no_speech_threshold", value, "a number or none");
+    if (status == NXE_OK && (value = nxe_engine_batch_option(batch, r, "silence_threshold")) &&
+        (!parse_threshold(value, &opt->silence_threshold_db) || opt->silence_threshold_db > 0))
+        status = bad_option("silence_threshold", value, "a level in dBFS (at most 0) or none");
     if (status == NXE_OK &&
         (value = nxe_engine_batch_option(batch, r, "condition_on_previous_text")))
         status = nxe_engine_parse_bool("asr: request option", "condition_on_previous_text", value,
