@@ -143,6 +143,26 @@ def test_greedy_equals_ctranslate2(engine, reference, clips, without_timestamps)
         assert got["duration"] == pytest.approx(len(audio) / RATE)
 
 
+def test_long_audio_windows_equal_ctranslate2(engine, reference, clips):
+    """Audio longer than one window: seek moves to the last complete segment, the previous
+    text is the next window's prompt, progress rises; greedy text equals CTranslate2's."""
+    gap = np.zeros(RATE // 2, np.float32)
+    audio = np.concatenate([part for _, clip in clips * 2 for part in (clip, gap)])
+    assert len(audio) > 30 * RATE
+    options = {"language": "en", "beam_size": "1", "temperature": "0"}
+    request = engine.submit("whisper", {"pcm": audio}, options=options)
+    seen = set()
+    while not request.wait(0.2):
+        seen.add(request.progress)
+    out = request.outputs()
+    assert request.progress == 1.0
+    assert any(0 < p < 1 for p in seen) or len(seen) < 3
+    segments = json.loads(out["segments"].tobytes().decode())
+    assert len({s["seek"] for s in segments}) >= 2
+    want = reference_text(reference, audio, without_timestamps=False)
+    assert out["text"].tobytes().decode().strip() == want.strip()
+
+
 def test_beam_search_at_least_as_good(engine, clips):
     """Beam 5 (the default) gives a word error rate no worse than greedy + 1 point."""
     truths, greedy, beam = [], [], []
