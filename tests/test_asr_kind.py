@@ -147,7 +147,7 @@ def test_long_audio_windows_equal_ctranslate2(engine, reference, clips):
     """Audio longer than one window: seek moves to the last complete segment, the previous
     text is the next window's prompt, progress rises; greedy text equals CTranslate2's."""
     gap = np.zeros(RATE // 2, np.float32)
-    audio = np.concatenate([part for _, clip in clips * 2 for part in (clip, gap)])
+    audio = np.concatenate([part for _, clip in clips * 3 for part in (clip, gap)])
     assert len(audio) > 30 * RATE
     options = {"language": "en", "beam_size": "1", "temperature": "0"}
     request = engine.submit("whisper", {"pcm": audio}, options=options)
