@@ -252,3 +252,82 @@ def test_unused_intermediate_is_logged_as_a_warning():
     finally:
         nxe.set_log_callback(None)
     assert any("never used" in message for _, message in messages)
+
+
+def two_entry_points():
+    """One graph holding two independent computations that share a constant and a variable:
+    ya = relu(a + c) + v and yb = b * c, with an op whose second output is unused."""
+    g = nxe.Graph()
+    a = g.input("a", (2, 3), "f32")
+    b = g.input("b", (2, 3), "f32")
+    c = g.constant(np.arange(6, dtype=np.float32).reshape(2, 3) - 2, name="c")
+    v = g.variable(np.full((2, 3), 0.5, np.float32), name="v")
+    first, second = g.Split(g.Add(a, c, name="a_plus_c"), axis=0, split=[1, 1], num_outputs=2,
+                            name="halves")
+    joined = g.Concat(first, second, axis=0, name="joined")
+    g.mark_output(g.Add(g.Relu(joined, name="relu"), v, name="plus_v"), name="ya")
+    g.mark_output(g.Mul(b, c, name="times_c"), name="yb")
+    g.constant(np.ones(4, np.float32), name="unused")
+    return g
+
+
+def test_keep_outputs_compiles_each_entry_point_alone():
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((2, 2, 3), dtype=np.float32)
+    c = np.arange(6, dtype=np.float32).reshape(2, 3) - 2
+    whole = two_entry_points().compile().run({"a": a, "b": b})
+    np.testing.assert_array_equal(whole["ya"], np.maximum(a + c, 0) + 0.5)
+    np.testing.assert_array_equal(whole["yb"], b * c)
+
+    g = two_entry_points()
+    g.keep_outputs(["yb"])
+    exe = g.compile()
+    assert [d[0] for d in exe.inputs] == ["b"]
+    assert [d[0] for d in exe.outputs] == ["yb"]
+    np.testing.assert_array_equal(exe.run({"b": b})["yb"], whole["yb"])
+    for dropped in ("a", "a_plus_c", "plus_v", "ya", "v", "unused"):
+        with pytest.raises(nxe.NotFoundError):
+            g.find_tensor(dropped)
+
+    g = two_entry_points()
+    g.keep_outputs(["ya"])
+    exe = g.compile()
+    assert [d[0] for d in exe.inputs] == ["a"]
+    np.testing.assert_array_equal(exe.run({"a": a})["ya"], whole["ya"])
+    # the variable it still uses is kept, readable and writable by name
+    exe.write_variable("v", np.zeros((2, 3), np.float32))
+    np.testing.assert_array_equal(exe.run({"a": a})["ya"], np.maximum(a + c, 0))
+
+
+def test_keep_outputs_keeps_both_and_checks_names():
+    g = two_entry_points()
+    g.keep_outputs(["ya", "yb"])
+    assert sorted(d[0] for d in g.compile().outputs) == ["ya", "yb"]
+    g = two_entry_points()
+    with pytest.raises(nxe.NotFoundError, match="'nope'"):
+        g.keep_outputs(["nope"])
+    with pytest.raises(nxe.InvalidGraphError, match="'a'.*not an OUTPUT"):
+        g.keep_outputs(["a"])
+    with pytest.raises(nxe.InvalidArgumentError, match="count"):
+        g.keep_outputs([])
+    with pytest.raises(TypeError):
+        g.keep_outputs("ya")
+    # a failed call changed nothing
+    assert sorted(d[0] for d in g.compile().outputs) == ["ya", "yb"]
+
+
+def test_keep_outputs_on_a_model_file_keeps_an_unnamed_output_of_a_kept_op(tmp_path):
+    g = nxe.Graph()
+    x = g.input("x", (4, 2), "f32")
+    top, bottom = g.Split(x, axis=0, split=[2, 2], num_outputs=2, name="split")
+    g.mark_output(g.Relu(top, name="relu"), name="y")
+    g.mark_output(bottom, name="rest")
+    g.mark_output(g.Neg(x, name="neg"), name="z")
+    nxe.save_model(g, tmp_path / "m.nxm")
+    with nxe.Model(tmp_path / "m.nxm") as model:
+        built = model.graph()
+    built.keep_outputs(["y"])
+    exe = built.compile()
+    x = np.arange(8, dtype=np.float32).reshape(4, 2) - 4
+    assert [d[0] for d in exe.outputs] == ["y"]
+    np.testing.assert_array_equal(exe.run({"x": x})["y"], np.maximum(x[:2], 0))

@@ -544,16 +544,17 @@ static void mark_needed(const nxe_graph *graph, int32_t *stack, int32_t top, boo
     }
 }
 
-NXE_API nxe_status nxe_graph_keep_outputs(nxe_graph *graph, const char *const *names,
-                                          int32_t count)
+NXE_API nxe_status nxe_graph_keep_outputs(nxe_graph *graph, const char *const *names, int32_t count)
 {
     if (!graph || !names || count < 1)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_graph_keep_outputs: %s",
-                         !graph ? "graph is NULL" : !names ? "names is NULL" : "count < 1");
+                         !graph   ? "graph is NULL"
+                         : !names ? "names is NULL"
+                                  : "count < 1");
     for (int32_t k = 0; k < count; k++) {
         if (!names[k])
-            return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_graph_keep_outputs: names[%d] is NULL",
-                             k);
+            return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                             "nxe_graph_keep_outputs: names[%d] is NULL", k);
         const nxe_tensor *t = find_tensor(graph, names[k]);
         if (!t)
             return nxe_error(NXE_ERROR_NOT_FOUND, "nxe_graph_keep_outputs: no tensor '%s'",

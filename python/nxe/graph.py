@@ -323,7 +323,7 @@ class Graph:
         if isinstance(names, str):
             raise TypeError("keep_outputs: expected a sequence of names, not one string")
         encoded = [ffi.new("char[]", str(name).encode()) for name in names]
-        array = ffi.new("const char *[]", encoded) if encoded else ffi.NULL
+        array = ffi.new("const char *[]", encoded or [ffi.NULL])
         variables = [t.name for t in self._variables]
         check(lib.nxe_graph_keep_outputs(self._handle, array, len(encoded)))
         kept = []

@@ -395,6 +395,36 @@ static void test_remove_op_undoes_bindings_and_rejects_foreign_ops(void)
     nxe_graph_release(other);
 }
 
+static void test_keep_outputs_checks_names_and_prunes(void)
+{
+    nxe_graph *graph = new_graph();
+    nxe_tensor *a = add_tensor(graph, "a", NXE_TENSOR_INPUT, NXE_DTYPE_F32, 2, shape_2x3);
+    nxe_tensor *b = add_tensor(graph, "b", NXE_TENSOR_INPUT, NXE_DTYPE_F32, 2, shape_2x3);
+    nxe_tensor *ya = add_tensor(graph, "ya", NXE_TENSOR_OUTPUT, NXE_DTYPE_NONE, -1, NULL);
+    nxe_tensor *yb = add_tensor(graph, "yb", NXE_TENSOR_OUTPUT, NXE_DTYPE_NONE, -1, NULL);
+    add_op(graph, "Relu", "relu", &a, 1, &ya, 1);
+    add_op(graph, "Tanh", "tanh", &b, 1, &yb, 1);
+    const char *keep_b[] = {"yb"}, *missing[] = {"nope"}, *not_output[] = {"a"}, *null[] = {NULL};
+    nxe_executable *exe = NULL;
+
+    EXPECT_FAIL(nxe_graph_keep_outputs(NULL, keep_b, 1), NXE_ERROR_INVALID_ARGUMENT, "graph");
+    EXPECT_FAIL(nxe_graph_keep_outputs(graph, NULL, 1), NXE_ERROR_INVALID_ARGUMENT, "names");
+    EXPECT_FAIL(nxe_graph_keep_outputs(graph, keep_b, 0), NXE_ERROR_INVALID_ARGUMENT, "count");
+    EXPECT_FAIL(nxe_graph_keep_outputs(graph, null, 1), NXE_ERROR_INVALID_ARGUMENT, "names[0]");
+    EXPECT_FAIL(nxe_graph_keep_outputs(graph, missing, 1), NXE_ERROR_NOT_FOUND, "'nope'");
+    EXPECT_FAIL(nxe_graph_keep_outputs(graph, not_output, 1), NXE_ERROR_INVALID_GRAPH, "'a'");
+    EXPECT_OK(nxe_graph_keep_outputs(graph, keep_b, 1));
+    nxe_tensor *found = NULL;
+    EXPECT_FAIL(nxe_graph_find_tensor(graph, "a", &found), NXE_ERROR_NOT_FOUND, "'a'");
+    EXPECT_OK(nxe_graph_find_tensor(graph, "b", &found));
+    EXPECT_OK(nxe_graph_compile(graph, NULL, &exe));
+    int32_t inputs = 0, outputs = 0;
+    EXPECT_OK(nxe_executable_io_count(exe, &inputs, &outputs));
+    EXPECT_TRUE(inputs == 1 && outputs == 1);
+    nxe_executable_release(exe);
+    nxe_graph_release(graph);
+}
+
 static void test_tensor_kind_and_data_setters_check_the_kind(void)
 {
     nxe_graph *graph = new_graph();
@@ -1069,6 +1099,7 @@ int main(void)
     test_find_tensor_reports_missing_names();
     test_tensor_rename_rejects_null_empty_and_taken_names();
     test_remove_op_undoes_bindings_and_rejects_foreign_ops();
+    test_keep_outputs_checks_names_and_prunes();
     test_tensor_kind_and_data_setters_check_the_kind();
     test_quantization_setters_reject_bad_parameters();
     test_tensor_info_checks_its_arguments();
