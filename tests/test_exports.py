@@ -1,7 +1,7 @@
 """The installed libnxe.so and libnxe_sr.so each export exactly the functions their public
-headers (libnxe: nxe.h, nxe_engine.h, nxe_experimental.h and nxe_tokenizer.h; libnxe_sr:
-nxe_sr.h) declare with the library's own export macro (NXE_API, NXE_SR_API) and nothing else,
-so the ABI is what the headers say."""
+headers (libnxe: nxe.h, nxe_audio.h, nxe_engine.h, nxe_experimental.h and nxe_tokenizer.h;
+libnxe_sr: nxe_sr.h) declare with the library's own export macro (NXE_API, NXE_SR_API) and
+nothing else, so the ABI is what the headers say."""
 
 from __future__ import annotations
 
@@ -20,12 +20,14 @@ PUBLIC_HEADERS = sorted((_binding.INCLUDE_DIR / "nxe").glob("*.h"))
 # Each library and the headers that declare its functions: the stable and experimental tiers
 # of libnxe's ABI are one library.
 LIBRARIES = {
-    _binding.LIBRARY_PATH: ("nxe.h", "nxe_engine.h", "nxe_experimental.h", "nxe_tokenizer.h"),
+    _binding.LIBRARY_PATH: ("nxe.h", "nxe_audio.h", "nxe_engine.h", "nxe_experimental.h",
+                            "nxe_tokenizer.h"),
     _binding.SR_LIBRARY_PATH: ("nxe_sr.h",),
 }
 LIBRARY_IDS = [path.name for path in LIBRARIES]
-EXPORT_MACROS = {"nxe.h": "NXE_API", "nxe_engine.h": "NXE_API", "nxe_experimental.h": "NXE_API",
-                 "nxe_tokenizer.h": "NXE_API", "nxe_sr.h": "NXE_SR_API"}
+EXPORT_MACROS = {"nxe.h": "NXE_API", "nxe_audio.h": "NXE_API", "nxe_engine.h": "NXE_API",
+                 "nxe_experimental.h": "NXE_API", "nxe_tokenizer.h": "NXE_API",
+                 "nxe_sr.h": "NXE_SR_API"}
 
 
 def exported_symbols(library=_binding.LIBRARY_PATH):

@@ -1,7 +1,8 @@
 """The C sources are layered and every #include points down (docs/architecture.md, "Layers"):
-public headers < kernels < core < text < ops < graph < transform < model < runtime < engine < sr.
-A file may include its own layer and the layers below it, never one above; libnxe_sr stands on
-the public headers and its pixel kernels only. The test reads the sources of this checkout."""
+public headers < kernels < core < text < audio < ops < graph < transform < model < runtime <
+engine < sr. A file may include its own layer and the layers below it, never one above;
+libnxe_sr stands on the public headers and its pixel kernels only. The test reads the sources of
+this checkout."""
 
 import re
 from pathlib import Path
@@ -10,8 +11,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 # Lowest first. A header resolves the way the build's include path does: beside the including
 # file, then include/, csrc/, kernels/ (meson.build: nxe_include_dirs).
-LAYERS = ["include", "kernels", "core", "text", "ops", "graph", "transform", "model", "runtime",
-          "engine", "sr"]
+LAYERS = ["include", "kernels", "core", "text", "audio", "ops", "graph", "transform", "model",
+          "runtime", "engine", "sr"]
 INCLUDE_DIRS = ["include", "csrc", "kernels"]
 # What libnxe_sr may include besides itself: it uses libnxe through the public ABI only.
 SR_MAY_INCLUDE = {"include", "kernels", "sr"}

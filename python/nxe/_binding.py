@@ -33,10 +33,11 @@ if not LIBRARY_PATH.is_file():
 lib = ffi.dlopen(str(LIBRARY_PATH))
 # cffi resolves a symbol on first use under the lock it also holds while parsing a type; a
 # finaliser resolving one while a parse runs the garbage collector would deadlock.
-# libnxe exports both tiers of its ABI, nxe.h's stable functions and nxe_experimental.h's, and
-# the tokenizer's.
-for _name in FUNCTIONS["nxe.h"] + FUNCTIONS["nxe_experimental.h"] + FUNCTIONS["nxe_tokenizer.h"]:
-    getattr(lib, _name)
+# libnxe exports both tiers of its ABI, nxe.h's stable functions and nxe_experimental.h's, the
+# tokenizer's and the audio frontend's.
+for _header in ("nxe.h", "nxe_experimental.h", "nxe_tokenizer.h", "nxe_audio.h"):
+    for _name in FUNCTIONS[_header]:
+        getattr(lib, _name)
 
 if ffi.sizeof("nxe_tensor_desc") != TENSOR_DESC_SIZE:
     raise ImportError(

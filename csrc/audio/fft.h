@@ -1,0 +1,44 @@
+/* fft.h — the real FFT behind the audio frontend: a plan (factors, twiddles, Hann window)
+ * made once per call of the frontend, then power spectra of windowed frames. Mixed radix
+ * (2, 3, 4, 5, and a direct DFT for any other prime factor), Stockham order over split real
+ * and imaginary arrays so the inner loops run over contiguous memory. Internal. */
+#ifndef NXE_AUDIO_FFT_H
+#define NXE_AUDIO_FFT_H
+
+#include <stdint.h>
+
+#include "core/core.h"
+
+/* Most factors a length can have (2^16 has 16). */
+#define NXE_FFT_MAX_STAGES 32
+
+typedef struct nxe_fft_stage {
+    int32_t radix;  /* p */
+    int32_t span;   /* m: the sub-transform length before this stage */
+    float *twiddle; /* [radix - 1][span] real then imaginary parts: W_{m p}^{q k} */
+} nxe_fft_stage;
+
+typedef struct nxe_real_fft {
+    int32_t n_fft;    /* real samples per frame */
+    int32_t size;     /* complex transform length: n_fft / 2 when even, n_fft when odd */
+    int32_t num_bins; /* n_fft / 2 + 1 */
+    int32_t num_stages;
+    nxe_fft_stage stages[NXE_FFT_MAX_STAGES];
+    int32_t max_generic_radix; /* largest factor without a butterfly of its own, 0 if none */
+    float *window;             /* [n_fft] periodic Hann */
+    float *split_twiddle;      /* [2][num_bins] e^{-2 pi i k / n_fft}, even n_fft only */
+    float *work;               /* 4 * size floats: two complex arrays, real and imaginary */
+    float *generic;            /* 4 * max_generic_radix floats of butterfly scratch */
+    void *memory;              /* the one block all the arrays above live in */
+} nxe_real_fft;
+
+/* Builds the plan for frames of n_fft samples (2 <= n_fft <= NXE_AUDIO_MAX_N_FFT).
+ * NXE_ERROR_OUT_OF_MEMORY; the plan is then empty (releasing it is still safe). */
+nxe_status nxe_real_fft_init(nxe_real_fft *fft, int32_t n_fft);
+void nxe_real_fft_release(nxe_real_fft *fft);
+
+/* |X[k]|^2 for k in [0, num_bins) of the DFT of frame[j] * window[j], written to
+ * power[k * stride]. */
+void nxe_real_fft_power(nxe_real_fft *fft, const float *frame, float *power, int64_t stride);
+
+#endif
