@@ -592,21 +592,12 @@ def _is_model_name(path: str) -> bool:
     return not Path(path).exists() and known_embedding_model(path)
 
 
-# Speech models known by name, when nxe.bake_whisper does not say which it knows.
-ASR_MODEL_NAMES = ("whisper-base", "openai/whisper-base")
-
-
 def is_asr_model_name(path: str) -> bool:
     """A speech model's path that is a name to resolve ("whisper-base"): not a file, and a
     name nxe.bake_whisper knows."""
-    if Path(path).exists():
-        return False
-    try:
-        from . import bake_whisper
-    except ImportError:
-        return False
-    known = getattr(bake_whisper, "known_asr_model", None)
-    return bool(known(path)) if known is not None else path in ASR_MODEL_NAMES
+    from .bake_whisper import known_whisper_model
+
+    return not Path(path).exists() and known_whisper_model(path)
 
 
 def _is_builtin_model(name: str) -> bool:
