@@ -446,3 +446,27 @@ def test_threads_do_not_share_state(transcriber, wavs):
         thread.join()
     for index in (5, 6):
         assert wer(wavs[index][0], results[index]) <= MAX_WER
+
+
+# -- the config kind and `nxe serve --model`
+
+
+def test_config_kind_asr_takes_a_whisper_name(tmp_path, monkeypatch):
+    from nxe.cli_serve import _model_entry
+    from nxe.config import ConfigError, parse_config
+
+    monkeypatch.chdir(tmp_path)  # no file named like the model beside the test
+    config = parse_config('[[models]]\nname = "speech"\nkind = "asr"\npath = "whisper-base"\n'
+                          '[models.options]\nprecision = "int8"\nnum_threads = 2\n')
+    (model,) = config.models
+    assert (model.kind, model.path, dict(model.options)) == \
+        ("asr", "whisper-base", {"precision": "int8", "num_threads": 2})
+    with pytest.raises(ConfigError) as caught:
+        parse_config('[[models]]\nname = "speech"\nkind = "asr"\npath = "whisper-huge"\n'
+                     '[models.options]\nprecision = "fp8"\nbeam = 3\n')
+    message = str(caught.value)
+    assert "no such file" in message and "precision" in message and "beam" in message
+    entry = _model_entry("whisper-base")
+    assert (entry.name, entry.kind, entry.path) == ("whisper-base", "asr", "whisper-base")
+    named = _model_entry("stt=whisper-base")
+    assert (named.name, named.kind) == ("stt", "asr")
