@@ -3,7 +3,7 @@
 Runs at build time (a meson custom_target) and writes one C file of constant tables:
   - per code point, two-level (a block index, then 128-entry blocks shared between equal
     blocks): flags (control, whitespace, punctuation, nonspacing mark, has a lowercase
-    mapping, has a canonical decomposition) and the canonical combining class;
+    mapping, has a canonical decomposition, letter, number) and the canonical combining class;
   - sorted code point lists with their full lowercase mapping and full canonical decomposition
     (Hangul syllables are left to the algorithm in csrc/text/unicode.c).
 
@@ -11,7 +11,8 @@ The properties are what the `tokenizers` package's BERT components use: a contro
 one of general category Cc, Cf or Co other than tab, newline and carriage return; whitespace is
 Unicode's White_Space (str.isspace less U+001C..U+001F, which Python alone counts); punctuation
 is ASCII punctuation or general category P*; a nonspacing mark is category Mn; the lowercase
-mapping is the per-character full mapping (no final-sigma context).
+mapping is the per-character full mapping (no final-sigma context). Letters (general category
+L*) and numbers (N*) are what the byte-level BPE pre-tokenizer's pattern calls \\p{L} and \\p{N}.
 
 `tokenizers` takes these facts from Rust crates built on other Unicode versions than this
 Python's (its category and normalization crates are older, Rust's own case mapping is newer).
@@ -39,8 +40,9 @@ BLOCK = 128
 
 CONTROL, WHITESPACE, PUNCTUATION, NONSPACING_MARK, HAS_LOWER, HAS_DECOMPOSITION = (
     1, 2, 4, 8, 16, 32)
+LETTER, NUMBER = 64, 128
 FLAG_NAMES = {"control": CONTROL, "whitespace": WHITESPACE, "punctuation": PUNCTUATION,
-              "nonspacing_mark": NONSPACING_MARK}
+              "nonspacing_mark": NONSPACING_MARK, "letter": LETTER, "number": NUMBER}
 HANGUL_FIRST, HANGUL_LAST = 0xAC00, 0xD7A3
 ASCII_PUNCTUATION = {ord(c) for c in string.punctuation}
 
@@ -61,6 +63,10 @@ def base_flags(cp: int) -> int:
         flags |= PUNCTUATION
     if category == "Mn":
         flags |= NONSPACING_MARK
+    if category.startswith("L"):
+        flags |= LETTER
+    if category.startswith("N"):
+        flags |= NUMBER
     return flags
 
 

@@ -112,6 +112,8 @@ struct nxe_engine_request {
     /* Written by the worker during its batch, read after finished. */
     bool failed;        /* nxe_engine_batch_fail */
     bool observed_stop; /* the kind saw nxe_engine_batch_cancelled return nonzero */
+    /* The kind's nxe_engine_batch_set_progress: the bits of a double, 0..1. */
+    atomic_uint_fast64_t progress;
     nxe_status status;
     char error[NXE_ENGINE_ERROR_CAPACITY];
     nxe_engine_io *outputs;
@@ -1168,6 +1170,8 @@ NXE_API nxe_status nxe_engine_create(const nxe_engine_options *options, nxe_engi
     status = nxe_tensor_kind_register(engine);
     if (status == NXE_OK)
         status = nxe_embedding_kind_register(engine);
+    if (status == NXE_OK)
+        status = nxe_asr_kind_register(engine);
     if (status != NXE_OK) {
         engine_free(engine);
         return status;
@@ -1962,6 +1966,43 @@ NXE_API nxe_status nxe_engine_batch_fail(nxe_engine_batch *batch, int32_t reques
     r->status = status;
     snprintf(r->error, sizeof r->error, "%s",
              message && message[0] ? message : "the kind failed it");
+    return NXE_OK;
+}
+
+NXE_API nxe_status nxe_engine_batch_set_progress(nxe_engine_batch *batch, int32_t request,
+                                                 double fraction)
+{
+    const char *where = "nxe_engine_batch_set_progress";
+    if (!batch)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: batch is NULL", where);
+    nxe_engine_request *r = batch_request(batch, request);
+    if (!r)
+        return nxe_error(NXE_ERROR_NOT_FOUND, "%s: request %d is out of range (batch of %d)", where,
+                         request, batch->count);
+    if (!(fraction >= 0.0 && fraction <= 1.0))
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: fraction %g is not in [0, 1]", where,
+                         fraction);
+    uint64_t bits;
+    memcpy(&bits, &fraction, sizeof bits);
+    atomic_store(&r->progress, bits);
+    return NXE_OK;
+}
+
+NXE_API nxe_status nxe_engine_request_progress(const nxe_engine_request *request,
+                                               double *fraction)
+{
+    if (fraction)
+        *fraction = 0.0;
+    if (!request || !fraction)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_engine_request_progress: %s is NULL",
+                         request ? "fraction" : "request");
+    nxe_engine_request *r = (nxe_engine_request *)request;
+    if (nxe_engine_request_status(request) == NXE_OK) {
+        *fraction = 1.0;
+        return NXE_OK;
+    }
+    uint64_t bits = atomic_load(&r->progress);
+    memcpy(fraction, &bits, sizeof bits);
     return NXE_OK;
 }
 

@@ -1,5 +1,5 @@
 /* engine_internal.h — what the engine (engine.c) and its built-in kinds (tensor_kind.c,
- * embedding_kind.c) share.
+ * embedding_kind.c, asr_kind.c) share.
  * Internal; the kind sees the engine only through the public batch accessors. */
 #ifndef NXE_ENGINE_INTERNAL_H
 #define NXE_ENGINE_INTERNAL_H
@@ -27,5 +27,7 @@ nxe_status nxe_engine_parse_int(const char *what, const char *key, const char *v
 nxe_status nxe_tensor_kind_register(nxe_engine *engine);
 /* Registers the kind "embedding" in a new engine (nxe_engine_create does it). */
 nxe_status nxe_embedding_kind_register(nxe_engine *engine);
+/* Registers the kind "asr" in a new engine (nxe_engine_create does it). */
+nxe_status nxe_asr_kind_register(nxe_engine *engine);
 
 #endif

@@ -1,7 +1,10 @@
-/* tokenizer.c — nxe_tokenizer.h: BERT-family WordPiece tokenization equal to the `tokenizers`
- * package's (added tokens, BertNormalizer, BertPreTokenizer, WordPiece, the template around one
- * sequence, truncation, padding). The tokenizer is immutable after creation; each encode call
- * works in buffers of its own, so any number of threads may share one. */
+/* tokenizer.c — nxe_tokenizer.h: tokenization equal to the `tokenizers` package's: BERT-family
+ * WordPiece (added tokens, BertNormalizer, BertPreTokenizer, WordPiece) and byte-level BPE
+ * (ByteLevel pre-tokenizer with GPT-2's split pattern, BPE merges by rank), the template around
+ * one sequence, truncation, padding, and decoding (ByteLevel and WordPiece decoders). The
+ * tokenizer is immutable after creation; each encode or decode call works in buffers of its
+ * own, so any number of threads may share one. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +19,17 @@
 #define TOK_MAX_TOKEN_BYTES 1024
 #define TOK_MAX_TEMPLATE 64
 #define TOK_MAX_ADDED 65536
+#define TOK_MAX_MERGES 16777216
+
+enum { MODEL_WORD_PIECE, MODEL_BPE };
+enum { DECODER_NONE, DECODER_BYTE_LEVEL, DECODER_WORD_PIECE, DECODER_OTHER };
+
+/* One BPE merge: the pair (left, right) of ids, its rank (the earlier the merge, the lower) and
+ * the id of the merged token. key 0 is an empty slot. */
+typedef struct merge_slot {
+    uint64_t key;
+    int32_t rank, id;
+} merge_slot;
 
 typedef struct vocab_entry {
     uint32_t offset, size; /* in the tokenizer's pool */
@@ -26,6 +40,7 @@ typedef struct added_token {
     uint32_t offset, size; /* content, in the pool */
     int32_t id;
     bool lstrip, rstrip;
+    bool special;                  /* left out by NXE_DECODE_SKIP_SPECIAL */
     bool normalized;               /* matched in the normalized text, as normalized content */
     int32_t cps_offset, cps_count; /* that content's code points, in normalized_cps */
 } added_token;
@@ -63,6 +78,24 @@ struct nxe_tokenizer {
     int32_t truncation_max_length; /* 0: none */
     bool truncate_left;
     int32_t pad_id, pad_type_id;
+
+    int model; /* MODEL_* */
+    /* Byte-level BPE: the ByteLevel pre-tokenizer's options, the ByteLevel post-processor's
+     * offset trimming, the id of each byte's one-character token (-1: none), the merges. */
+    bool byte_level, add_prefix_space, use_regex;
+    bool trim_offsets, trim_keeps_prefix_space;
+    bool fuse_unk, ignore_merges;
+    int32_t byte_ids[256];
+    merge_slot *merges;
+    uint32_t merge_mask;
+
+    int decoder; /* DECODER_* */
+    char decoder_name[65];
+    uint32_t decoder_prefix_offset, decoder_prefix_size;
+    bool decoder_cleanup;
+    int32_t *id_vocab; /* per id: its vocabulary entry, -1 none */
+    int32_t *id_added; /* per id: its added token, -1 none */
+    uint8_t *id_special;
 };
 
 /* ---- vocabulary ---- */
@@ -252,14 +285,25 @@ static nxe_status read_pre_tokenizer(nxe_tokenizer *t, const nxe_json_value *p)
     const char *type = json_type_name(p, NULL);
     if (!type)
         return nxe_error(NXE_ERROR_FORMAT, "tokenizer.json: pre_tokenizer.type must be a string");
+    if (strcmp(type, "ByteLevel") == 0) {
+        nxe_status status;
+        if ((status = json_flag(p, "add_prefix_space", "pre_tokenizer", true,
+                                &t->add_prefix_space)) != NXE_OK ||
+            (status = json_flag(p, "use_regex", "pre_tokenizer", true, &t->use_regex)) != NXE_OK)
+            return status;
+        t->byte_level = true;
+        return NXE_OK;
+    }
     if (strcmp(type, "BertPreTokenizer") != 0)
         return nxe_error(NXE_ERROR_UNSUPPORTED,
                          "tokenizer.json: the pre-tokenizer \"%.64s\" is not supported (only "
-                         "BertPreTokenizer)",
+                         "BertPreTokenizer and ByteLevel)",
                          type);
     t->pre_tokenize = true;
     return NXE_OK;
 }
+
+static nxe_status read_bpe_model(nxe_tokenizer *t, const nxe_json_value *m);
 
 static nxe_status read_model(nxe_tokenizer *t, const nxe_json_value *m)
 {
@@ -268,9 +312,12 @@ static nxe_status read_model(nxe_tokenizer *t, const nxe_json_value *m)
     const char *type = json_type_name(m, NULL);
     if (!type)
         return nxe_error(NXE_ERROR_FORMAT, "tokenizer.json: model.type must be a string");
+    if (strcmp(type, "BPE") == 0)
+        return read_bpe_model(t, m);
     if (strcmp(type, "WordPiece") != 0)
         return nxe_error(NXE_ERROR_UNSUPPORTED,
-                         "tokenizer.json: the model \"%.64s\" is not supported (only WordPiece)",
+                         "tokenizer.json: the model \"%.64s\" is not supported (only WordPiece "
+                         "and BPE)",
                          type);
     const nxe_json_value *vocab = nxe_json_get(m, "vocab");
     if (nxe_json_kind(vocab) != NXE_JSON_OBJECT)
@@ -310,6 +357,291 @@ static nxe_status read_model(nxe_tokenizer *t, const nxe_json_value *m)
                  NXE_OK)
         return status;
     t->max_input_chars_per_word = (int32_t)max_chars;
+    return NXE_OK;
+}
+
+/* ---- byte-level BPE: the model ---- */
+
+/* The character GPT-2's byte-level alphabet writes for byte b: printable Latin-1 bytes stand for
+ * themselves, the others for 256 + their rank among the others. */
+static uint32_t byte_char(uint32_t b)
+{
+    if ((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF))
+        return b;
+    uint32_t rank = 0;
+    for (uint32_t k = 0; k < b; k++)
+        if (!((k >= 0x21 && k <= 0x7E) || (k >= 0xA1 && k <= 0xAC) || (k >= 0xAE && k <= 0xFF)))
+            rank++;
+    return 256 + rank;
+}
+
+/* The byte a byte-level character stands for, or -1. */
+static int32_t char_byte(uint32_t cp)
+{
+    static int16_t table[324];
+    static int ready; /* benign: every thread writes the same values */
+    if (!ready) {
+        for (uint32_t c = 0; c < 324; c++)
+            table[c] = -1;
+        for (uint32_t b = 0; b < 256; b++)
+            table[byte_char(b)] = (int16_t)b;
+        ready = 1;
+    }
+    return cp < 324 ? table[cp] : -1;
+}
+
+static uint64_t merge_key(int32_t left, int32_t right)
+{
+    return ((uint64_t)(uint32_t)left + 1) << 32 | (uint32_t)right;
+}
+
+static uint32_t merge_hash(uint64_t key)
+{
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdull;
+    key ^= key >> 33;
+    return (uint32_t)key;
+}
+
+static const merge_slot *merge_find(const nxe_tokenizer *t, int32_t left, int32_t right)
+{
+    uint64_t key = merge_key(left, right);
+    for (uint32_t i = merge_hash(key) & t->merge_mask;; i = (i + 1) & t->merge_mask) {
+        const merge_slot *m = &t->merges[i];
+        if (m->key == key)
+            return m;
+        if (!m->key)
+            return NULL;
+    }
+}
+
+/* The id of a vocabulary token, with a message naming it when the vocabulary lacks it. */
+static nxe_status merge_token(const nxe_tokenizer *t, const char *token, size_t size, int32_t i,
+                              int32_t *id)
+{
+    *id = vocab_find(t, "", 0, token, size);
+    if (*id < 0)
+        return nxe_error(
+            NXE_ERROR_FORMAT,
+            "tokenizer.json: model.merges[%d] uses the token \"%.*s\", which is not in "
+            "the vocabulary",
+            i, (int)(size > 64 ? 64 : size), token);
+    return NXE_OK;
+}
+
+static nxe_status read_merges(nxe_tokenizer *t, const nxe_json_value *merges)
+{
+    if (nxe_json_kind(merges) != NXE_JSON_ARRAY)
+        return nxe_error(NXE_ERROR_FORMAT, "tokenizer.json: model.merges must be an array");
+    int32_t count = nxe_json_count(merges);
+    if (count > TOK_MAX_MERGES)
+        return nxe_error(NXE_ERROR_FORMAT, "tokenizer.json: more than %d model.merges",
+                         TOK_MAX_MERGES);
+    uint32_t mask = 1023;
+    while ((uint32_t)count * 2 > mask)
+        mask = mask * 2 + 1;
+    t->merges = calloc((size_t)mask + 1, sizeof *t->merges);
+    if (!t->merges)
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "tokenizer: out of memory");
+    t->merge_mask = mask;
+    char joined[2 * TOK_MAX_TOKEN_BYTES];
+    for (int32_t i = 0; i < count; i++) {
+        const nxe_json_value *m = nxe_json_item(merges, i);
+        const char *left, *right;
+        size_t left_size, right_size;
+        if (nxe_json_kind(m) == NXE_JSON_STRING) {
+            /* "left right": exactly one space. */
+            size_t size;
+            const char *text = nxe_json_string(m, &size);
+            const char *space = memchr(text, ' ', size);
+            if (!space || memchr(space + 1, ' ', size - (size_t)(space - text) - 1))
+                return nxe_error(NXE_ERROR_FORMAT,
+                                 "tokenizer.json: model.merges[%d] must be two tokens separated "
+                                 "by one space",
+                                 i);
+            left = text, left_size = (size_t)(space - text);
+            right = space + 1, right_size = size - left_size - 1;
+        } else {
+            left = nxe_json_string(nxe_json_item(m, 0), &left_size);
+            right = nxe_json_string(nxe_json_item(m, 1), &right_size);
+            if (nxe_json_kind(m) != NXE_JSON_ARRAY || nxe_json_count(m) != 2 || !left || !right)
+                return nxe_error(NXE_ERROR_FORMAT,
+                                 "tokenizer.json: model.merges[%d] must be \"left right\" or "
+                                 "[left, right]",
+                                 i);
+        }
+        int32_t a, b, merged;
+        nxe_status status;
+        if ((status = merge_token(t, left, left_size, i, &a)) != NXE_OK ||
+            (status = merge_token(t, right, right_size, i, &b)) != NXE_OK)
+            return status;
+        if (left_size + right_size > sizeof joined)
+            return nxe_error(NXE_ERROR_FORMAT, "tokenizer.json: model.merges[%d] is too long", i);
+        memcpy(joined, left, left_size);
+        memcpy(joined + left_size, right, right_size);
+        if ((status = merge_token(t, joined, left_size + right_size, i, &merged)) != NXE_OK)
+            return status;
+        /* A repeated pair takes its last rank, as `tokenizers` does. */
+        uint64_t key = merge_key(a, b);
+        uint32_t k = merge_hash(key) & mask;
+        while (t->merges[k].key && t->merges[k].key != key)
+            k = (k + 1) & mask;
+        t->merges[k] = (merge_slot){key, i, merged};
+    }
+    return NXE_OK;
+}
+
+/* An optional string member that must be empty (or null) for this library. */
+static nxe_status require_empty(const nxe_json_value *m, const char *key)
+{
+    const nxe_json_value *v = nxe_json_get(m, key);
+    size_t size = 0;
+    if (!v || nxe_json_kind(v) == NXE_JSON_NULL)
+        return NXE_OK;
+    if (!nxe_json_string(v, &size))
+        return nxe_error(NXE_ERROR_FORMAT, "tokenizer.json: model.%s must be a string or null",
+                         key);
+    if (size)
+        return nxe_error(NXE_ERROR_UNSUPPORTED,
+                         "tokenizer.json: a BPE model.%s is not supported (only empty)", key);
+    return NXE_OK;
+}
+
+static nxe_status read_bpe_model(nxe_tokenizer *t, const nxe_json_value *m)
+{
+    t->model = MODEL_BPE;
+    t->unk_id = -1;
+    const nxe_json_value *vocab = nxe_json_get(m, "vocab");
+    if (nxe_json_kind(vocab) != NXE_JSON_OBJECT)
+        return nxe_error(NXE_ERROR_FORMAT, "tokenizer.json: model.vocab must be an object");
+    nxe_status status;
+    for (int32_t i = 0; i < nxe_json_count(vocab); i++) {
+        const char *token;
+        size_t size;
+        int64_t id = 0;
+        const nxe_json_value *v = nxe_json_member(vocab, i, &token, &size);
+        if ((status = json_int(v, "a model.vocab id", 0, INT32_MAX - 1, &id)) != NXE_OK ||
+            (status = vocab_add(t, token, size, (int32_t)id)) != NXE_OK)
+            return status;
+    }
+    bool byte_fallback = false;
+    if ((status = require_empty(m, "continuing_subword_prefix")) != NXE_OK ||
+        (status = require_empty(m, "end_of_word_suffix")) != NXE_OK ||
+        (status = json_flag(m, "fuse_unk", "model", false, &t->fuse_unk)) != NXE_OK ||
+        (status = json_flag(m, "ignore_merges", "model", false, &t->ignore_merges)) != NXE_OK ||
+        (status = json_flag(m, "byte_fallback", "model", false, &byte_fallback)) != NXE_OK)
+        return status;
+    if (byte_fallback)
+        return nxe_error(NXE_ERROR_UNSUPPORTED,
+                         "tokenizer.json: a BPE model with byte_fallback is not supported");
+    const nxe_json_value *dropout = nxe_json_get(m, "dropout");
+    double p = 0;
+    if (dropout && nxe_json_kind(dropout) != NXE_JSON_NULL &&
+        (!nxe_json_number(dropout, &p) || p != 0))
+        return nxe_error(NXE_ERROR_UNSUPPORTED,
+                         "tokenizer.json: a BPE model.dropout is not supported (only null)");
+    const nxe_json_value *unk = nxe_json_get(m, "unk_token");
+    if (unk && nxe_json_kind(unk) != NXE_JSON_NULL) {
+        size_t size;
+        const char *name = nxe_json_string(unk, &size);
+        if (!name)
+            return nxe_error(NXE_ERROR_FORMAT,
+                             "tokenizer.json: model.unk_token must be a string or null");
+        t->unk_id = vocab_find(t, "", 0, name, size);
+        if (t->unk_id < 0)
+            return nxe_error(NXE_ERROR_FORMAT,
+                             "tokenizer.json: model.unk_token \"%.*s\" is not in the vocabulary",
+                             (int)(size > 64 ? 64 : size), name);
+    }
+    for (uint32_t b = 0; b < 256; b++) {
+        char c[4];
+        size_t n = nxe_utf8_encode(byte_char(b), c);
+        t->byte_ids[b] = vocab_find(t, "", 0, c, n);
+    }
+    return read_merges(t, nxe_json_get(m, "merges"));
+}
+
+/* The decoder decode uses; one this library lacks fails only decode, not creation. */
+static nxe_status read_decoder(nxe_tokenizer *t, const nxe_json_value *d)
+{
+    if (!d || nxe_json_kind(d) == NXE_JSON_NULL) {
+        t->decoder = DECODER_NONE;
+        return NXE_OK;
+    }
+    const char *type = json_type_name(d, NULL);
+    if (nxe_json_kind(d) != NXE_JSON_OBJECT || !type)
+        return nxe_error(NXE_ERROR_FORMAT,
+                         "tokenizer.json: decoder must be null or an object with a string type");
+    if (strcmp(type, "ByteLevel") == 0) {
+        t->decoder = DECODER_BYTE_LEVEL;
+        return NXE_OK;
+    }
+    if (strcmp(type, "WordPiece") == 0) {
+        size_t size = 2;
+        const nxe_json_value *v = nxe_json_get(d, "prefix");
+        const char *prefix = v ? nxe_json_string(v, &size) : "##";
+        if (!prefix || size > TOK_MAX_TOKEN_BYTES)
+            return nxe_error(NXE_ERROR_FORMAT, "tokenizer.json: decoder.prefix must be a string "
+                                               "of at most 1024 bytes");
+        nxe_status status = pool_add(t, prefix, size, &t->decoder_prefix_offset);
+        if (status == NXE_OK)
+            status = json_flag(d, "cleanup", "decoder", true, &t->decoder_cleanup);
+        t->decoder_prefix_size = (uint32_t)size;
+        t->decoder = DECODER_WORD_PIECE;
+        return status;
+    }
+    t->decoder = DECODER_OTHER;
+    snprintf(t->decoder_name, sizeof t->decoder_name, "%s", type);
+    return NXE_OK;
+}
+
+/* Which components go together, and the per-id tables decode reads. */
+static nxe_status finish(nxe_tokenizer *t)
+{
+    if (t->model == MODEL_BPE && (!t->byte_level || t->normalize))
+        return nxe_error(NXE_ERROR_UNSUPPORTED,
+                         "tokenizer.json: a BPE model is supported with the ByteLevel "
+                         "pre-tokenizer and no normalizer only");
+    if (t->model == MODEL_WORD_PIECE && t->byte_level)
+        return nxe_error(
+            NXE_ERROR_UNSUPPORTED,
+            "tokenizer.json: the ByteLevel pre-tokenizer is supported with a BPE model "
+            "only");
+    size_t n = t->vocab_size > 0 ? (size_t)t->vocab_size : 1;
+    t->id_vocab = malloc(n * sizeof(int32_t));
+    t->id_added = malloc(n * sizeof(int32_t));
+    t->id_special = calloc(n, 1);
+    if (!t->id_vocab || !t->id_added || !t->id_special)
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "tokenizer: out of memory");
+    for (size_t i = 0; i < n; i++)
+        t->id_vocab[i] = t->id_added[i] = -1;
+    for (int32_t k = 0; k < t->vocab_count; k++)
+        t->id_vocab[t->vocab[k].id] = k;
+    /* An id's token is its added token's first (the first of them in the file), then its
+     * vocabulary token's; the token is special when a special added token has that text. */
+    for (int32_t k = t->added_count - 1; k >= 0; k--)
+        t->id_added[t->added[k].id] = k;
+    for (int32_t k = 0; k < t->added_count; k++) {
+        const added_token *a = &t->added[k];
+        if (!a->special)
+            continue;
+        if (t->id_added[a->id] == k)
+            t->id_special[a->id] = 1;
+        int32_t id = vocab_find(t, "", 0, t->pool + a->offset, a->size);
+        if (id >= 0 && t->id_added[id] < 0)
+            t->id_special[id] = 1;
+    }
+    for (int32_t id = 0; id < t->vocab_size; id++) {
+        int32_t k = t->id_added[id];
+        if (k >= 0 && !t->added[k].special && !t->id_special[id]) {
+            /* A non-special added token whose text a special one also has. */
+            for (int32_t j = 0; j < t->added_count; j++)
+                if (t->added[j].special && t->added[j].size == t->added[k].size &&
+                    memcmp(t->pool + t->added[j].offset, t->pool + t->added[k].offset,
+                           t->added[k].size) == 0)
+                    t->id_special[id] = 1;
+        }
+    }
     return NXE_OK;
 }
 
@@ -363,6 +695,7 @@ static nxe_status read_added_tokens(nxe_tokenizer *t, const nxe_json_value *list
         at->id = (int32_t)id;
         at->lstrip = lstrip;
         at->rstrip = rstrip;
+        at->special = special;
         if (normalized && (status = normalize_added(t, at)) != NXE_OK)
             return status;
         if (at->id >= t->vocab_size)
@@ -477,9 +810,17 @@ static nxe_status read_post_processor(nxe_tokenizer *t, const nxe_json_value *p)
         return read_template(t, p);
     if (strcmp(type, "BertProcessing") == 0)
         return read_bert_processing(t, p);
+    if (strcmp(type, "ByteLevel") == 0) {
+        /* No special tokens; the offsets of tokens leave out their leading and trailing spaces. */
+        nxe_status status = json_flag(p, "trim_offsets", "post_processor", true, &t->trim_offsets);
+        if (status == NXE_OK)
+            status = json_flag(p, "add_prefix_space", "post_processor", true,
+                               &t->trim_keeps_prefix_space);
+        return status;
+    }
     return nxe_error(NXE_ERROR_UNSUPPORTED,
                      "tokenizer.json: the post-processor \"%.64s\" is not supported (only "
-                     "TemplateProcessing and BertProcessing)",
+                     "TemplateProcessing, BertProcessing and ByteLevel)",
                      type);
 }
 
@@ -585,7 +926,11 @@ NXE_API nxe_status nxe_tokenizer_create(const char *json, size_t size, nxe_token
     if (status == NXE_OK)
         status = read_truncation_padding(t, root);
     if (status == NXE_OK)
+        status = read_decoder(t, nxe_json_get(root, "decoder"));
+    if (status == NXE_OK)
         status = check_special_ids(t);
+    if (status == NXE_OK)
+        status = finish(t);
     nxe_json_free(doc);
     if (status != NXE_OK) {
         nxe_tokenizer_release(t);
@@ -677,6 +1022,17 @@ NXE_API nxe_status nxe_tokenizer_create_from_vocab(const char *vocab, size_t siz
     t->pre_tokenize = true;
     t->before[t->before_count++] = (special_piece){ids[1], 0};
     t->after[t->after_count++] = (special_piece){ids[2], 0};
+    /* BertWordPieceTokenizer's decoder: WordPiece with "##" and cleanup. */
+    for (int32_t k = 0; k < t->added_count; k++)
+        t->added[k].special = true;
+    t->decoder = DECODER_WORD_PIECE;
+    t->decoder_prefix_offset = t->prefix_offset;
+    t->decoder_prefix_size = 2;
+    t->decoder_cleanup = true;
+    if ((status = finish(t)) != NXE_OK) {
+        nxe_tokenizer_release(t);
+        return status;
+    }
     *out = t;
     return NXE_OK;
 }
@@ -690,6 +1046,10 @@ NXE_API void nxe_tokenizer_release(nxe_tokenizer *t)
     free(t->slots);
     free(t->added);
     nxe_free(t->normalized_cps);
+    free(t->merges);
+    free(t->id_vocab);
+    free(t->id_added);
+    free(t->id_special);
     free(t);
 }
 
@@ -737,6 +1097,13 @@ typedef struct encode_state {
     int32_t word_capacity;
     int32_t *word_bytes; /* byte offset of each char of the word, then its end */
     int32_t word_bytes_capacity;
+    unsigned char *piece; /* byte-level BPE: the bytes of one piece */
+    int64_t *piece_from;  /* per byte: the input bytes of its character */
+    int32_t piece_capacity;
+    struct bpe_symbol *symbols;
+    int32_t symbols_capacity;
+    struct bpe_merge *heap;
+    int32_t heap_count, heap_capacity;
 } encode_state;
 
 static nxe_status oom(void)
@@ -927,9 +1294,259 @@ static nxe_status word_piece(const nxe_tokenizer *t, encode_state *s, int32_t fi
     return NXE_OK;
 }
 
+static const char *id_token(const nxe_tokenizer *t, int32_t id, size_t *size);
+
+/* ---- byte-level BPE: encoding ---- */
+
+typedef struct bpe_symbol {
+    int32_t id, prev, next, start, len; /* len 0: merged into the symbol before */
+} bpe_symbol;
+
+typedef struct bpe_merge {
+    int32_t rank, pos, id;
+} bpe_merge;
+
+static bool merge_before(const bpe_merge *a, const bpe_merge *b)
+{
+    return a->rank != b->rank ? a->rank < b->rank : a->pos < b->pos;
+}
+
+static nxe_status heap_push(encode_state *s, const nxe_tokenizer *t, int32_t pos, int32_t left,
+                            int32_t right)
+{
+    const merge_slot *m = merge_find(t, left, right);
+    if (!m)
+        return NXE_OK;
+    if (s->heap_count == s->heap_capacity &&
+        nxe_grow_array((void **)&s->heap, &s->heap_capacity, s->heap_count + 1,
+                       sizeof(bpe_merge)) != NXE_OK)
+        return oom();
+    bpe_merge item = {m->rank, pos, m->id};
+    int32_t i = s->heap_count++;
+    while (i > 0 && merge_before(&item, &s->heap[(i - 1) / 2])) {
+        s->heap[i] = s->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    s->heap[i] = item;
+    return NXE_OK;
+}
+
+static bpe_merge heap_pop(encode_state *s)
+{
+    bpe_merge top = s->heap[0], last = s->heap[--s->heap_count];
+    int32_t i = 0, n = s->heap_count;
+    for (;;) {
+        int32_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && merge_before(&s->heap[c + 1], &s->heap[c]))
+            c++;
+        if (!merge_before(&s->heap[c], &last))
+            break;
+        s->heap[i] = s->heap[c];
+        i = c;
+    }
+    if (n > 0)
+        s->heap[i] = last;
+    return top;
+}
+
+/* BPE over the piece s->piece[0 .. n) (bytes, each one byte-level character), byte k of which
+ * came from input bytes [s->piece_from[2k], s->piece_from[2k + 1]). */
+static nxe_status bpe_piece(const nxe_tokenizer *t, encode_state *s, int32_t n)
+{
+    nxe_status status;
+    if (t->ignore_merges) {
+        /* The whole piece, when the vocabulary has it, as its characters spell it. */
+        if (s->word_capacity < 2 * n + 1) {
+            int32_t capacity = s->word_capacity;
+            if (nxe_grow_array((void **)&s->word, &capacity, 2 * n + 1, 1) != NXE_OK)
+                return oom();
+            s->word_capacity = capacity;
+        }
+        size_t size = 0;
+        for (int32_t k = 0; k < n; k++)
+            size += nxe_utf8_encode(byte_char(s->piece[k]), s->word + size);
+        int32_t id = vocab_find(t, "", 0, s->word, size);
+        if (id >= 0)
+            return push_token(s, id, s->piece_from[0], s->piece_from[2 * n - 1]);
+    }
+    if (s->symbols_capacity < n &&
+        nxe_grow_array((void **)&s->symbols, &s->symbols_capacity, n, sizeof(bpe_symbol)) != NXE_OK)
+        return oom();
+    int32_t count = 0;
+    bool pending_unk = false;
+    for (int32_t k = 0; k < n; k++) {
+        int32_t id = t->byte_ids[s->piece[k]];
+        if (id < 0) {
+            /* A byte the vocabulary lacks: the unknown token (one for a run of them with
+             * fuse_unk), or nothing without one. */
+            if (t->unk_id < 0)
+                continue;
+            if (pending_unk && t->fuse_unk) {
+                s->symbols[count - 1].len++;
+                continue;
+            }
+            id = t->unk_id;
+            pending_unk = true;
+        } else {
+            pending_unk = false;
+        }
+        s->symbols[count] = (bpe_symbol){id, count - 1, count + 1, k, 1};
+        count++;
+    }
+    if (count == 0)
+        return NXE_OK;
+    s->symbols[count - 1].next = -1;
+    s->heap_count = 0;
+    for (int32_t i = 0; i + 1 < count; i++)
+        if ((status = heap_push(s, t, i, s->symbols[i].id, s->symbols[i + 1].id)) != NXE_OK)
+            return status;
+    /* The lowest-ranked pair first, the leftmost of equal ones; entries whose pair a merge
+     * changed since are stale and skipped. */
+    while (s->heap_count > 0) {
+        bpe_merge top = heap_pop(s);
+        bpe_symbol *a = &s->symbols[top.pos];
+        if (a->len == 0 || a->next < 0)
+            continue;
+        bpe_symbol *b = &s->symbols[a->next];
+        const merge_slot *m = merge_find(t, a->id, b->id);
+        if (!m || m->id != top.id)
+            continue;
+        a->id = m->id;
+        a->len += b->len;
+        a->next = b->next;
+        b->len = 0;
+        if (a->next >= 0)
+            s->symbols[a->next].prev = top.pos;
+        if (a->prev >= 0 &&
+            (status = heap_push(s, t, a->prev, s->symbols[a->prev].id, a->id)) != NXE_OK)
+            return status;
+        if (a->next >= 0 &&
+            (status = heap_push(s, t, top.pos, a->id, s->symbols[a->next].id)) != NXE_OK)
+            return status;
+    }
+    for (int32_t i = 0; i < count; i++) {
+        const bpe_symbol *y = &s->symbols[i];
+        if (y->len > 0 &&
+            (status = push_token(s, y->id, s->piece_from[2 * y->start],
+                                 s->piece_from[2 * (y->start + y->len - 1) + 1])) != NXE_OK)
+            return status;
+    }
+    return NXE_OK;
+}
+
+/* The class of a character in GPT-2's split pattern. */
+enum { CLASS_LETTER, CLASS_NUMBER, CLASS_SPACE, CLASS_OTHER };
+
+static int char_class(uint32_t cp)
+{
+    uint32_t flags = nxe_unicode_flags(cp);
+    if (flags & NXE_UNICODE_LETTER)
+        return CLASS_LETTER;
+    if (flags & NXE_UNICODE_NUMBER)
+        return CLASS_NUMBER;
+    if (flags & NXE_UNICODE_WHITESPACE)
+        return CLASS_SPACE;
+    return CLASS_OTHER;
+}
+
+/* The end of the match of GPT-2's pattern at c[i] (i < n):
+ *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+ * tried in that order, as a backtracking engine does. Every character is a letter, a number,
+ * a space or another, so a match starts at every position. */
+static int32_t split_end(const norm_char *c, int32_t i, int32_t n)
+{
+    uint32_t cp = c[i].cp;
+    if (cp == '\'' && i + 1 < n) {
+        uint32_t a = c[i + 1].cp, b = i + 2 < n ? c[i + 2].cp : 0;
+        if (a == 's' || a == 't' || a == 'm' || a == 'd')
+            return i + 2;
+        if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l'))
+            return i + 3;
+    }
+    int32_t j = i;
+    int cls = char_class(cp);
+    if (cp == ' ' && i + 1 < n && char_class(c[i + 1].cp) != CLASS_SPACE)
+        cls = char_class(c[++j].cp);
+    if (cls != CLASS_SPACE) {
+        while (j < n && char_class(c[j].cp) == cls)
+            j++;
+        return j;
+    }
+    while (j < n && char_class(c[j].cp) == CLASS_SPACE)
+        j++;
+    /* \s+(?!\S): the run when it ends the text, else the run less its last space (when that
+     * leaves one); then \s+. */
+    return j == n || j - i < 2 ? j : j - 1;
+}
+
+/* Turns the characters c[a, b) into the bytes of a piece and BPE-encodes it. */
+static nxe_status byte_level_piece(const nxe_tokenizer *t, encode_state *s, const norm_char *c,
+                                   int32_t a, int32_t b)
+{
+    int32_t need = 4 * (b - a);
+    if (s->piece_capacity < need) {
+        int32_t capacity = s->piece_capacity;
+        if (nxe_grow_array((void **)&s->piece, &capacity, need, 1) != NXE_OK)
+            return oom();
+        int32_t from_capacity = s->piece_capacity;
+        if (nxe_grow_array((void **)&s->piece_from, &from_capacity, capacity,
+                           2 * sizeof(int64_t)) != NXE_OK)
+            return oom();
+        s->piece_capacity = capacity;
+    }
+    int32_t n = 0;
+    for (int32_t i = a; i < b; i++) {
+        size_t len = nxe_utf8_encode(c[i].cp, (char *)s->piece + n);
+        for (size_t k = 0; k < len; k++, n++) {
+            s->piece_from[2 * n] = c[i].start;
+            s->piece_from[2 * n + 1] = c[i].end;
+        }
+    }
+    return bpe_piece(t, s, n);
+}
+
+/* The ByteLevel pre-tokenizer and BPE over the characters [first, last) of s->chars: a space
+ * before them unless they start with one (add_prefix_space), split by GPT-2's pattern
+ * (use_regex), each piece through BPE. */
+static nxe_status byte_level_words(const nxe_tokenizer *t, encode_state *s, int32_t first,
+                                   int32_t last)
+{
+    if (last <= first)
+        return NXE_OK;
+    const norm_char *c = s->chars + first;
+    int32_t n = last - first;
+    if (t->add_prefix_space && c[0].cp != ' ') {
+        /* The space takes the first character's place in the input, as `tokenizers` aligns it. */
+        s->scratch_count = 0;
+        nxe_status status = push_char(&s->scratch, &s->scratch_count, &s->scratch_capacity, ' ',
+                                      c[0].start, c[0].end);
+        for (int32_t i = 0; i < n && status == NXE_OK; i++)
+            status = push_char(&s->scratch, &s->scratch_count, &s->scratch_capacity, c[i].cp,
+                               c[i].start, c[i].end);
+        if (status != NXE_OK)
+            return status;
+        c = s->scratch;
+        n = s->scratch_count;
+    }
+    if (!t->use_regex)
+        return byte_level_piece(t, s, c, 0, n);
+    for (int32_t i = 0; i < n;) {
+        int32_t j = split_end(c, i, n);
+        nxe_status status = byte_level_piece(t, s, c, i, j);
+        if (status != NXE_OK)
+            return status;
+        i = j;
+    }
+    return NXE_OK;
+}
+
 /* Pre-tokenizes and WordPiece-encodes the normalized characters [first, last). */
 static nxe_status encode_words(const nxe_tokenizer *t, encode_state *s, int32_t first, int32_t last)
 {
+    if (t->model == MODEL_BPE)
+        return byte_level_words(t, s, first, last);
     if (!t->pre_tokenize)
         return last > first ? word_piece(t, s, first, last) : NXE_OK;
     for (int32_t i = first; i < last;) {
@@ -1066,6 +1683,10 @@ static void state_free(encode_state *s)
     nxe_free(s->offsets);
     nxe_free(s->word);
     nxe_free(s->word_bytes);
+    nxe_free(s->piece);
+    nxe_free(s->piece_from);
+    nxe_free(s->symbols);
+    nxe_free(s->heap);
 }
 
 /* A normalized added token is matched as the normalizer leaves its content, in the normalized
@@ -1150,6 +1771,37 @@ static nxe_status check_options(const nxe_tokenizer_options *o, const char *wher
     return NXE_OK;
 }
 
+/* The ByteLevel post-processor's trim_offsets: a token's offsets leave out its leading and
+ * trailing spaces (byte-level spaces, U+0120, or whitespace), but the first token keeps one
+ * leading space when add_prefix_space put it there. */
+static void trim_offsets(const nxe_tokenizer *t, encode_state *s, int32_t first, int32_t count)
+{
+    for (int32_t i = 0; i < count; i++) {
+        int64_t *o = &s->offsets[2 * (first + i)];
+        size_t size;
+        const char *token = id_token(t, s->ids[first + i], &size);
+        int64_t leading = 0, trailing = 0;
+        bool lead = true;
+        for (size_t k = 0; k < size;) {
+            uint32_t cp = 0;
+            size_t len = nxe_utf8_decode((const unsigned char *)token + k, size - k, &cp);
+            k += len ? len : 1;
+            bool space = cp == 0x120 || (nxe_unicode_flags(cp) & NXE_UNICODE_WHITESPACE);
+            if (space && lead)
+                leading++;
+            lead = lead && space;
+            trailing = space ? trailing + 1 : 0;
+        }
+        if (leading > 0) {
+            if ((i == 0 || o[0] == 0) && t->trim_keeps_prefix_space && leading == 1)
+                leading = 0;
+            o[0] = o[0] + leading < o[1] ? o[0] + leading : o[1];
+        }
+        if (trailing > 0 && o[1] >= trailing)
+            o[1] = o[1] - trailing > o[0] ? o[1] - trailing : o[0];
+    }
+}
+
 static nxe_status encode_one(const nxe_tokenizer *t, const char *text, size_t size,
                              const nxe_tokenizer_options *o, nxe_encoding **out)
 {
@@ -1181,6 +1833,8 @@ static nxe_status encode_one(const nxe_tokenizer *t, const char *text, size_t si
         content = limit - num_special;
         skip = t->truncate_left ? truncated : 0;
     }
+    if (t->trim_offsets)
+        trim_offsets(t, &s, skip, content);
     int32_t length = content + num_special;
     nxe_encoding *e = encoding_new(length);
     if (!e) {
@@ -1282,4 +1936,239 @@ NXE_API void nxe_encoding_release(nxe_encoding *e)
     free(e->special_mask);
     free(e->offsets);
     free(e);
+}
+
+/* ---- decoding ---- */
+
+typedef struct text_buffer {
+    char *data;
+    size_t size, capacity;
+} text_buffer;
+
+static nxe_status buffer_put(text_buffer *b, const char *s, size_t n)
+{
+    if (b->size + n > b->capacity) {
+        size_t capacity = b->capacity ? b->capacity : 256;
+        while (capacity < b->size + n)
+            capacity *= 2;
+        char *grown = realloc(b->data, capacity);
+        if (!grown)
+            return oom();
+        b->data = grown;
+        b->capacity = capacity;
+    }
+    if (n)
+        memcpy(b->data + b->size, s, n);
+    b->size += n;
+    return NXE_OK;
+}
+
+/* Appends bytes[0, n) with every maximal subpart of an ill-formed UTF-8 sequence replaced by
+ * U+FFFD (Unicode's recommended practice, which Rust's from_utf8_lossy follows). */
+static nxe_status put_lossy_utf8(text_buffer *out, const unsigned char *u, size_t n)
+{
+    static const char replacement[3] = {(char)0xEF, (char)0xBF, (char)0xBD};
+    nxe_status status = NXE_OK;
+    for (size_t i = 0; i < n && status == NXE_OK;) {
+        unsigned char b = u[i];
+        int need = 0;
+        unsigned char lo = 0x80, hi = 0xBF;
+        if (b < 0x80) {
+            status = buffer_put(out, (const char *)u + i, 1);
+            i++;
+            continue;
+        }
+        if (b >= 0xC2 && b <= 0xDF)
+            need = 1;
+        else if (b >= 0xE0 && b <= 0xEF)
+            need = 2, lo = b == 0xE0 ? 0xA0 : 0x80, hi = b == 0xED ? 0x9F : 0xBF;
+        else if (b >= 0xF0 && b <= 0xF4)
+            need = 3, lo = b == 0xF0 ? 0x90 : 0x80, hi = b == 0xF4 ? 0x8F : 0xBF;
+        size_t j = i + 1;
+        int got = 0;
+        while (got < need && j < n && u[j] >= (got == 0 ? lo : 0x80) &&
+               u[j] <= (got == 0 ? hi : 0xBF))
+            j++, got++;
+        if (need > 0 && got == need)
+            status = buffer_put(out, (const char *)u + i, j - i);
+        else
+            status = buffer_put(out, replacement, 3);
+        i = j;
+    }
+    return status;
+}
+
+/* Appends s with every `from` replaced by `to`, left to right. */
+static nxe_status put_replaced(text_buffer *out, const char *s, size_t n, const char *from,
+                               const char *to)
+{
+    size_t from_size = strlen(from), to_size = strlen(to);
+    nxe_status status = NXE_OK;
+    size_t i = 0;
+    while (i < n && status == NXE_OK) {
+        if (n - i >= from_size && memcmp(s + i, from, from_size) == 0) {
+            status = buffer_put(out, to, to_size);
+            i += from_size;
+        } else {
+            status = buffer_put(out, s + i, 1);
+            i++;
+        }
+    }
+    return status;
+}
+
+/* tokenizers' WordPiece cleanup, in its order, on one token. */
+static nxe_status put_cleaned(text_buffer *out, const char *s, size_t n)
+{
+    static const char *const pairs[][2] = {{" .", "."},     {" ?", "?"},           {" !", "!"},
+                                           {" ,", ","},     {" ' ", "'"},          {" n't", "n't"},
+                                           {" 'm", "'m"},   {" do not", " don't"}, {" 's", "'s"},
+                                           {" 've", "'ve"}, {" 're", "'re"}};
+    text_buffer a = {0}, b = {0};
+    nxe_status status = buffer_put(&a, s, n);
+    for (size_t k = 0; k < sizeof pairs / sizeof pairs[0] && status == NXE_OK; k++) {
+        b.size = 0;
+        status = put_replaced(&b, a.data, a.size, pairs[k][0], pairs[k][1]);
+        text_buffer swap = a;
+        a = b;
+        b = swap;
+    }
+    if (status == NXE_OK)
+        status = buffer_put(out, a.data, a.size);
+    free(a.data);
+    free(b.data);
+    return status;
+}
+
+/* The text of one id's token (its added token's, else its vocabulary token's). */
+static const char *id_token(const nxe_tokenizer *t, int32_t id, size_t *size)
+{
+    int32_t k = t->id_added[id];
+    if (k >= 0) {
+        *size = t->added[k].size;
+        return t->pool + t->added[k].offset;
+    }
+    k = t->id_vocab[id];
+    *size = t->vocab[k].size;
+    return t->pool + t->vocab[k].offset;
+}
+
+static nxe_status decode_into(const nxe_tokenizer *t, const int32_t *ids, int64_t count,
+                              int32_t flags, text_buffer *out)
+{
+    text_buffer bytes = {0};
+    nxe_status status = NXE_OK;
+    int64_t emitted = 0;
+    for (int64_t i = 0; i < count && status == NXE_OK; i++) {
+        int32_t id = ids[i];
+        if ((flags & NXE_DECODE_SKIP_SPECIAL) && t->id_special[id])
+            continue;
+        size_t size;
+        const char *token = id_token(t, id, &size);
+        if (t->decoder == DECODER_BYTE_LEVEL) {
+            /* Each character back to its byte; a token with a character outside the byte-level
+             * alphabet stays as it is. */
+            size_t start = bytes.size;
+            bool all = true;
+            for (size_t k = 0; k < size && status == NXE_OK && all;) {
+                uint32_t cp = 0;
+                k += nxe_utf8_decode((const unsigned char *)token + k, size - k, &cp);
+                int32_t b = char_byte(cp);
+                if (b < 0) {
+                    all = false;
+                } else {
+                    char c = (char)b;
+                    status = buffer_put(&bytes, &c, 1);
+                }
+            }
+            if (!all) {
+                bytes.size = start;
+                status = buffer_put(&bytes, token, size);
+            }
+        } else if (t->decoder == DECODER_WORD_PIECE) {
+            const char *prefix = t->pool + t->decoder_prefix_offset;
+            size_t prefix_size = t->decoder_prefix_size;
+            text_buffer piece = {0};
+            if (emitted > 0 && size >= prefix_size && memcmp(token, prefix, prefix_size) == 0)
+                status = buffer_put(&piece, token + prefix_size, size - prefix_size);
+            else if (emitted > 0)
+                status =
+                    buffer_put(&piece, " ", 1) == NXE_OK ? buffer_put(&piece, token, size) : oom();
+            else
+                status = buffer_put(&piece, token, size);
+            if (status == NXE_OK)
+                status = t->decoder_cleanup ? put_cleaned(out, piece.data, piece.size)
+                                            : buffer_put(out, piece.data, piece.size);
+            free(piece.data);
+        } else {
+            if (emitted > 0)
+                status = buffer_put(out, " ", 1);
+            if (status == NXE_OK)
+                status = buffer_put(out, token, size);
+        }
+        emitted++;
+    }
+    if (status == NXE_OK && t->decoder == DECODER_BYTE_LEVEL)
+        status = put_lossy_utf8(out, (const unsigned char *)bytes.data, bytes.size);
+    free(bytes.data);
+    return status;
+}
+
+NXE_API nxe_status nxe_tokenizer_decode(const nxe_tokenizer *t, const int32_t *ids, int64_t count,
+                                        int32_t flags, char *out, size_t capacity, size_t *length)
+{
+    if (!length)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_tokenizer_decode: length is NULL");
+    *length = 0;
+    if (!t || count < 0 || (!ids && count > 0) || (!out && capacity > 0))
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                         "nxe_tokenizer_decode: a NULL tokenizer, ids NULL with a count of %lld, "
+                         "a negative count or out NULL with a capacity",
+                         (long long)count);
+    if (flags & ~NXE_DECODE_SKIP_SPECIAL)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_tokenizer_decode: unknown flags 0x%x",
+                         (unsigned)flags);
+    if (t->decoder == DECODER_OTHER)
+        return nxe_error(NXE_ERROR_UNSUPPORTED,
+                         "nxe_tokenizer_decode: the decoder \"%s\" of this tokenizer.json is not "
+                         "supported (only ByteLevel and WordPiece)",
+                         t->decoder_name);
+    for (int64_t i = 0; i < count; i++) {
+        int32_t id = ids[i];
+        if (id < 0 || id >= t->vocab_size || (t->id_added[id] < 0 && t->id_vocab[id] < 0))
+            return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                             "nxe_tokenizer_decode: ids[%lld] = %d names no token (the "
+                             "vocabulary has ids 0 .. %d)",
+                             (long long)i, id, t->vocab_size - 1);
+    }
+    text_buffer text = {0};
+    nxe_status status = decode_into(t, ids, count, flags, &text);
+    if (status != NXE_OK) {
+        free(text.data);
+        nxe_error_prefix("nxe_tokenizer_decode: ");
+        return status;
+    }
+    if (text.size > capacity) {
+        *length = text.size;
+        free(text.data);
+        return nxe_error(NXE_ERROR_BUFFER_TOO_SMALL,
+                         "nxe_tokenizer_decode: the text needs %zu bytes, the buffer holds %zu",
+                         *length, capacity);
+    }
+    if (text.size)
+        memcpy(out, text.data, text.size);
+    *length = text.size;
+    free(text.data);
+    return NXE_OK;
+}
+
+NXE_API nxe_status nxe_tokenizer_vocab_size(const nxe_tokenizer *t, int32_t *size)
+{
+    if (size)
+        *size = 0;
+    if (!t || !size)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                         "nxe_tokenizer_vocab_size: a NULL tokenizer or size");
+    *size = t->vocab_size;
+    return NXE_OK;
 }

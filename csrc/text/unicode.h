@@ -17,6 +17,8 @@
 #define NXE_UNICODE_NONSPACING_MARK 8u
 #define NXE_UNICODE_HAS_LOWER 16u
 #define NXE_UNICODE_HAS_DECOMPOSITION 32u
+#define NXE_UNICODE_LETTER 64u  /* general category L*: the pattern's \p{L} */
+#define NXE_UNICODE_NUMBER 128u /* general category N*: the pattern's \p{N} */
 
 /* The longest full lowercase mapping and full canonical decomposition of one code point. */
 #define NXE_UNICODE_MAX_MAPPING 8

@@ -201,6 +201,13 @@ NXE_API nxe_status nxe_engine_batch_add_output(nxe_engine_batch *batch, int32_t 
 NXE_API nxe_status nxe_engine_batch_fail(nxe_engine_batch *batch, int32_t request,
                                          nxe_status status, const char *message);
 
+/* Tells callers how far request `request` has got: `fraction` of its work, from 0 to 1 (a
+ * transcription: the audio decoded so far); nxe_engine_request_progress reads it.
+ * NXE_ERROR_INVALID_ARGUMENT (a NULL batch, a fraction outside [0, 1] or NaN),
+ * NXE_ERROR_NOT_FOUND (request out of range); the progress is then unchanged. Since 0.9. */
+NXE_API nxe_status nxe_engine_batch_set_progress(nxe_engine_batch *batch, int32_t request,
+                                                 double fraction);
+
 /* ---- Models and desired state ------------------------------------------------------------ */
 
 /* Since 0.6. */
@@ -377,6 +384,12 @@ NXE_API nxe_status nxe_engine_request_output_count(const nxe_engine_request *req
                                                    int32_t *count);
 NXE_API nxe_status nxe_engine_request_output(const nxe_engine_request *request, int32_t index,
                                              nxe_engine_io *out);
+
+/* How far the request has got, from 0 to 1, as its kind last reported it (0 when it reports
+ * nothing; 1 once the request has finished with NXE_OK). Never blocks.
+ * NXE_ERROR_INVALID_ARGUMENT (a NULL argument); *fraction is then 0. Since 0.9. */
+NXE_API nxe_status nxe_engine_request_progress(const nxe_engine_request *request,
+                                               double *fraction);
 
 /* Since 0.6. Seconds the request waited in the queue and ran (0 until finished), and the size
  * of the batch it ran in (0 if it never ran). */

@@ -1,7 +1,8 @@
 /* nxe_tokenizer.h — the text tokenizer of libnxe: what BERT-family embedding models use
- * (Hugging Face `tokenizer.json` with a WordPiece model, or a plain `vocab.txt`), turning UTF-8
- * text into token ids, attention masks and character offsets, equal to the `tokenizers`
- * package's. Plain C99; parses with pycparser after `cc -E`. Link with -lnxe.
+ * (Hugging Face `tokenizer.json` with a WordPiece model, or a plain `vocab.txt`) and what
+ * GPT-2-style and Whisper models use (tokenizer.json with a byte-level BPE model), turning UTF-8
+ * text into token ids, attention masks and character offsets, and ids back into text, equal to
+ * the `tokenizers` package's. Plain C99; parses with pycparser after `cc -E`. Link with -lnxe.
  *
  *   nxe_tokenizer *tok;
  *   if (nxe_tokenizer_create(json, json_size, &tok) != NXE_OK) puts(nxe_last_error());
@@ -19,7 +20,10 @@
  * longest match, continuing-subword prefix, the unknown token, max input chars per word), the
  * TemplateProcessing / BertProcessing post-processor (the special tokens around one sequence),
  * truncation (longest first, right side) and padding (to the longest in a batch or a fixed
- * length, right side). Added tokens (tokenizer.json's added_tokens; lstrip and rstrip
+ * length, right side). Since 0.9 also byte-level BPE: the ByteLevel pre-tokenizer (prefix space,
+ * GPT-2's split pattern, bytes as characters), the BPE model (merges by rank; unknown token,
+ * fuse_unk and ignore_merges honoured), the ByteLevel post-processor (offset trimming), and
+ * decoding (nxe_tokenizer_decode: ByteLevel and WordPiece decoders). Added tokens (tokenizer.json's added_tokens; lstrip and rstrip
  * honoured) are split out as `tokenizers` does: those not normalized from the raw text before
  * anything else (so a literal "[MASK]" in the text is that token), the normalized ones from the
  * normalized text. A tokenizer.json that asks for anything else (a single_word added token
@@ -83,9 +87,9 @@ typedef struct nxe_tokenizer_info {
     uint32_t struct_size; /* sizeof(nxe_tokenizer_info) */
     int32_t vocab_size;   /* ids are in [0, vocab_size) */
     int32_t pad_id;       /* the padding token's id, 0 when it has none */
-    int32_t unk_id;
-    int32_t max_length;  /* the truncation length tokenizer.json sets, 0 when none */
-    int32_t num_special; /* special tokens added around one sequence ([CLS] and [SEP]: 2) */
+    int32_t unk_id;       /* the unknown token's id; -1 when it has none (byte-level BPE) */
+    int32_t max_length;   /* the truncation length tokenizer.json sets, 0 when none */
+    int32_t num_special;  /* special tokens added around one sequence ([CLS] and [SEP]: 2) */
 } nxe_tokenizer_info;
 
 /* NXE_ERROR_INVALID_ARGUMENT (a NULL argument, a short struct_size). Since 0.8. */
@@ -140,6 +144,33 @@ NXE_API nxe_status nxe_tokenizer_encode_batch(const nxe_tokenizer *tokenizer,
 
 /* Releases an encoding; NULL is a no-op. Since 0.8. */
 NXE_API void nxe_encoding_release(nxe_encoding *encoding);
+
+/* Flags of nxe_tokenizer_decode. Since 0.9. */
+#define NXE_DECODE_SKIP_SPECIAL 1 /* leave out the special added tokens */
+
+/* The text of `count` token ids (`ids` may be NULL when count is 0), as `tokenizers`' decode
+ * gives it: the ByteLevel decoder (byte-level BPE: each token's characters mapped back to the
+ * bytes they stand for, all concatenated, byte sequences that are not valid UTF-8 replaced by
+ * U+FFFD, one per maximal invalid subpart), the WordPiece decoder (pieces joined, a space
+ * before each that lacks the continuing-subword prefix, the prefix dropped, cleanup of spaces
+ * before punctuation and contractions when tokenizer.json asks for it), or with no decoder the
+ * tokens joined with spaces. With NXE_DECODE_SKIP_SPECIAL, special added tokens are left out.
+ * The text is UTF-8 and NOT NUL-terminated: `*length` gets its size in bytes, and it is written
+ * to out[0 .. *length) when it fits in `capacity` (out may be NULL with capacity 0 to ask for
+ * the size). NXE_ERROR_INVALID_ARGUMENT (a NULL tokenizer or length, ids NULL with count > 0,
+ * count < 0, unknown flags, or an id that names no token: the message gives its position and
+ * value), NXE_ERROR_BUFFER_TOO_SMALL (capacity is below *length, which holds the size needed;
+ * nothing is written), NXE_ERROR_UNSUPPORTED (tokenizer.json's decoder is one this library does
+ * not implement: the message names it), NXE_ERROR_OUT_OF_MEMORY; *length is 0 on any failure
+ * but NXE_ERROR_BUFFER_TOO_SMALL. Since 0.9. */
+NXE_API nxe_status nxe_tokenizer_decode(const nxe_tokenizer *tokenizer, const int32_t *ids,
+                                        int64_t count, int32_t flags, char *out, size_t capacity,
+                                        size_t *length);
+
+/* The size of the id space: ids are in [0, *size) (the vocabulary and the added tokens; the
+ * same as nxe_tokenizer_info's vocab_size). NXE_ERROR_INVALID_ARGUMENT (a NULL argument); *size
+ * is then 0. Since 0.9. */
+NXE_API nxe_status nxe_tokenizer_vocab_size(const nxe_tokenizer *tokenizer, int32_t *size);
 
 #ifdef __cplusplus
 }

@@ -383,6 +383,15 @@ class Request:
             return outputs
 
     @property
+    def progress(self) -> float:
+        """How far the request has got, from 0 to 1, as its kind reports it (a transcription:
+        the fraction of the audio decoded); 1 once it has finished successfully."""
+        fraction = ffi.new("double *")
+        with self._use() as pointer:
+            check(lib.nxe_engine_request_progress(pointer, fraction))
+        return float(fraction[0])
+
+    @property
     def timing(self) -> RequestTiming:
         timing = ffi.new("nxe_engine_request_timing *")
         timing.struct_size = ffi.sizeof("nxe_engine_request_timing")
