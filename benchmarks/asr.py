@@ -51,13 +51,15 @@ PRECISION = {"nxe fp32": "fp32 weights, fp32 compute",
 Transcribe = Callable[[np.ndarray, int], str]
 
 
-def nxe_columns(threads: int) -> dict[str, Transcribe | str]:
+def nxe_columns(threads: int, wanted: set[str]) -> dict[str, Transcribe | str]:
     import nxe
     from nxe.bake_whisper import resolve_asr_model
 
     columns: dict[str, Transcribe | str] = {}
     for name, precision, relax in (("nxe fp32", "fp32", False), ("nxe relax", "fp32", True),
                                    ("nxe int8", "int8", False)):
+        if name not in wanted:
+            continue
         try:
             transcriber = nxe.Transcriber(resolve_asr_model(MODEL, precision=precision),
                                           num_threads=threads, relax=relax)
@@ -71,9 +73,11 @@ def nxe_columns(threads: int) -> dict[str, Transcribe | str]:
     return columns
 
 
-def ct2_columns(threads: int) -> dict[str, Transcribe | str]:
+def ct2_columns(threads: int, wanted: set[str]) -> dict[str, Transcribe | str]:
     columns: dict[str, Transcribe | str] = {}
     for name, compute_type in (("ct2 fp32", "float32"), ("ct2 int8", "int8")):
+        if name not in wanted:
+            continue
         try:
             model = asr_testing.reference_model(compute_type, threads)
         except Exception as error:  # noqa: BLE001
@@ -109,13 +113,12 @@ def main() -> int:
                         help="clip lengths in seconds (default 30 and 300)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--decodes", nargs="+", choices=list(DECODES), default=list(DECODES))
-    parser.add_argument("--columns", nargs="+", default=None,
-                        help="only these columns (e.g. 'nxe fp32' 'ct2 fp32')")
+    parser.add_argument("--columns", nargs="+", choices=list(PRECISION),
+                        default=list(PRECISION), help="the columns to run (default: all)")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
-    columns = {**nxe_columns(args.threads), **ct2_columns(args.threads)}
-    if args.columns:
-        columns = {k: v for k, v in columns.items() if k in args.columns}
+    wanted = set(args.columns)
+    columns = {**nxe_columns(args.threads, wanted), **ct2_columns(args.threads, wanted)}
     clips = [asr_testing.long_clip(length) for length in args.lengths]
     print(f"{run._cpu_model()}; {args.threads} thread(s); {MODEL}; medians of "
           f"{args.repeats}; RTF = processing time / audio time (lower is faster)")

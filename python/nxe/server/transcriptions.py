@@ -55,7 +55,9 @@ def decode_upload(data: bytes, filename: str) -> np.ndarray:
         try:
             return audio_samples(Path(name))
         except (nxe_errors.Error, ValueError, OSError) as error:
-            raise ApiError(400, f"the uploaded file is not audio that can be decoded: {error}",
+            # The message names the upload as the client did, not the temporary file.
+            why = str(error).replace(name, filename or "the upload")
+            raise ApiError(400, f"the uploaded file is not audio that can be decoded: {why}",
                            param="file", code="invalid_file_format") from None
     finally:
         Path(name).unlink(missing_ok=True)
