@@ -163,8 +163,8 @@ def add_parser(commands: Any) -> None:
         "or JSON (text, language, duration, segments), or writes them to -o.")
     parser.add_argument("audio", help="the audio file")
     parser.add_argument("-m", "--model", default=DEFAULT_MODEL,
-                        help=f"a baked model (.nxm) or a known model's name (default: "
-                        f"{DEFAULT_MODEL}, baked into the cache on first use)")
+                        help="a baked model (.nxm) or a known model's name (baked into the "
+                        "cache on first use)")
     parser.add_argument("--precision", choices=("fp32", "bf16", "int8"), default=None,
                         help="which bake of a named model (default fp32)")
     parser.add_argument("--relax", action="store_true",
@@ -172,7 +172,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("-l", "--language", default=None,
                         help="the spoken language's code (en, de, ...; default: detected)")
     parser.add_argument("--task", choices=("transcribe", "translate"), default="transcribe",
-                        help="transcribe, or translate into English (default transcribe)")
+                        help="transcribe, or translate into English")
     parser.add_argument("--beam-size", type=int, default=None,
                         help="beam width; 1 decodes greedily (default 5)")
     parser.add_argument("--temperature", default=None,
