@@ -128,7 +128,7 @@ configure_ffmpeg() {
     fi
     libdir=$(realpath "$(pkg-config --variable=libdir nxe_sr)")
     # Audio: nxe.audio decodes the containers soundfile does not read (MP4/M4A, Matroska/WebM,
-    # MP3, Ogg Opus) to f32le mono at the model's rate (aresample).
+    # MP3, Ogg Opus) to float WAV at the model's rate (aresample).
     # shellcheck disable=SC2054 # commas separate FFmpeg's component names
     local args=(
         --disable-everything --disable-autodetect --disable-doc --disable-network
@@ -141,12 +141,12 @@ configure_ffmpeg() {
         --enable-demuxer=rawvideo,yuv4mpegpipe,matroska,nut,avi
         --enable-demuxer=wav,mov,mp3,ogg,flac,aac
         --enable-muxer=rawvideo,yuv4mpegpipe,null,matroska,nut,avi
-        --enable-muxer=f32le,wav
+        --enable-muxer=wav
         --enable-decoder=rawvideo,wrapped_avframe
         --enable-decoder=pcm_s16le,pcm_s24le,pcm_s32le,pcm_f32le,flac,vorbis,opus,mp3float,aac
         --enable-parser=flac,vorbis,opus,mpegaudio,aac
         --enable-encoder=rawvideo,wrapped_avframe
-        --enable-encoder=pcm_f32le,pcm_s16le
+        --enable-encoder=pcm_f32le
         --extra-ldflags="-Wl,-rpath,$libdir"
     )
     local extra

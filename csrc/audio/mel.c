@@ -9,8 +9,9 @@
 #include "nxe/nxe_audio.h"
 
 /* Frames per block: the power spectra of a block are [num_bins][FRAME_BLOCK] floats, so the mel
- * sums run across frames in vector-wide steps. */
+ * sums run across frames in vector-wide steps; the FFT fills them NXE_FFT_LANES at a time. */
 #define FRAME_BLOCK 32
+_Static_assert(FRAME_BLOCK % NXE_FFT_LANES == 0, "a block is whole groups of FFT lanes");
 
 /* The value of a mel bin with no power: log10 of the floor Whisper clamps to. */
 static float log10_floor(void)
@@ -158,8 +159,10 @@ NXE_API nxe_status nxe_audio_log10_mel(const nxe_mel_spec *spec, const float *sa
     status = nxe_real_fft_init(&fft, n_fft);
     if (status != NXE_OK)
         return status;
-    /* Scratch: one gathered frame, the block's power spectra, one row of sums, the spans. */
-    size_t scratch_floats = (size_t)n_fft + (size_t)num_bins * FRAME_BLOCK + FRAME_BLOCK;
+    /* Scratch: a gathered frame per lane, the block's power spectra, one row of sums, the
+     * spans. */
+    size_t scratch_floats =
+        (size_t)n_fft * NXE_FFT_LANES + (size_t)num_bins * FRAME_BLOCK + FRAME_BLOCK;
     size_t scratch_bytes = scratch_floats * sizeof(float) + 2 * (size_t)n_mels * sizeof(int32_t);
     float *scratch = nxe_alloc_zeroed(scratch_bytes);
     if (!scratch) {
@@ -167,7 +170,8 @@ NXE_API nxe_status nxe_audio_log10_mel(const nxe_mel_spec *spec, const float *sa
         return nxe_error(NXE_ERROR_OUT_OF_MEMORY,
                          "nxe_audio_log10_mel: no memory for %zu bytes of scratch", scratch_bytes);
     }
-    float *frame = scratch, *power = frame + n_fft, *sums = power + (size_t)num_bins * FRAME_BLOCK;
+    float *gathered = scratch, *power = gathered + (size_t)n_fft * NXE_FFT_LANES;
+    float *sums = power + (size_t)num_bins * FRAME_BLOCK;
     int32_t *spans = (int32_t *)(sums + FRAME_BLOCK);
     filter_spans(spec, num_bins, spans);
 
@@ -175,10 +179,15 @@ NXE_API nxe_status nxe_audio_log10_mel(const nxe_mel_spec *spec, const float *sa
     for (int64_t block = 0; block < num_frames; block += FRAME_BLOCK) {
         const int32_t count =
             (int32_t)(num_frames - block < FRAME_BLOCK ? num_frames - block : FRAME_BLOCK);
-        for (int32_t b = 0; b < count; b++) {
-            int64_t start = (first_frame + block + b) * spec->hop_length - pad;
-            const float *x = frame_samples(samples, num_samples, start, n_fft, frame);
-            nxe_real_fft_power(&fft, x, power + b, FRAME_BLOCK);
+        for (int32_t group = 0; group < count; group += NXE_FFT_LANES) {
+            const float *frames[NXE_FFT_LANES];
+            for (int32_t l = 0; l < NXE_FFT_LANES; l++) {
+                /* Lanes past the last frame repeat the group's first; their sums are unused. */
+                int64_t frame = first_frame + block + group + (group + l < count ? l : 0);
+                frames[l] = frame_samples(samples, num_samples, frame * spec->hop_length - pad,
+                                          n_fft, gathered + (size_t)l * n_fft);
+            }
+            nxe_real_fft_power(&fft, frames, power + group, FRAME_BLOCK);
         }
         for (int32_t m = 0; m < n_mels; m++) {
             const float *row = spec->filters + (size_t)m * num_bins;
@@ -191,9 +200,9 @@ NXE_API nxe_status nxe_audio_log10_mel(const nxe_mel_spec *spec, const float *sa
             }
             float *dst = out + (size_t)m * (size_t)num_frames + (size_t)block;
             for (int32_t b = 0; b < count; b++) {
-                float value = log10f(fmaxf(sums[b], 1e-10f));
+                float value = log10f(sums[b] > 1e-10f ? sums[b] : 1e-10f);
                 dst[b] = value;
-                max_value = fmaxf(max_value, value);
+                max_value = value > max_value ? value : max_value;
             }
         }
     }
@@ -218,6 +227,6 @@ NXE_API nxe_status nxe_audio_whisper_scale(float *values, int64_t count, float m
                          "nxe_audio_whisper_scale: max_value is not finite");
     const float least = max_value - 8.0f;
     for (int64_t i = 0; i < count; i++)
-        values[i] = (fmaxf(values[i], least) + 4.0f) / 4.0f;
+        values[i] = ((values[i] > least ? values[i] : least) + 4.0f) / 4.0f;
     return NXE_OK;
 }

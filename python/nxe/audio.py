@@ -286,11 +286,42 @@ def _ffmpeg_error(path: Path, ffmpeg: str, stderr: str) -> Exception:
     return FormatError(f"{path}: not an audio file FFmpeg can decode ({tail})")
 
 
+def _wav_stream_channels(stream, path: Path) -> int:
+    """Reads the header of the WAV stream FFmpeg writes (float samples, any number of chunks
+    before `data`, whose size is a placeholder on a pipe) up to its samples; the channels."""
+    def exactly(count: int) -> bytes:
+        data = stream.read(count)
+        if len(data) != count:
+            raise EOFError
+        return data
+
+    channels = 0
+    if exactly(12)[8:12] != b"WAVE":
+        raise FormatError(f"{path}: FFmpeg wrote no WAV stream")
+    for _ in range(64):
+        chunk = exactly(8)
+        size = int.from_bytes(chunk[4:8], "little")
+        if chunk[:4] == b"data":
+            break
+        if size > 1 << 20:
+            raise FormatError(f"{path}: FFmpeg wrote a WAV header chunk of {size} bytes")
+        body = exactly(size + size % 2)
+        if chunk[:4] == b"fmt " and size >= 16:
+            channels = int.from_bytes(body[2:4], "little")
+    else:
+        raise FormatError(f"{path}: FFmpeg wrote a WAV stream without samples")
+    if channels < 1:
+        raise FormatError(f"{path}: FFmpeg wrote a WAV stream without channels")
+    return channels
+
+
 def _ffmpeg_blocks(ffmpeg: str, path: Path, sample_rate: int) -> Iterator[np.ndarray]:
-    """Mono float32 blocks at sample_rate decoded and resampled by FFmpeg."""
+    """Mono float32 blocks at sample_rate decoded and resampled by FFmpeg. The channels come
+    as they are, in a WAV stream of float samples, and are averaged here as the soundfile path
+    averages them (FFmpeg's own downmix to mono weighs stereo by 1/sqrt(2), not 1/2)."""
     command = [ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error", "-i", str(path),
-               "-map", "0:a:0", "-vn", "-ac", "1", "-ar", str(sample_rate), "-f", "f32le",
-               "-acodec", "pcm_f32le", "-"]
+               "-map", "0:a:0", "-vn", "-ar", str(sample_rate), "-c:a", "pcm_f32le",
+               "-bitexact", "-f", "wav", "-"]
     # FFmpeg's messages go to a file: a pipe that nobody reads could fill and stall it.
     with tempfile.TemporaryFile() as errors:
         try:
@@ -298,17 +329,26 @@ def _ffmpeg_blocks(ffmpeg: str, path: Path, sample_rate: int) -> Iterator[np.nda
                                        stdout=subprocess.PIPE, stderr=errors)
         except OSError as e:
             raise UnsupportedError(f"{path}: cannot run {ffmpeg} ({e.strerror or e})") from None
+        status = None
         try:
-            pending = b""
-            while True:
-                data = process.stdout.read(4 * _READ_FRAMES)
-                if not data:
-                    break
-                data = pending + data
-                usable = len(data) - len(data) % 4
-                pending = data[usable:]
-                if usable:
-                    yield np.frombuffer(data[:usable], dtype="<f4").astype(np.float32)
+            try:
+                channels = _wav_stream_channels(process.stdout, path)
+            except EOFError:
+                channels = 0  # FFmpeg failed before writing: its status and message say why
+            if channels:
+                frame_bytes = 4 * channels
+                pending = b""
+                while True:
+                    data = process.stdout.read(frame_bytes * _READ_FRAMES)
+                    if not data:
+                        break
+                    data = pending + data
+                    usable = len(data) - len(data) % frame_bytes
+                    pending = data[usable:]
+                    if usable:
+                        block = np.frombuffer(data[:usable], dtype="<f4").reshape(-1, channels)
+                        yield (block.mean(axis=1, dtype=np.float32) if channels > 1
+                               else block[:, 0].astype(np.float32))
             process.stdout.close()
             status = process.wait()
         finally:
@@ -317,7 +357,7 @@ def _ffmpeg_blocks(ffmpeg: str, path: Path, sample_rate: int) -> Iterator[np.nda
                 process.wait()
         errors.seek(0)
         message = errors.read().decode("utf-8", "replace")
-        if status != 0:
+        if status != 0 or not channels:
             raise _ffmpeg_error(path, ffmpeg, message)
 
 
@@ -340,22 +380,23 @@ def _rebatch(pieces: Iterator[np.ndarray], size: int) -> Iterator[np.ndarray]:
 def _decoded(path: Path, sample_rate: int) -> Iterator[np.ndarray]:
     """Mono float32 pieces of a file at sample_rate, of whatever lengths decoding gives."""
     soundfile = _soundfile()
-    ffmpeg = find_ffmpeg()
-    if soundfile is None and ffmpeg is None:
-        raise UnsupportedError(f"{path}: reading audio files needs soundfile: {ASR_EXTRA} (or "
-                               "FFmpeg: set NXE_FFMPEG or put ffmpeg on PATH)")
     handle = None
     if soundfile is not None:
         try:
             handle = soundfile.SoundFile(str(path))
         except soundfile.LibsndfileError as e:
-            if ffmpeg is None:
-                raise FormatError(f"{path}: not an audio file soundfile reads ({e.error_string}); "
-                                  "other containers need FFmpeg (set NXE_FFMPEG or put ffmpeg "
-                                  "on PATH)") from None
+            not_read = f"not an audio file soundfile reads ({e.error_string})"
         except (RuntimeError, TypeError, ValueError) as e:
             raise FormatError(f"{path}: not an audio file soundfile reads ({e})") from None
     if handle is None:
+        # FFmpeg is looked for only now: a file soundfile reads never needs it.
+        ffmpeg = find_ffmpeg()
+        if ffmpeg is None and soundfile is None:
+            raise UnsupportedError(f"{path}: reading audio files needs soundfile: {ASR_EXTRA} "
+                                   "(or FFmpeg: set NXE_FFMPEG or put ffmpeg on PATH)")
+        if ffmpeg is None:
+            raise FormatError(f"{path}: {not_read}; other containers need FFmpeg (set "
+                              "NXE_FFMPEG or put ffmpeg on PATH)")
         yield from _ffmpeg_blocks(ffmpeg, path, sample_rate)
         return
     with handle:

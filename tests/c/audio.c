@@ -1,9 +1,11 @@
 /* audio.c — the audio frontend from C: nxe_audio_log10_mel against a direct DFT computed here in
  * double (the padding, window and mel sums as nxe_audio.h defines them) for several frame
  * lengths (radix 2, 3, 4, 5 and other primes, odd and even), windows of frames against the whole,
- * Whisper's scaling against its formula, then bad arguments: each refused with
- * NXE_ERROR_INVALID_ARGUMENT, the output untouched. */
+ * four threads at once (each answer equal to the single-threaded one), Whisper's scaling against
+ * its formula, then bad arguments: each refused with NXE_ERROR_INVALID_ARGUMENT, the output
+ * untouched. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +125,39 @@ static void check_against_direct_dft(int n_fft, int hop, int n_mels, long long n
     free(expected);
 }
 
+/* Four threads computing the same 30 s spectrogram at once; the functions keep no state. */
+enum { THREADS = 4, THREAD_SAMPLES = 16000 * 30, THREAD_FRAMES = 3000 };
+static float thread_samples[THREAD_SAMPLES];
+static float thread_filters[80 * 201];
+static float thread_out[THREADS + 1][80 * THREAD_FRAMES];
+
+static void *thread_spectrogram(void *arg)
+{
+    float *out = arg, max_value;
+    nxe_mel_spec spec = {sizeof(nxe_mel_spec), 400, 160, 80, thread_filters};
+    if (nxe_audio_log10_mel(&spec, thread_samples, THREAD_SAMPLES, 0, THREAD_FRAMES, out,
+                            &max_value) != NXE_OK ||
+        nxe_audio_whisper_scale(out, 80 * THREAD_FRAMES, max_value) != NXE_OK)
+        out[0] = NAN;
+    return NULL;
+}
+
+static void check_threads(void)
+{
+    for (int i = 0; i < THREAD_SAMPLES; i++)
+        thread_samples[i] = (float)(0.3 * uniform());
+    for (int i = 0; i < 80 * 201; i++)
+        thread_filters[i] = (float)(0.5 + 0.5 * uniform());
+    thread_spectrogram(thread_out[THREADS]);
+    pthread_t threads[THREADS];
+    for (int t = 0; t < THREADS; t++)
+        CHECK(pthread_create(&threads[t], NULL, thread_spectrogram, thread_out[t]) == 0);
+    for (int t = 0; t < THREADS; t++) {
+        pthread_join(threads[t], NULL);
+        CHECK(memcmp(thread_out[t], thread_out[THREADS], sizeof thread_out[t]) == 0);
+    }
+}
+
 static void check_whisper_scale(void)
 {
     float values[1000], expected[1000];
@@ -220,6 +255,7 @@ int main(void)
     check_against_direct_dft(7, 3, 3, 100);        /* odd: a complex transform of 7 */
     check_against_direct_dft(45, 9, 5, 500);       /* odd: 3 * 3 * 5 */
     check_against_direct_dft(2, 1, 1, 50);         /* the smallest frame */
+    check_threads();
     check_whisper_scale();
     check_bad_arguments();
     if (failures)
