@@ -45,14 +45,16 @@ N_FFT = 400
 HOP_LENGTH = 160
 CHUNK_LENGTH = 30
 
-# The gate, per precision: the worst cosine similarity of an encoder output frame with the
-# reference's, and the share of test clips whose greedy transcript (token ids) must equal the
-# reference's. Set under what whisper-base measured (docs/architecture.md, "Baking Whisper"),
-# with a margin for other checkpoints.
+# The gate, per precision: the worst and the mean cosine similarity of the encoder output's
+# frames with the reference's, and the share of test clips whose greedy transcript (token
+# ids) must equal the reference's. Set under what whisper-base measured (docs/architecture.md,
+# "Baking Whisper"), with a margin for other checkpoints. 8-bit activations leave a few frames
+# of the silent padding far off (ctranslate2's own int8 gives worst frame cosines of 0.14 to
+# 0.38 on the same clips), so int8 is held to the mean and the transcripts.
 DEFAULT_THRESHOLDS = {
-    "fp32": {"min_cosine": 0.9999, "same_transcripts": 1.0},
-    "bf16": {"min_cosine": 0.999, "same_transcripts": 0.5},
-    "int8": {"min_cosine": 0.99, "same_transcripts": 0.5},
+    "fp32": {"min_cosine": 0.9999, "mean_cosine": 0.99999, "same_transcripts": 1.0},
+    "bf16": {"min_cosine": 0.99, "mean_cosine": 0.999, "same_transcripts": 0.75},
+    "int8": {"min_cosine": -1.0, "mean_cosine": 0.99, "same_transcripts": 0.5},
 }
 
 # Models usable by name: the name and the packages (module, pip name) that ship it; the first
@@ -72,7 +74,8 @@ GATE_SENTENCES = (
     ("en-gb", 150, "Speech recognition turns spoken words into written text."),
 )
 _MAX_JSON_BYTES = 64 * 1024 * 1024
-_MAX_NEW_TOKENS = 120
+# Tokens the gate generates at most per clip (a spoken test sentence takes under 30).
+_MAX_NEW_TOKENS = 64
 
 
 class ParityError(Error):
@@ -525,8 +528,7 @@ class Runner:
         generated: list[int] = []
         times: list[float] = []
         position = 0
-        limit = min(c.n_text_ctx, len(prompt) + max_new_tokens)
-        while position < limit:
+        while position < c.n_text_ctx and len(generated) < max_new_tokens:
             started = time.perf_counter()
             feeds = {"decoder.tokens": np.asarray([[tokens[position]]], np.int32),
                      "decoder.positions": np.asarray([[position]], np.int32),
@@ -749,6 +751,7 @@ def measure_parity(path: Path, source: WhisperSource, precision: str,
     metadata_tokens = source.tokens
     prompt = prompt_of(metadata_tokens, source.languages, source.config.n_vocab >= 51865)
     worst_cosine, worst_abs, same = 1.0, 0.0, 0
+    cosines: list[float] = []
     step_times: list[float] = []
     transcripts = []
     with Runner(path, relax=precision == "bf16") as runner:
@@ -760,15 +763,21 @@ def measure_parity(path: Path, source: WhisperSource, precision: str,
             cos = (ours * theirs).sum(-1) / np.maximum(
                 np.linalg.norm(ours, axis=-1) * np.linalg.norm(theirs, axis=-1), 1e-300)
             worst_cosine = min(worst_cosine, float(cos.min()))
+            cosines += cos.tolist()
             worst_abs = max(worst_abs, float(np.abs(ours - theirs).max()))
             tokens, times = runner.greedy(encoded, prompt, source.suppress_tokens,
                                           source.suppress_blank)
             step_times += times
             expected = reference.greedy(mel, prompt, source)
-            same += tokens == expected
+            # A model that never ends a clip (random weights) is compared over the tokens both
+            # made: the references count their length limits differently.
+            common = min(len(tokens), len(expected))
+            capped = len(tokens) >= _MAX_NEW_TOKENS
+            same += tokens == expected or (capped and tokens[:common] == expected[:common])
             transcripts.append({"clip": text[:60], "nxe": tokens, "reference": expected})
     return {"reference": reference.name, "precision": precision, "audio": audio,
             "clips": len(clips), "encoder_min_cosine": worst_cosine,
+            "encoder_mean_cosine": float(np.mean(cosines)),
             "encoder_max_abs_diff": worst_abs, "same_transcripts": same / len(clips),
             "decoder_step_ms": 1000 * float(np.median(step_times)) if step_times else None,
             "transcripts": transcripts}
@@ -791,8 +800,8 @@ def bake_whisper(source: str | os.PathLike[str], output: str | os.PathLike[str],
                  thresholds: Mapping[str, float] | None = None) -> WhisperBakeReport:
     """Bakes the Whisper checkpoint ``source`` (a known name, a CTranslate2 or a Hugging
     Face folder) into ``output`` (see the module's docstring). ``clips``: (label, 16 kHz
-    samples) in place of the built-in test audio; ``thresholds``: {"min_cosine",
-    "same_transcripts"} in place of DEFAULT_THRESHOLDS[precision].
+    samples) in place of the built-in test audio; ``thresholds``: any of "min_cosine",
+    "mean_cosine", "same_transcripts" in place of DEFAULT_THRESHOLDS[precision]'s.
 
     Raises ParityError when the gate refuses; the errors of read_whisper; nxe.
     InvalidArgumentError for bad arguments or an existing output without ``overwrite``;
@@ -833,11 +842,14 @@ def bake_whisper(source: str | os.PathLike[str], output: str | os.PathLike[str],
         parity = measure_parity(temp, checkpoint, precision, clips, reference)
         parity["thresholds"] = limits
         if not (parity["encoder_min_cosine"] >= limits["min_cosine"]
+                and parity["encoder_mean_cosine"] >= limits["mean_cosine"]
                 and parity["same_transcripts"] >= limits["same_transcripts"]):
             raise ParityError(
-                f"parity check failed against {parity['reference']}: encoder worst cosine "
-                f"{parity['encoder_min_cosine']:.6f} (threshold {limits['min_cosine']}), "
-                f"identical greedy transcripts {parity['same_transcripts']:.0%} (threshold "
+                f"parity check failed against {parity['reference']}: encoder frame cosines "
+                f"worst {parity['encoder_min_cosine']:.6f} (threshold {limits['min_cosine']}), "
+                f"mean {parity['encoder_mean_cosine']:.6f} (threshold "
+                f"{limits['mean_cosine']}), identical greedy transcripts "
+                f"{parity['same_transcripts']:.0%} (threshold "
                 f"{limits['same_transcripts']:.0%}); nothing was written", parity)
         annotations = {"parity": parity, "source": files, "baked_with": f"nxe {version()}"}
         with Model(temp) as model:
