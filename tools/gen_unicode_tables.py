@@ -88,7 +88,9 @@ def read_overrides(path: Path | None) -> dict[str, dict[int, object]]:
         if not words:
             continue
         kind = words[0]
-        cp = int(words[1], 16) if kind != "unicode" else 0
+        # A flag may name a range of code points: "letter 1C89..1C8A 1".
+        first, _, last = words[1].partition("..") if kind in FLAG_NAMES else (words[1], "", "")
+        cp = int(first, 16) if kind != "unicode" else 0
         if kind == "unicode":
             if words[1] != unicodedata.unidata_version:
                 print(f"gen_unicode_tables: {path} was probed with Unicode {words[1]}, this "
@@ -97,8 +99,9 @@ def read_overrides(path: Path | None) -> dict[str, dict[int, object]]:
             for code_point in range(cp, int(words[2], 16) + 1):
                 overrides["unassigned"][code_point] = True
         elif kind in FLAG_NAMES:
-            overrides["flag"][cp] = overrides["flag"].get(cp, ()) + ((FLAG_NAMES[kind],
-                                                                      words[2] == "1"),)
+            for code_point in range(cp, int(last or first, 16) + 1):
+                overrides["flag"][code_point] = overrides["flag"].get(code_point, ()) + (
+                    (FLAG_NAMES[kind], words[2] == "1"),)
         elif kind in ("lower", "nfd"):
             overrides[kind][cp] = "".join(chr(int(w, 16)) for w in words[2:])
         elif kind == "ccc":
@@ -182,7 +185,7 @@ def generate(overrides_path: Path | None) -> str:
 def probe_tokenizers(output: Path) -> None:
     """Writes where the installed `tokenizers` package disagrees with the rules above."""
     from tokenizers.normalizers import NFD, BertNormalizer
-    from tokenizers.pre_tokenizers import BertPreTokenizer
+    from tokenizers.pre_tokenizers import BertPreTokenizer, ByteLevel
 
     clean = BertNormalizer(clean_text=True, handle_chinese_chars=False, strip_accents=False,
                            lowercase=False)
@@ -192,6 +195,10 @@ def probe_tokenizers(output: Path) -> None:
                            lowercase=False)
     nfd = NFD()
     pre = BertPreTokenizer()
+    # GPT-2's pattern: a letter joins "a" and "a" into one piece, a number "1" and "1".
+    byte_level = ByteLevel(add_prefix_space=False, use_regex=True)
+    unassigned = set()
+    ranges: dict[str, list[list[int]]] = {"letter": [], "number": []}
     lines = ["# Where the `tokenizers` package's Unicode data differs from Python's unicodedata "
              f"{unicodedata.unidata_version}:",
              "# written by tools/gen_unicode_tables.py --probe-tokenizers (package version "
@@ -204,6 +211,7 @@ def probe_tokenizers(output: Path) -> None:
             start = cp
         elif not cn and start is not None:
             lines.append(f"unassigned {start:X} {cp - 1:X}")
+            unassigned.update(range(start, cp))
             start = None
 
     def hexes(s: str) -> str:
@@ -226,6 +234,15 @@ def probe_tokenizers(output: Path) -> None:
         for name, flag in FLAG_NAMES.items():
             if name in package and package[name] != bool(flags & flag):
                 lines.append(f"{name} {cp:X} {int(package[name])}")
+        for name, join in (("letter", "a"), ("number", "1")):
+            has = len(byte_level.pre_tokenize_str(join + ch + join)) == 1
+            base = cp not in unassigned and bool(flags & FLAG_NAMES[name])
+            if has != base:
+                last = ranges[name][-1] if ranges[name] else None
+                if last and last[1] == cp - 1 and last[2] == has:
+                    last[1] = cp
+                else:
+                    ranges[name].append([cp, cp, has])
         low = lowercase.normalize_str(ch)
         if low != base_lower(cp):
             lines.append(f"lower {cp:X} {hexes(low)}")
@@ -239,6 +256,8 @@ def probe_tokenizers(output: Path) -> None:
             reordered = nfd.normalize_str(text) != text
             if not reordered:
                 lines.append(f"ccc {cp:X} 0  # the package orders it as a starter ({other})")
+    for name, spans in ranges.items():
+        lines.extend(f"{name} {a:X}..{b:X} {int(has)}" for a, b, has in spans)
     output.write_text("\n".join(lines) + "\n")
 
 

@@ -96,6 +96,7 @@ struct nxe_tokenizer {
     int32_t *id_vocab; /* per id: its vocabulary entry, -1 none */
     int32_t *id_added; /* per id: its added token, -1 none */
     uint8_t *id_special;
+    bool raw_first[256]; /* the first bytes of the added tokens matched in the raw text */
 };
 
 /* ---- vocabulary ---- */
@@ -595,18 +596,22 @@ static nxe_status read_decoder(nxe_tokenizer *t, const nxe_json_value *d)
     return NXE_OK;
 }
 
-/* Which components go together, and the per-id tables decode reads. */
-static nxe_status finish(nxe_tokenizer *t)
+/* Which components go together. */
+static nxe_status check_components(const nxe_tokenizer *t)
 {
     if (t->model == MODEL_BPE && (!t->byte_level || t->normalize))
         return nxe_error(NXE_ERROR_UNSUPPORTED,
                          "tokenizer.json: a BPE model is supported with the ByteLevel "
                          "pre-tokenizer and no normalizer only");
     if (t->model == MODEL_WORD_PIECE && t->byte_level)
-        return nxe_error(
-            NXE_ERROR_UNSUPPORTED,
-            "tokenizer.json: the ByteLevel pre-tokenizer is supported with a BPE model "
-            "only");
+        return nxe_error(NXE_ERROR_UNSUPPORTED, "tokenizer.json: the ByteLevel pre-tokenizer is "
+                                                "supported with a BPE model only");
+    return NXE_OK;
+}
+
+/* The per-id tables decode reads and the first bytes of raw added tokens. */
+static nxe_status finish(nxe_tokenizer *t)
+{
     size_t n = t->vocab_size > 0 ? (size_t)t->vocab_size : 1;
     t->id_vocab = malloc(n * sizeof(int32_t));
     t->id_added = malloc(n * sizeof(int32_t));
@@ -619,8 +624,11 @@ static nxe_status finish(nxe_tokenizer *t)
         t->id_vocab[t->vocab[k].id] = k;
     /* An id's token is its added token's first (the first of them in the file), then its
      * vocabulary token's; the token is special when a special added token has that text. */
-    for (int32_t k = t->added_count - 1; k >= 0; k--)
+    for (int32_t k = t->added_count - 1; k >= 0; k--) {
         t->id_added[t->added[k].id] = k;
+        if (!t->added[k].normalized)
+            t->raw_first[(unsigned char)t->pool[t->added[k].offset]] = true;
+    }
     for (int32_t k = 0; k < t->added_count; k++) {
         const added_token *a = &t->added[k];
         if (!a->special)
@@ -647,19 +655,12 @@ static nxe_status finish(nxe_tokenizer *t)
 
 static nxe_status normalize_added(nxe_tokenizer *t, added_token *at);
 
-static nxe_status read_added_tokens(nxe_tokenizer *t, const nxe_json_value *list)
+/* Reads the `count` added tokens of `list`; `seen` (seen_mask + 1 slots, zeroed) finds repeated
+ * contents. */
+static nxe_status read_added_list(nxe_tokenizer *t, const nxe_json_value *list, int32_t count,
+                                  uint32_t *seen, uint32_t seen_mask)
 {
-    if (!list || nxe_json_kind(list) == NXE_JSON_NULL)
-        return NXE_OK;
-    if (nxe_json_kind(list) != NXE_JSON_ARRAY)
-        return nxe_error(NXE_ERROR_FORMAT, "tokenizer.json: added_tokens must be an array");
-    int32_t count = nxe_json_count(list);
-    if (count > TOK_MAX_ADDED)
-        return nxe_error(NXE_ERROR_FORMAT, "tokenizer.json: more than %d added_tokens",
-                         TOK_MAX_ADDED);
-    t->added = calloc((size_t)count + 1, sizeof *t->added);
-    if (!t->added)
-        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "tokenizer: out of memory");
+    int32_t max_added = -1;
     for (int32_t i = 0; i < count; i++) {
         const nxe_json_value *a = nxe_json_item(list, i);
         size_t size;
@@ -688,11 +689,34 @@ static nxe_status read_added_tokens(nxe_tokenizer *t, const nxe_json_value *list
                              "tokenizer.json: added token \"%.64s\" is single_word, which is not "
                              "supported",
                              content);
+        /* `tokenizers` keeps the first of tokens with the same content and gives each its id
+         * anew: the vocabulary's when it has the content, else the next after the vocabulary
+         * (its entry count) and the ids given so far to added tokens the vocabulary lacks; the
+         * file's ids are only checked. */
+        uint32_t h = hash_bytes(2166136261u, content, size) & seen_mask;
+        bool repeated = false;
+        for (; seen[h] && !repeated; h = (h + 1) & seen_mask) {
+            const added_token *other = &t->added[seen[h] - 1];
+            repeated = other->size == size && memcmp(t->pool + other->offset, content, size) == 0;
+        }
+        if (repeated)
+            continue;
+        int32_t assigned = vocab_find(t, "", 0, content, size);
+        if (assigned < 0) {
+            assigned = max_added < 0                                        ? t->vocab_count
+                       : max_added >= t->vocab_count || t->vocab_count == 0 ? max_added + 1
+                                                                            : t->vocab_count;
+            if (assigned > INT32_MAX - 1)
+                return nxe_error(NXE_ERROR_FORMAT, "tokenizer.json: added token ids past %d",
+                                 INT32_MAX - 1);
+            max_added = assigned > max_added ? assigned : max_added;
+        }
+        seen[h] = (uint32_t)t->added_count + 1;
         added_token *at = &t->added[t->added_count++];
         if ((status = pool_add(t, content, size, &at->offset)) != NXE_OK)
             return status;
         at->size = (uint32_t)size;
-        at->id = (int32_t)id;
+        at->id = assigned;
         at->lstrip = lstrip;
         at->rstrip = rstrip;
         at->special = special;
@@ -702,6 +726,28 @@ static nxe_status read_added_tokens(nxe_tokenizer *t, const nxe_json_value *list
             t->vocab_size = at->id + 1;
     }
     return NXE_OK;
+}
+
+static nxe_status read_added_tokens(nxe_tokenizer *t, const nxe_json_value *list)
+{
+    if (!list || nxe_json_kind(list) == NXE_JSON_NULL)
+        return NXE_OK;
+    if (nxe_json_kind(list) != NXE_JSON_ARRAY)
+        return nxe_error(NXE_ERROR_FORMAT, "tokenizer.json: added_tokens must be an array");
+    int32_t count = nxe_json_count(list);
+    if (count > TOK_MAX_ADDED)
+        return nxe_error(NXE_ERROR_FORMAT, "tokenizer.json: more than %d added_tokens",
+                         TOK_MAX_ADDED);
+    uint32_t mask = 63;
+    while ((uint32_t)count * 2 > mask)
+        mask = mask * 2 + 1;
+    uint32_t *seen = calloc((size_t)mask + 1, sizeof *seen);
+    t->added = calloc((size_t)count + 1, sizeof *t->added);
+    nxe_status status = seen && t->added
+                            ? read_added_list(t, list, count, seen, mask)
+                            : nxe_error(NXE_ERROR_OUT_OF_MEMORY, "tokenizer: out of memory");
+    free(seen);
+    return status;
 }
 
 /* The ids a template's special token stands for (special_tokens[name].ids). */
@@ -919,6 +965,8 @@ NXE_API nxe_status nxe_tokenizer_create(const char *json, size_t size, nxe_token
         status = read_normalizer(t, nxe_json_get(root, "normalizer"));
     if (status == NXE_OK)
         status = read_pre_tokenizer(t, nxe_json_get(root, "pre_tokenizer"));
+    if (status == NXE_OK)
+        status = check_components(t);
     if (status == NXE_OK)
         status = read_added_tokens(t, nxe_json_get(root, "added_tokens"));
     if (status == NXE_OK)
@@ -1485,7 +1533,13 @@ static int32_t split_end(const norm_char *c, int32_t i, int32_t n)
 static nxe_status byte_level_piece(const nxe_tokenizer *t, encode_state *s, const norm_char *c,
                                    int32_t a, int32_t b)
 {
-    int32_t need = 4 * (b - a);
+    int64_t bytes = 0;
+    for (int32_t i = a; i < b; i++)
+        bytes += c[i].cp < 0x80 ? 1 : c[i].cp < 0x800 ? 2 : c[i].cp < 0x10000 ? 3 : 4;
+    if (bytes > INT32_MAX / 4)
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "tokenizer: a piece of %lld bytes is too long",
+                         (long long)bytes);
+    int32_t need = (int32_t)bytes;
     if (s->piece_capacity < need) {
         int32_t capacity = s->piece_capacity;
         if (nxe_grow_array((void **)&s->piece, &capacity, need, 1) != NXE_OK)
@@ -1602,17 +1656,22 @@ static nxe_status encode_segment(const nxe_tokenizer *t, encode_state *s, const 
             continue;
         }
         int32_t match_start = i, match_end = i + a->cps_count;
+        if (a->lstrip && match_start < done)
+            match_start = done;
         while (a->lstrip && match_start > done &&
                (nxe_unicode_flags(s->chars[match_start - 1].cp) & NXE_UNICODE_WHITESPACE))
             match_start--;
         while (a->rstrip && match_end < n &&
                (nxe_unicode_flags(s->chars[match_end].cp) & NXE_UNICODE_WHITESPACE))
             match_end++;
+        if (match_start >= match_end) /* a whitespace token inside the previous one's rstrip */
+            match_start = match_end - 1;
         if ((status = encode_words(t, s, done, match_start)) != NXE_OK ||
             (status = push_token(s, a->id, s->chars[match_start].start,
                                  s->chars[match_end - 1].end)) != NXE_OK)
             return status;
-        done = i = match_end;
+        i += a->cps_count;
+        done = match_end > done ? match_end : done;
     }
     return encode_words(t, s, done, n);
 }
@@ -1646,6 +1705,10 @@ static nxe_status encode_content(const nxe_tokenizer *t, encode_state *s, const 
     size_t done = 0; /* the input before this is encoded */
     nxe_status status;
     for (size_t i = 0; i < size && t->added_count;) {
+        if (!t->raw_first[(unsigned char)text[i]]) {
+            i++;
+            continue;
+        }
         const added_token *best = NULL;
         for (int32_t k = 0; k < t->added_count; k++) {
             const added_token *a = &t->added[k];
@@ -1657,18 +1720,24 @@ static nxe_status encode_content(const nxe_tokenizer *t, encode_state *s, const 
             i++;
             continue;
         }
+        /* As `tokenizers` does: matches are found in the text as it is, one after the other's
+         * content; lstrip reaches back no further than the previous match's end, rstrip's
+         * whitespace may hold the start of the next match. */
         size_t match_start = i, match_end = i + best->size, len;
         if (best->lstrip)
-            match_start = whitespace_before(text, match_start, done, size);
+            match_start = i > done ? whitespace_before(text, i, done, size) : done;
+        i = match_end;
         if (best->rstrip)
             while (match_end < size && whitespace_at(text, match_end, size, &len))
                 match_end += len;
         if (match_start > done &&
             (status = encode_segment(t, s, text, done, match_start)) != NXE_OK)
             return status;
+        if (match_start > match_end) /* a whitespace token inside the previous one's rstrip */
+            match_start = match_end;
         if ((status = push_token(s, best->id, (int64_t)match_start, (int64_t)match_end)) != NXE_OK)
             return status;
-        done = i = match_end;
+        done = match_end > done ? match_end : done;
     }
     if (size > done)
         return encode_segment(t, s, text, done, size);
@@ -1771,10 +1840,13 @@ static nxe_status check_options(const nxe_tokenizer_options *o, const char *wher
     return NXE_OK;
 }
 
-/* The ByteLevel post-processor's trim_offsets: a token's offsets leave out its leading and
- * trailing spaces (byte-level spaces, U+0120, or whitespace), but the first token keeps one
- * leading space when add_prefix_space put it there. */
-static void trim_offsets(const nxe_tokenizer *t, encode_state *s, int32_t first, int32_t count)
+/* The ByteLevel post-processor's trim_offsets: a token's offsets leave out as many characters
+ * of the input as the token has leading and trailing spaces (byte-level spaces, U+0120, or
+ * whitespace), but the first token keeps one leading space when add_prefix_space put it there.
+ * `tokenizers`' Python binding trims its character offsets so, which is why characters of the
+ * input, not bytes, are counted (a prefix space stands for no input of its own). */
+static void trim_offsets(const nxe_tokenizer *t, encode_state *s, const char *text, int32_t first,
+                         int32_t count)
 {
     for (int32_t i = 0; i < count; i++) {
         int64_t *o = &s->offsets[2 * (first + i)];
@@ -1792,13 +1864,22 @@ static void trim_offsets(const nxe_tokenizer *t, encode_state *s, int32_t first,
             lead = lead && space;
             trailing = space ? trailing + 1 : 0;
         }
-        if (leading > 0) {
-            if ((i == 0 || o[0] == 0) && t->trim_keeps_prefix_space && leading == 1)
-                leading = 0;
-            o[0] = o[0] + leading < o[1] ? o[0] + leading : o[1];
+        if (leading > 0 && (i == 0 || o[0] == 0) && t->trim_keeps_prefix_space && leading == 1)
+            leading = 0;
+        for (int64_t k = 0; k < leading && o[0] < o[1]; k++) {
+            o[0]++;
+            while (o[0] < o[1] && ((unsigned char)text[o[0]] & 0xC0) == 0x80)
+                o[0]++;
         }
-        if (trailing > 0 && o[1] >= trailing)
-            o[1] = o[1] - trailing > o[0] ? o[1] - trailing : o[0];
+        /* The end moves back only when the input before it has that many characters. */
+        int64_t end = o[1], k = 0;
+        for (; k < trailing && end > 0; k++) {
+            end--;
+            while (end > 0 && ((unsigned char)text[end] & 0xC0) == 0x80)
+                end--;
+        }
+        if (trailing > 0 && k == trailing)
+            o[1] = end > o[0] ? end : o[0];
     }
 }
 
@@ -1834,7 +1915,7 @@ static nxe_status encode_one(const nxe_tokenizer *t, const char *text, size_t si
         skip = t->truncate_left ? truncated : 0;
     }
     if (t->trim_offsets)
-        trim_offsets(t, &s, skip, content);
+        trim_offsets(t, &s, text, skip, content);
     int32_t length = content + num_special;
     nxe_encoding *e = encoding_new(length);
     if (!e) {

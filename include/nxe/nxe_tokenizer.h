@@ -23,8 +23,9 @@
  * length, right side). Since 0.9 also byte-level BPE: the ByteLevel pre-tokenizer (prefix space,
  * GPT-2's split pattern, bytes as characters), the BPE model (merges by rank; unknown token,
  * fuse_unk and ignore_merges honoured), the ByteLevel post-processor (offset trimming), and
- * decoding (nxe_tokenizer_decode: ByteLevel and WordPiece decoders). Added tokens (tokenizer.json's added_tokens; lstrip and rstrip
- * honoured) are split out as `tokenizers` does: those not normalized from the raw text before
+ * decoding (nxe_tokenizer_decode: ByteLevel and WordPiece decoders). Added tokens
+ * (tokenizer.json's added_tokens; lstrip and rstrip honoured; their ids as `tokenizers` assigns
+ * them) are split out as `tokenizers` does: those not normalized from the raw text before
  * anything else (so a literal "[MASK]" in the text is that token), the normalized ones from the
  * normalized text. A tokenizer.json that asks for anything else (a single_word added token
  * among them) is refused at creation with NXE_ERROR_UNSUPPORTED naming the component.
@@ -158,11 +159,12 @@ NXE_API void nxe_encoding_release(nxe_encoding *encoding);
  * The text is UTF-8 and NOT NUL-terminated: `*length` gets its size in bytes, and it is written
  * to out[0 .. *length) when it fits in `capacity` (out may be NULL with capacity 0 to ask for
  * the size). NXE_ERROR_INVALID_ARGUMENT (a NULL tokenizer or length, ids NULL with count > 0,
- * count < 0, unknown flags, or an id that names no token: the message gives its position and
- * value), NXE_ERROR_BUFFER_TOO_SMALL (capacity is below *length, which holds the size needed;
- * nothing is written), NXE_ERROR_UNSUPPORTED (tokenizer.json's decoder is one this library does
- * not implement: the message names it), NXE_ERROR_OUT_OF_MEMORY; *length is 0 on any failure
- * but NXE_ERROR_BUFFER_TOO_SMALL. Since 0.9. */
+ * out NULL with capacity > 0, count < 0, unknown flags, or an id that names no token: the
+ * message gives its position and value), NXE_ERROR_BUFFER_TOO_SMALL (capacity is below
+ * *length, which holds the size needed; nothing is written), NXE_ERROR_UNSUPPORTED
+ * (tokenizer.json's decoder is one this library does not implement: the message names it),
+ * NXE_ERROR_OUT_OF_MEMORY; *length is 0 on any failure but NXE_ERROR_BUFFER_TOO_SMALL.
+ * Since 0.9. */
 NXE_API nxe_status nxe_tokenizer_decode(const nxe_tokenizer *tokenizer, const int32_t *ids,
                                         int64_t count, int32_t flags, char *out, size_t capacity,
                                         size_t *length);

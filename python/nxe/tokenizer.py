@@ -1,10 +1,12 @@
 """nxe.Tokenizer: the library's text tokenizer (include/nxe/nxe_tokenizer.h), which turns text
-into the token ids, attention masks and offsets a BERT-family model takes, equal to the
-`tokenizers` package's for the tokenizer.json files it accepts.
+into the token ids, attention masks and offsets a BERT-family (WordPiece) or GPT-2/Whisper
+(byte-level BPE) model takes, and ids back into text, equal to the `tokenizers` package's for
+the tokenizer.json files it accepts.
 
     tok = nxe.Tokenizer.from_json("tokenizer.json")
     enc = tok.encode("Hello world")          # enc.ids, enc.attention_mask, enc.offsets
     batch = tok.encode_batch(["a", "b c"], padding=True)
+    text = tok.decode(enc.ids, skip_special_tokens=True)
 
 Offsets are in characters of the text (Python string indices), as `tokenizers` gives them; the
 C library counts bytes of the UTF-8 text and this module converts.
@@ -72,17 +74,17 @@ def _padding(padding: bool | str | int | None) -> int:
 
 
 class Tokenizer:
-    """A WordPiece tokenizer made from a Hugging Face tokenizer.json or a vocab.txt. Immutable:
-    any number of threads may encode with one at once."""
+    """A WordPiece or byte-level BPE tokenizer made from a Hugging Face tokenizer.json, or a
+    WordPiece one from a vocab.txt. Immutable: any number of threads may use one at once."""
 
     def __init__(self, handle) -> None:
         self._handle = ffi.gc(handle, lib.nxe_tokenizer_release)
         info = ffi.new("nxe_tokenizer_info *")
         info.struct_size = ffi.sizeof("nxe_tokenizer_info")
         check(lib.nxe_tokenizer_get_info(self._handle, info))
-        self.vocab_size: int = info.vocab_size
+        self.vocab_size: int = info.vocab_size  # ids are in [0, vocab_size), added tokens too
         self.pad_id: int = info.pad_id
-        self.unk_id: int = info.unk_id
+        self.unk_id: int | None = info.unk_id if info.unk_id >= 0 else None
         self.max_length: int | None = info.max_length or None  # tokenizer.json's truncation
         self.num_special_tokens: int = info.num_special
 
@@ -117,9 +119,35 @@ class Tokenizer:
         return cls(out[0])
 
     def token_to_id(self, token: str) -> int | None:
-        """The id of a token (exact), None when the vocabulary lacks it."""
+        """The id of a token (exact: added tokens, then the vocabulary, whose byte-level BPE
+        tokens are spelled in the byte-level alphabet, e.g. "Ġthe"), None when neither has it."""
         found = lib.nxe_tokenizer_token_to_id(self._handle, token.encode("utf-8"))
         return None if found < 0 else found
+
+    def decode(self, ids, skip_special_tokens: bool = False) -> str:
+        """The text of token ids as `tokenizers`' decode gives it (invalid UTF-8 from partial
+        byte-level tokens becomes U+FFFD); skip_special_tokens leaves out special added tokens.
+        An id that names no token raises InvalidArgumentError."""
+        values = np.asarray(ids)
+        if values.ndim != 1 or (values.size and values.dtype.kind not in "iu"):
+            raise InvalidArgumentError(
+                f"nxe.Tokenizer.decode: ids must be a sequence of integers, not {ids!r:.80}")
+        if values.size and (values.min() < -2**31 or values.max() >= 2**31):
+            raise InvalidArgumentError("nxe.Tokenizer.decode: an id outside int32's range")
+        array = np.ascontiguousarray(values, dtype=np.int32)
+        pointer = ffi.from_buffer("int32_t[]", array) if array.size else ffi.NULL
+        flags = lib.NXE_DECODE_SKIP_SPECIAL if skip_special_tokens else 0
+        length = ffi.new("size_t *")
+        capacity = 4 * 64 * int(array.size) + 64  # enough for nearly every text: one call
+        while True:
+            out = ffi.new("char[]", capacity)
+            status = lib.nxe_tokenizer_decode(self._handle, pointer, array.size, flags, out,
+                                              capacity, length)
+            if status == lib.NXE_ERROR_BUFFER_TOO_SMALL and length[0] > capacity:
+                capacity = length[0]
+                continue
+            check(status)
+            return ffi.unpack(out, length[0]).decode("utf-8")
 
     def _options(self, add_special_tokens: bool, max_length: int | None, pad_to: int):
         if max_length is not None and (not isinstance(max_length, int) or max_length == 0
@@ -145,7 +173,7 @@ class Tokenizer:
                 attention_mask=list(ffi.unpack(encoding.attention_mask, n)),
                 type_ids=list(ffi.unpack(encoding.type_ids, n)),
                 special_tokens_mask=list(ffi.unpack(encoding.special_mask, n)),
-                offsets=[(int(a), int(b)) for a, b in chars],
+                offsets=list(zip(chars[:, 0].tolist(), chars[:, 1].tolist())),
                 num_tokens=encoding.num_tokens,
                 truncated=encoding.truncated,
             )

@@ -1,9 +1,12 @@
 /* tokenizer.c — the tokenizer from C: created from a tokenizer.json text and from a vocab.txt,
  * texts encoded (ids looked up in the vocabulary, offsets found in the text), four threads
  * encoding with one tokenizer at once (each result equal to the single-threaded one), then bad
- * input: NULL arguments, invalid UTF-8, malformed and unsupported tokenizer.json. */
+ * input: NULL arguments, invalid UTF-8, malformed and unsupported tokenizer.json. Then a small
+ * byte-level BPE tokenizer.json written here: merges, decode round trips, partial UTF-8, the
+ * two-call pattern and skipped specials. */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <nxe/nxe_tokenizer.h>
@@ -187,6 +190,131 @@ static void check_errors(const nxe_tokenizer *t)
     nxe_encoding_release(NULL);
 }
 
+/* The character GPT-2's byte-level alphabet writes for byte b (the test's own derivation):
+ * printable Latin-1 bytes stand for themselves, the others for 256 + their rank among them. */
+static unsigned byte_char(unsigned b)
+{
+    unsigned rank = 0;
+    for (unsigned k = 0; k <= b; k++) {
+        int printable = (k >= 0x21 && k <= 0x7E) || (k >= 0xA1 && k <= 0xAC) || k >= 0xAE;
+        if (k == b)
+            return printable ? b : 256 + rank;
+        rank += !printable;
+    }
+    return 0;
+}
+
+/* A byte-level BPE tokenizer.json: the 256 byte characters (ids 0 .. 255), "he" 256, "ll" 257,
+ * "hell" 258, "hello" 259, "\u0120hello" 260 (a space then hello), the special added token
+ * <|endoftext|> 261 appended by the template. */
+static char *bpe_json(void)
+{
+    size_t capacity = 16384, n = 0;
+    char *json = malloc(capacity);
+    if (!json)
+        return NULL;
+    n += (size_t)snprintf(json + n, capacity - n,
+                          "{\"added_tokens\": [{\"id\": 261, \"content\": \"<|endoftext|>\", "
+                          "\"special\": true, \"normalized\": false}], \"normalizer\": null, "
+                          "\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": "
+                          "false, \"use_regex\": true}, \"decoder\": {\"type\": \"ByteLevel\"}, "
+                          "\"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": "
+                          "[{\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}, {\"SpecialToken\": "
+                          "{\"id\": \"<|endoftext|>\", \"type_id\": 0}}], \"special_tokens\": "
+                          "{\"<|endoftext|>\": {\"id\": \"<|endoftext|>\", \"ids\": [261]}}}, "
+                          "\"model\": {\"type\": \"BPE\", \"vocab\": {");
+    for (unsigned b = 0; b < 256; b++)
+        n += (size_t)snprintf(json + n, capacity - n, "\"\\u%04x\": %u, ", byte_char(b), b);
+    snprintf(json + n, capacity - n,
+             "\"he\": 256, \"ll\": 257, \"hell\": 258, \"hello\": 259, \"\\u0120hello\": 260}, "
+             "\"merges\": [\"h e\", \"l l\", \"he ll\", \"hell o\", \"\\u0120 hello\"]}}");
+    return json;
+}
+
+/* Decodes ids with the two-call pattern and compares with `expected`. */
+static void expect_decode(const nxe_tokenizer *t, const int32_t *ids, int64_t count, int32_t flags,
+                          const char *expected)
+{
+    size_t length = 12345;
+    nxe_status first = nxe_tokenizer_decode(t, ids, count, flags, NULL, 0, &length);
+    CHECK(length == strlen(expected));
+    CHECK(first == (length ? NXE_ERROR_BUFFER_TOO_SMALL : NXE_OK));
+    char out[256];
+    memset(out, '#', sizeof out);
+    if (length > 0) {
+        CHECK(nxe_tokenizer_decode(t, ids, count, flags, out, length - 1, &length) ==
+              NXE_ERROR_BUFFER_TOO_SMALL);
+        CHECK(out[0] == '#'); /* nothing written */
+    }
+    CHECK(nxe_tokenizer_decode(t, ids, count, flags, out, sizeof out, &length) == NXE_OK);
+    CHECK(length == strlen(expected) && memcmp(out, expected, length) == 0);
+}
+
+static void check_bpe(void)
+{
+    char *json = bpe_json();
+    nxe_tokenizer *t = NULL;
+    CHECK(json && nxe_tokenizer_create(json, strlen(json), &t) == NXE_OK);
+    free(json);
+    if (!t)
+        return;
+    int32_t size = 0;
+    CHECK(nxe_tokenizer_vocab_size(t, &size) == NXE_OK && size == 262);
+    CHECK(nxe_tokenizer_token_to_id(t, "\xc4\xa0hello") == 260);
+    CHECK(nxe_tokenizer_token_to_id(t, "<|endoftext|>") == 261);
+
+    /* "hello hello": the merges give hello, then a space and hello; the template appends 261. */
+    nxe_encoding *e = NULL;
+    CHECK(nxe_tokenizer_encode(t, "hello hello", 11, NULL, &e) == NXE_OK);
+    if (e) {
+        CHECK(e->length == 3 && e->ids[0] == 259 && e->ids[1] == 260 && e->ids[2] == 261);
+        CHECK(e->offsets[0] == 0 && e->offsets[1] == 5 && e->offsets[2] == 5 &&
+              e->offsets[3] == 11 && e->special_mask[2] == 1);
+        expect_decode(t, e->ids, e->length, 0, "hello hello<|endoftext|>");
+        expect_decode(t, e->ids, e->length, NXE_DECODE_SKIP_SPECIAL, "hello hello");
+    }
+    nxe_encoding_release(e);
+
+    /* Round trips: every byte of these texts has its own token, so decode gives them back. */
+    const char *texts[] = {"", "h\xc3\xa9llo w\xc3\xb6rld",
+                           "\xe4\xb8\xad\xe6\x96\x87 \xf0\x9f\x98\x80!", "  spaces   and\ttabs\n\n",
+                           "it's <|endoftext|> hello"};
+    nxe_tokenizer_options options = NXE_TOKENIZER_OPTIONS_INIT;
+    options.add_special_tokens = 0;
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        e = NULL;
+        CHECK(nxe_tokenizer_encode(t, texts[i], strlen(texts[i]), &options, &e) == NXE_OK);
+        if (e)
+            expect_decode(t, e->ids, e->length, 0, texts[i]);
+        nxe_encoding_release(e);
+    }
+    /* Partial UTF-8: the first byte of a three-byte character (a byte's id is the byte),
+     * alone or before "he". */
+    int32_t partial[2] = {0xE4, 256};
+    expect_decode(t, partial, 1, 0, "\xef\xbf\xbd");
+    expect_decode(t, partial, 2, 0, "\xef\xbf\xbdhe");
+
+    /* Bad ids and arguments. */
+    int32_t bad[2] = {5, 262};
+    size_t length = 7;
+    char out[8];
+    CHECK(nxe_tokenizer_decode(t, bad, 2, 0, out, sizeof out, &length) ==
+              NXE_ERROR_INVALID_ARGUMENT &&
+          length == 0);
+    CHECK(strstr(nxe_last_error(), "ids[1] = 262") != NULL);
+    bad[1] = -3;
+    CHECK(nxe_tokenizer_decode(t, bad, 2, 0, out, sizeof out, &length) ==
+          NXE_ERROR_INVALID_ARGUMENT);
+    CHECK(nxe_tokenizer_decode(t, NULL, 1, 0, out, sizeof out, &length) ==
+          NXE_ERROR_INVALID_ARGUMENT);
+    CHECK(nxe_tokenizer_decode(t, bad, 1, 2, out, sizeof out, &length) ==
+          NXE_ERROR_INVALID_ARGUMENT);
+    CHECK(nxe_tokenizer_decode(t, bad, 1, 0, out, sizeof out, NULL) == NXE_ERROR_INVALID_ARGUMENT);
+    CHECK(nxe_tokenizer_vocab_size(NULL, &size) == NXE_ERROR_INVALID_ARGUMENT && size == 0);
+    check_threads(t);
+    nxe_tokenizer_release(t);
+}
+
 int main(void)
 {
     nxe_tokenizer *from_json = NULL, *from_vocab = NULL;
@@ -197,7 +325,19 @@ int main(void)
         check_tokenizer(from_vocab);
         check_threads(from_json);
         check_errors(from_json);
+        /* The WordPiece decoder: pieces joined, "##" glued, spaces before punctuation gone. */
+        nxe_encoding *e = NULL;
+        CHECK(nxe_tokenizer_encode(from_vocab, "Hello, unaffable world!", 23, NULL, &e) == NXE_OK);
+        if (e) {
+            expect_decode(from_vocab, e->ids, e->length, NXE_DECODE_SKIP_SPECIAL,
+                          "hello, unaffable world!");
+            /* JSON has no decoder: tokenizers joins the tokens with spaces. */
+            expect_decode(from_json, e->ids, e->length, 0,
+                          "[CLS] hello , un ##aff ##able world ! [SEP]");
+        }
+        nxe_encoding_release(e);
     }
+    check_bpe();
     nxe_tokenizer_release(from_json);
     nxe_tokenizer_release(from_vocab);
     if (failures)

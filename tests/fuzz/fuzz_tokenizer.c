@@ -1,11 +1,14 @@
 /* fuzz_tokenizer.c — libFuzzer harness over the tokenizer: the input is a tokenizer.json, then
  * the bytes 0xFF 0x00, then a text (no separator: the whole input is both). Any tokenizer.json
  * must create a tokenizer or fail with a format, unsupported or memory status and a message;
- * any text must encode (with that tokenizer and a fixed one) or fail as invalid UTF-8, and
- * every encoding must hold ids in the vocabulary and offsets inside the text. */
+ * any text must encode (with that tokenizer and two fixed ones, WordPiece and byte-level BPE)
+ * or fail as invalid UTF-8, every encoding must hold ids in the vocabulary and offsets inside
+ * the text, its ids must decode (or the decoder be unsupported) with the two-call pattern
+ * agreeing, and the text's bytes read as ids must decode or be refused as bad ids. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <nxe/nxe_tokenizer.h>
@@ -41,6 +44,58 @@ static const char FIXED_JSON[] =
     "\"##a\": 7, \"##b\": 8, \"ab\": 9, \"e\": 10, \"##e\": 11, \"\\u4e2d\": 12, \".\": 13, "
     "\"\\u00df\": 14, \"i\": 15, \"##\\u0307\": 16}}}";
 
+/* A byte-level BPE tokenizer.json with every BPE component: the byte characters but the first
+ * nine bytes' (those become the fused unknown token), merges as pairs, ignore_merges, a prefix
+ * space, offset trimming, a special and an lstrip/rstrip added token. */
+static char *bpe_json(void)
+{
+    size_t capacity = 16384, n = 0;
+    char *json = malloc(capacity);
+    if (!json)
+        return NULL;
+    n += (size_t)snprintf(
+        json + n, capacity - n,
+        "{\"added_tokens\": [{\"id\": 260, \"content\": \"<|endoftext|>\", \"special\": "
+        "true}, {\"id\": 261, \"content\": \" sp \", \"lstrip\": true, \"rstrip\": true}], "
+        "\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": true}, "
+        "\"post_processor\": {\"type\": \"ByteLevel\", \"trim_offsets\": true}, "
+        "\"decoder\": {\"type\": \"ByteLevel\"}, \"model\": {\"type\": \"BPE\", "
+        "\"unk_token\": \"<unk>\", \"fuse_unk\": true, \"ignore_merges\": true, \"vocab\": {");
+    unsigned rank = 0;
+    for (unsigned b = 0; b < 256; b++) {
+        int printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+        unsigned c = printable ? b : 256 + rank++;
+        if (b >= 9)
+            n += (size_t)snprintf(json + n, capacity - n, "\"\\u%04x\": %u, ", c, b);
+    }
+    snprintf(json + n, capacity - n,
+             "\"<unk>\": 0, \"ab\": 256, \"abc\": 257, \"\\u0120a\": 258, \"\\u0120abc\": 259}, "
+             "\"merges\": [[\"a\", \"b\"], [\"ab\", \"c\"], [\"\\u0120\", \"a\"], "
+             "[\"\\u0120\", \"abc\"]]}}");
+    return json;
+}
+
+/* Decodes `count` ids both ways (the size, then the text), or sees them refused. */
+static void check_decode(const nxe_tokenizer *t, const int32_t *ids, int64_t count, int valid)
+{
+    for (int32_t flags = 0; flags <= NXE_DECODE_SKIP_SPECIAL; flags++) {
+        size_t length = 0;
+        nxe_status status = nxe_tokenizer_decode(t, ids, count, flags, NULL, 0, &length);
+        if (status == NXE_ERROR_UNSUPPORTED || (!valid && status == NXE_ERROR_INVALID_ARGUMENT)) {
+            REQUIRE(length == 0 && nxe_last_error()[0] != '\0');
+            return;
+        }
+        REQUIRE(status == NXE_OK || status == NXE_ERROR_BUFFER_TOO_SMALL);
+        REQUIRE((status == NXE_OK) == (length == 0));
+        char *out = malloc(length + 1);
+        REQUIRE(out != NULL);
+        size_t again = 0;
+        REQUIRE(nxe_tokenizer_decode(t, ids, count, flags, out, length, &again) == NXE_OK);
+        REQUIRE(again == length);
+        free(out);
+    }
+}
+
 static void check_encoding(const nxe_encoding *e, const nxe_tokenizer_info *info, size_t size)
 {
     REQUIRE(e->length >= e->num_tokens && e->num_tokens >= 0 && e->truncated >= 0);
@@ -71,7 +126,24 @@ static void encode_all_ways(const nxe_tokenizer *t, const char *text, size_t siz
         return;
     }
     check_encoding(e, &info, size);
+    /* Tokens of the text always decode (padding and template ids may name no token). */
+    int32_t *content = malloc(((size_t)e->length + 1) * sizeof *content);
+    REQUIRE(content != NULL);
+    int64_t count = 0;
+    for (int32_t i = 0; i < e->num_tokens; i++)
+        if (!e->special_mask[i])
+            content[count++] = e->ids[i];
+    check_decode(t, content, count, 1);
+    free(content);
     nxe_encoding_release(e);
+    /* The text's bytes as ids, some outside the vocabulary. */
+    int32_t ids[64];
+    count = 0;
+    for (size_t i = 0; i + 1 < size && count < 64; i += 2)
+        ids[count++] = (int32_t)(((unsigned char)text[i] << 8 | (unsigned char)text[i + 1]) %
+                                 (info.vocab_size + 2)) -
+                       1;
+    check_decode(t, ids, count, 0);
 
     const char *texts[2] = {text, text};
     size_t sizes[2] = {size, size / 2};
@@ -93,9 +165,14 @@ static void encode_all_ways(const nxe_tokenizer *t, const char *text, size_t siz
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static nxe_tokenizer *fixed;
+    static nxe_tokenizer *fixed, *fixed_bpe;
     if (!fixed)
         REQUIRE(nxe_tokenizer_create(FIXED_JSON, sizeof FIXED_JSON - 1, &fixed) == NXE_OK);
+    if (!fixed_bpe) {
+        char *json = bpe_json();
+        REQUIRE(json != NULL && nxe_tokenizer_create(json, strlen(json), &fixed_bpe) == NXE_OK);
+        free(json);
+    }
     const char *json = (const char *)data, *text = json;
     size_t json_size = size, text_size = size;
     for (size_t i = 0; i + 1 < size; i++) {
@@ -117,5 +194,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         nxe_tokenizer_release(t);
     }
     encode_all_ways(fixed, text, text_size);
+    encode_all_ways(fixed_bpe, text, text_size);
     return 0;
 }

@@ -4,7 +4,8 @@ python tests/fuzz/make_seeds.py OUT_DIR  ->  OUT_DIR/model/*.nxm, OUT_DIR/binary
 OUT_DIR/sr_metadata/*.json (the shipped SR models' metadata), OUT_DIR/sr_frames/* (inputs of
 fuzz_sr_frames.c), OUT_DIR/images/*.png|jpg|y4m (inputs of tools/fuzz_images.py),
 OUT_DIR/graph/* (one byte string per registered op for tests/fuzz/fuzz_graph.c),
-OUT_DIR/tokenizer/* (small tokenizer.json files, 0xFF 0x00, a text: tests/fuzz/fuzz_tokenizer.c)"""
+OUT_DIR/tokenizer/* (small WordPiece and byte-level BPE tokenizer.json files, 0xFF 0x00, a text:
+tests/fuzz/fuzz_tokenizer.c)"""
 
 import io
 import json
@@ -225,6 +226,60 @@ def tokenizer_seeds():
                                   + text.encode("utf-8"))
 
 
+def byte_level_alphabet() -> list[str]:
+    """GPT-2's byte-level characters in byte order: printable Latin-1 bytes stand for
+    themselves, the others for 256 + their rank among them."""
+    printable = [b for b in range(256) if 0x21 <= b <= 0x7E or 0xA1 <= b <= 0xAC or b >= 0xAE]
+    others = [b for b in range(256) if b not in printable]
+    return [chr(b) if b in printable else chr(256 + others.index(b)) for b in range(256)]
+
+
+def bpe_tokenizer_seeds():
+    """Small byte-level BPE tokenizer.json files (Whisper-like with a template, GPT-2-like with
+    a prefix space and offset trimming, one whose vocabulary lacks some bytes and has an
+    unknown token), each followed by a text that exercises the split pattern."""
+    alphabet = byte_level_alphabet()
+    words = ["he", "ll", "hell", "hello", "\u0120hello", "\u0120w", "or", "\u0120wor", "ld",
+             "\u0120world", "'s", "\u0120\u0120", "\u010a\u010a"]
+    merges = [("h", "e"), ("l", "l"), ("he", "ll"), ("hell", "o"), ("\u0120", "hello"),
+              ("\u0120", "w"), ("o", "r"), ("\u0120w", "or"), ("l", "d"), ("\u0120wor", "ld"),
+              ("'", "s"), ("\u0120", "\u0120"), ("\u010a", "\u010a")]
+    specials = ["<|endoftext|>", "<|en|>"]
+    texts = ["hello world, it's   hello\n\n 123 h\u00e9llo \U0001F600<|en|>x<|endoftext|>",
+             "  lead and trail  \n", "", "don't've 'S 're \u3000\t\u00a0", "a" * 300]
+    level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+             "use_regex": True}
+    template = {"type": "TemplateProcessing",
+                "single": [{"Sequence": {"id": "A", "type_id": 0}},
+                           {"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}}],
+                "pair": [{"Sequence": {"id": "A", "type_id": 0}},
+                         {"Sequence": {"id": "B", "type_id": 1}}],
+                "special_tokens": {"<|endoftext|>": {"id": "<|endoftext|>", "ids": [270],
+                                                     "tokens": ["<|endoftext|>"]}}}
+    for name, skip, processor, model in (
+            ("whisper", 0, template, {}),
+            ("gpt2", 0, dict(level, add_prefix_space=True), {"ignore_merges": True}),
+            ("unknown", 9, None, {"unk_token": "<unk>", "fuse_unk": True})):
+        vocab = {c: i for i, c in enumerate(alphabet) if i >= skip}
+        vocab.update({w: 256 + i for i, w in enumerate(words + ["<unk>"])})
+        added = [{"id": 270 + i, "content": t, "single_word": False, "lstrip": False,
+                  "rstrip": False, "normalized": False, "special": True}
+                 for i, t in enumerate(specials)]
+        body = {"type": "BPE", "dropout": None, "unk_token": None,
+                "continuing_subword_prefix": "", "end_of_word_suffix": "", "fuse_unk": False,
+                "vocab": vocab,
+                "merges": [f"{a} {b}" for a, b in merges] if name != "gpt2" else merges}
+        body.update(model)
+        tokenizer = {"version": "1.0", "truncation": None, "padding": None,
+                     "added_tokens": added, "normalizer": None,
+                     "pre_tokenizer": dict(level, add_prefix_space=name == "gpt2",
+                                           use_regex=name != "unknown"),
+                     "post_processor": processor, "decoder": level, "model": body}
+        for k, text in enumerate(texts):
+            yield f"bpe-{name}-{k}", (json.dumps(tokenizer).encode() + b"\xff\x00"
+                                      + text.encode("utf-8"))
+
+
 def main(out_dir: str) -> None:
     model_dir = Path(out_dir, "model")
     binary_dir = Path(out_dir, "binary")
@@ -247,7 +302,7 @@ def main(out_dir: str) -> None:
     write_graph_seeds(out_dir)
     tokenizer_dir = Path(out_dir, "tokenizer")
     tokenizer_dir.mkdir(parents=True, exist_ok=True)
-    for name, data in tokenizer_seeds():
+    for name, data in (*tokenizer_seeds(), *bpe_tokenizer_seeds()):
         (tokenizer_dir / name).write_bytes(data)
 
 
