@@ -24,15 +24,14 @@
 #define LITLEN_SYMBOLS 286
 #define DIST_SYMBOLS 30
 
-static const uint16_t length_base[29] = {3,  4,  5,  6,  7,  8,  9,  10,  11,  13,
-                                         15, 17, 19, 23, 27, 31, 35, 43,  51,  59,
+static const uint16_t length_base[29] = {3,  4,  5,  6,   7,   8,   9,   10,  11, 13,
+                                         15, 17, 19, 23,  27,  31,  35,  43,  51, 59,
                                          67, 83, 99, 115, 131, 163, 195, 227, 258};
 static const uint8_t length_extra[29] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2,
                                          2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
-static const uint16_t dist_base[30] = {1,    2,    3,    4,    5,    7,     9,     13,
-                                       17,   25,   33,   49,   65,   97,    129,   193,
-                                       257,  385,  513,  769,  1025, 1537,  2049,  3073,
-                                       4097, 6145, 8193, 12289, 16385, 24577};
+static const uint16_t dist_base[30] = {
+    1,   2,   3,   4,   5,   7,    9,    13,   17,   25,   33,   49,   65,    97,    129,
+    193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577};
 
 static int length_code(int length)
 {
@@ -156,7 +155,8 @@ static int longest_match(lz *z, size_t at, int *distance)
         if (at - c > WINDOW)
             break;
         int n = 0;
-        while (at + (size_t)n < z->size && n < MAX_MATCH && z->data[c + (size_t)n] == z->data[at + (size_t)n])
+        while (at + (size_t)n < z->size && n < MAX_MATCH &&
+               z->data[c + (size_t)n] == z->data[at + (size_t)n])
             n++;
         if (n > best) {
             best = n;

@@ -15,10 +15,12 @@
  *            written into the cache slots of their positions.
  * An attempt that fails the compression-ratio or log-probability test is retried at the next
  * temperature; a window judged silent is skipped; segments come from timestamp pairs. */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "engine/asr_internal.h"
 #include "nxe/nxe_audio.h"
@@ -50,8 +52,9 @@ struct asr_job {
     int32_t layers, ctx, state, vocab;
     int64_t content_frames, seek, segment_size;
     float mel_max;
-    float *mel;   /* [n_mels][n_frames] */
-    float *cross; /* 2 * layers buffers of [n_audio_ctx][state] */
+    bool mel_max_known;
+    float *mel;       /* [n_mels][n_frames] */
+    float *cross;     /* 2 * layers buffers of [n_audio_ctx][state] */
     int32_t language; /* index into the model's languages; -1 until known */
     int32_t phase;
     /* All tokens so far (the initial prompt first), and where the prompt starts. */
@@ -80,6 +83,9 @@ struct asr_job {
     int32_t *result;
     int32_t result_length;
     double result_sum, avg_logprob, compression_ratio;
+    /* Seconds spent on the current window, for the debug log. */
+    double window_s, prefill_s, step_s;
+    int32_t steps, attempts;
 };
 
 /* ---- small helpers ---------------------------------------------------------------------- */
@@ -295,8 +301,8 @@ static nxe_status run_decoder(asr_model *model, asr_job *job, int32_t rows, int3
     ours_in[1] = make_desc(safe_positions, NXE_DL_INT, 2, token_shape);
     ours_in[2] = make_desc((void *)mask, NXE_DL_FLOAT, 4, mask_shape);
     for (int32_t l = 0; l < layers; l++) {
-        ours_in[3 + 4 * l] =
-            make_desc(job->cache + (size_t)(2 * l) * layer_floats(job), NXE_DL_FLOAT, 3, past_shape);
+        ours_in[3 + 4 * l] = make_desc(job->cache + (size_t)(2 * l) * layer_floats(job),
+                                       NXE_DL_FLOAT, 3, past_shape);
         ours_in[4 + 4 * l] = make_desc(job->cache + (size_t)(2 * l + 1) * layer_floats(job),
                                        NXE_DL_FLOAT, 3, past_shape);
         ours_in[5 + 4 * l] =
@@ -306,7 +312,8 @@ static nxe_status run_decoder(asr_model *model, asr_job *job, int32_t rows, int3
     }
     ours_out[0] = make_desc(job->logits, NXE_DL_FLOAT, 2, logits_shape);
     for (int32_t b = 0; b < 2 * layers; b++)
-        ours_out[1 + b] = make_desc(job->step_kv + (size_t)b * kv_floats, NXE_DL_FLOAT, 3, kv_shape);
+        ours_out[1 + b] =
+            make_desc(job->step_kv + (size_t)b * kv_floats, NXE_DL_FLOAT, 3, kv_shape);
     const int32_t num_in = 3 + 4 * layers, num_out = 1 + 2 * layers;
     for (int32_t i = 0; i < num_in; i++)
         in[i] = ours_in[variant->input_slot[i]];
@@ -410,6 +417,7 @@ static nxe_status step(asr_model *model, asr_job *job)
 
 static nxe_status run_encoder(asr_model *model, asr_job *job)
 {
+
     const int64_t mel_shape[3] = {1, model->n_mels, model->n_frames};
     const int64_t cross_shape[3] = {1, model->n_audio_ctx, job->state};
     const size_t cross_floats = (size_t)model->n_audio_ctx * (size_t)job->state;
@@ -452,8 +460,8 @@ static nxe_status whole_max(const asr_model *model, asr_job *job)
     for (int64_t first = 0; first < live; first += model->n_frames) {
         int64_t count = live - first < model->n_frames ? live - first : model->n_frames;
         float chunk_max = -INFINITY;
-        nxe_status status = nxe_audio_log10_mel(&spec, job->pcm, job->samples, first, count,
-                                                job->mel, &chunk_max);
+        nxe_status status =
+            nxe_audio_log10_mel(&spec, job->pcm, job->samples, first, count, job->mel, &chunk_max);
         if (status != NXE_OK) {
             nxe_error_prefix("asr: log-mel: ");
             return status;
@@ -542,8 +550,8 @@ nxe_status asr_job_create(const asr_model *model, const float *pcm, int64_t samp
         job->mel = nxe_alloc(sizeof *job->mel * (size_t)model->n_mels * (size_t)model->n_frames);
         job->cross = nxe_alloc(sizeof *job->cross * cross_floats);
         job->cache = nxe_alloc_zeroed(sizeof *job->cache * cache_floats);
-        job->spare = job->max_rows > 1 ? nxe_alloc_zeroed(sizeof *job->spare * cache_floats)
-                                       : nxe_alloc(64);
+        job->spare =
+            job->max_rows > 1 ? nxe_alloc_zeroed(sizeof *job->spare * cache_floats) : nxe_alloc(64);
         job->seq = nxe_alloc(sizeof *job->seq * seq_ints);
         job->new_seq = nxe_alloc(sizeof *job->new_seq * seq_ints);
         job->sum_logprobs = nxe_alloc(sizeof *job->sum_logprobs * (size_t)job->max_rows * 4);
@@ -551,9 +559,8 @@ nxe_status asr_job_create(const asr_model *model, const float *pcm, int64_t samp
         job->scratch = nxe_alloc(sizeof *job->scratch * (size_t)job->vocab);
         job->finished = nxe_alloc_zeroed(sizeof *job->finished * (size_t)(job->max_rows * 4 + 8));
         job->result = nxe_alloc(sizeof *job->result * (size_t)(job->ctx + 1));
-        if (!job->mel || !job->cross || !job->cache || !job->spare || !job->seq ||
-            !job->new_seq || !job->sum_logprobs || !job->logits || !job->scratch ||
-            !job->finished || !job->result)
+        if (!job->mel || !job->cross || !job->cache || !job->spare || !job->seq || !job->new_seq ||
+            !job->sum_logprobs || !job->logits || !job->scratch || !job->finished || !job->result)
             status = nxe_error(NXE_ERROR_OUT_OF_MEMORY,
                                "asr: out of memory for a request's decoder state (%zu MiB)",
                                (cache_floats * 2 + cross_floats) * 4 >> 20);
@@ -595,14 +602,37 @@ static nxe_status detect_language(asr_model *model, asr_job *job)
     return NXE_OK;
 }
 
+/* Whether the window's samples all stay below the silence threshold (digital silence or a
+ * faint hiss, on which Whisper's own no-speech rule may still let " you" through). */
+static bool window_silent(const asr_model *model, const asr_job *job)
+{
+    if (isnan(job->opt.silence_threshold_db))
+        return false;
+    const double limit = pow(10.0, job->opt.silence_threshold_db / 20.0);
+    int64_t from = job->seek * model->hop_length;
+    int64_t to = (job->seek + job->segment_size) * model->hop_length;
+    if (to > job->samples)
+        to = job->samples;
+    for (int64_t i = from; i < to; i++)
+        if (fabs((double)job->pcm[i]) >= limit)
+            return false;
+    return true;
+}
+
 static nxe_status start_window(asr_model *model, asr_job *job)
 {
     nxe_status status = NXE_OK;
-    if (job->seek == 0)
-        status = whole_max(model, job);
     job->segment_size = job->content_frames - job->seek < model->n_frames
                             ? job->content_frames - job->seek
                             : model->n_frames;
+    if (window_silent(model, job)) {
+        job->seek += job->segment_size; /* skipped as a no-speech window is */
+        return NXE_OK;
+    }
+    if (!job->mel_max_known) {
+        status = whole_max(model, job);
+        job->mel_max_known = true;
+    }
     if (status == NXE_OK && job->language < 0) {
         if (!model->multilingual) {
             job->language = 0;
@@ -920,8 +950,7 @@ static void sample_update(const asr_model *model, asr_job *job, int32_t *complet
                     top = logits[i] > top ? logits[i] : top;
                 double total = 0.0;
                 for (int32_t i = 0; i < vocab; i++) {
-                    job->scratch[i] =
-                        (float)exp(((double)logits[i] - top) / job->temperature);
+                    job->scratch[i] = (float)exp(((double)logits[i] - top) / job->temperature);
                     total += job->scratch[i];
                 }
                 double u = next_uniform(&job->rng) * total, acc = 0.0;
@@ -977,19 +1006,17 @@ static nxe_status finish_attempt(const asr_model *model, asr_job *job)
             for (int32_t r = 0; r < job->rows; r++)
                 order[r] = r;
             for (int32_t i = 1; i < job->rows; i++)
-                for (int32_t j = i; j > 0 && job->sum_logprobs[order[j]] >
-                                                 job->sum_logprobs[order[j - 1]];
-                     j--) {
+                for (int32_t j = i;
+                     j > 0 && job->sum_logprobs[order[j]] > job->sum_logprobs[order[j - 1]]; j--) {
                     int32_t t = order[j];
                     order[j] = order[j - 1];
                     order[j - 1] = t;
                 }
-            for (int32_t i = 0; i < job->rows && job->num_finished < job->rows &&
-                                status == NXE_OK;
+            for (int32_t i = 0; i < job->rows && job->num_finished < job->rows && status == NXE_OK;
                  i++)
-                status = add_finished(job, row_seq(job, order[i]) + job->sample_begin,
-                                      job->seq_length - job->sample_begin,
-                                      job->sum_logprobs[order[i]]);
+                status =
+                    add_finished(job, row_seq(job, order[i]) + job->sample_begin,
+                                 job->seq_length - job->sample_begin, job->sum_logprobs[order[i]]);
         }
     } else {
         clear_finished(job);
@@ -1039,8 +1066,9 @@ static nxe_status add_segment(const asr_model *model, asr_job *job, double start
     }
     buffer *s = &job->segments;
     char head[96];
-    snprintf(head, sizeof head, "%s{\"id\": %d, \"seek\": %lld, \"start\": ",
-             job->num_segments ? ", " : "", job->num_segments, (long long)job->seek);
+    snprintf(head, sizeof head,
+             "%s{\"id\": %d, \"seek\": %lld, \"start\": ", job->num_segments ? ", " : "",
+             job->num_segments, (long long)job->seek);
     status = append(s, head, strlen(head));
     if (status == NXE_OK)
         status = appendf(s, "%.3f", start);
@@ -1141,7 +1169,45 @@ static nxe_status finish_window(const asr_model *model, asr_job *job)
     return status;
 }
 
+static double seconds_now(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+}
+
+static nxe_status step_job(asr_model *model, asr_job *job, int32_t *done);
+
 nxe_status asr_job_step(asr_model *model, asr_job *job, int32_t *done)
+{
+    const double start = seconds_now();
+    const int32_t phase = job->phase;
+    const int64_t seek = job->seek;
+    nxe_status status = step_job(model, job, done);
+    const double spent = seconds_now() - start;
+    if (phase == PHASE_WINDOW) {
+        job->window_s = spent;
+        job->prefill_s = job->step_s = 0;
+        job->steps = job->attempts = 0;
+    } else if (phase == PHASE_ATTEMPT) {
+        job->prefill_s += spent;
+        job->attempts++;
+    } else if (phase == PHASE_STEP) {
+        job->step_s += spent;
+        job->steps++;
+    }
+    /* A window done: what it took (the log at debug level). */
+    if (status == NXE_OK && phase == PHASE_STEP && job->phase == PHASE_WINDOW)
+        nxe_log(NXE_LOG_DEBUG,
+                "asr: window at %.2f s: log-mel and encoder %.1f ms, %d attempt(s) prefilled in "
+                "%.1f ms, %d steps of %d row(s), %.2f ms each",
+                (double)seek * model->hop_length / model->sample_rate, job->window_s * 1e3,
+                job->attempts, job->prefill_s * 1e3, job->steps, job->rows,
+                job->steps ? job->step_s * 1e3 / job->steps : 0.0);
+    return status;
+}
+
+static nxe_status step_job(asr_model *model, asr_job *job, int32_t *done)
 {
     nxe_status status = NXE_OK;
     *done = 0;
@@ -1170,10 +1236,10 @@ nxe_status asr_job_step(asr_model *model, asr_job *job, int32_t *done)
         if (status != NXE_OK)
             return status;
         const asr_options *opt = &job->opt;
-        bool fallback = (!isnan(opt->compression_ratio_threshold) &&
-                         job->compression_ratio > opt->compression_ratio_threshold) ||
-                        (!isnan(opt->logprob_threshold) &&
-                         job->avg_logprob < opt->logprob_threshold);
+        bool fallback =
+            (!isnan(opt->compression_ratio_threshold) &&
+             job->compression_ratio > opt->compression_ratio_threshold) ||
+            (!isnan(opt->logprob_threshold) && job->avg_logprob < opt->logprob_threshold);
         if (!isnan(opt->no_speech_threshold) && job->no_speech_prob > opt->no_speech_threshold &&
             !isnan(opt->logprob_threshold) && job->avg_logprob < opt->logprob_threshold)
             fallback = false; /* silence: no point in trying harder */
@@ -1198,8 +1264,8 @@ nxe_status asr_job_finish(const asr_model *model, asr_job *job, nxe_engine_batch
     const int64_t segments_length = (int64_t)job->segments.length, one = 1;
     nxe_tensor_desc text, code, segments, duration;
     if (status == NXE_OK)
-        status =
-            nxe_engine_batch_add_output(batch, request, "text", NXE_DTYPE_U8, 1, &text_length, &text);
+        status = nxe_engine_batch_add_output(batch, request, "text", NXE_DTYPE_U8, 1, &text_length,
+                                             &text);
     if (status == NXE_OK)
         status = nxe_engine_batch_add_output(batch, request, "language", NXE_DTYPE_U8, 1,
                                              &language_length, &code);

@@ -36,8 +36,7 @@ typedef struct asr_model {
     nxe_tokenizer *tokenizer;
     uint64_t tokenizer_bytes;
     /* config */
-    int32_t n_mels, n_audio_ctx, n_audio_state, n_text_ctx, n_text_state, n_text_layer,
-        n_vocab;
+    int32_t n_mels, n_audio_ctx, n_audio_state, n_text_ctx, n_text_state, n_text_layer, n_vocab;
     /* audio */
     int32_t sample_rate, n_fft, hop_length, n_frames;
     float *filters; /* [n_mels][n_fft / 2 + 1] */
@@ -75,6 +74,7 @@ typedef struct asr_options {
     double compression_ratio_threshold; /* NaN: none */
     double logprob_threshold;           /* NaN: none */
     double no_speech_threshold;         /* NaN: none */
+    double silence_threshold_db;        /* NaN: none */
     int32_t condition_on_previous_text;
     int32_t without_timestamps;
     uint64_t seed;

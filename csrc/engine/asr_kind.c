@@ -87,8 +87,8 @@ static nxe_status metadata_ids(const nxe_json_value *root, const char *key, int3
 {
     const nxe_json_value *array = nxe_json_get(root, key);
     if (nxe_json_kind(array) != NXE_JSON_ARRAY)
-        return nxe_error(NXE_ERROR_FORMAT, "asr: the metadata's %s is %s, expected an array",
-                         key, array ? "not an array" : "missing");
+        return nxe_error(NXE_ERROR_FORMAT, "asr: the metadata's %s is %s, expected an array", key,
+                         array ? "not an array" : "missing");
     const int32_t n = nxe_json_count(array);
     *out = nxe_alloc(sizeof **out * (size_t)(n + extra + 1));
     if (!*out)
@@ -153,11 +153,9 @@ static nxe_status read_tokens(asr_model *model, const nxe_json_value *root)
         double id = 0;
         if (nxe_json_count(pair) != 2 || !code || length == 0 ||
             length >= sizeof model->languages[i].code || strlen(code) != length ||
-            !nxe_json_number(nxe_json_item(pair, 1), &id) || id != floor(id) || id < 0 ||
-            id > top)
+            !nxe_json_number(nxe_json_item(pair, 1), &id) || id != floor(id) || id < 0 || id > top)
             return nxe_error(NXE_ERROR_FORMAT,
-                             "asr: the metadata's languages[%d] is not a [code, token id] pair",
-                             i);
+                             "asr: the metadata's languages[%d] is not a [code, token id] pair", i);
         memcpy(model->languages[i].code, code, length + 1);
         model->languages[i].id = (int32_t)id;
     }
@@ -180,8 +178,8 @@ static nxe_status read_tokens(asr_model *model, const nxe_json_value *root)
         model->num_suppress = unique;
     }
     if (status == NXE_OK)
-        status =
-            metadata_ids(root, "suppress_blank", model->n_vocab, 0, &model->blank, &model->num_blank);
+        status = metadata_ids(root, "suppress_blank", model->n_vocab, 0, &model->blank,
+                              &model->num_blank);
     int multilingual = 0;
     if (status == NXE_OK && !nxe_json_bool(nxe_json_get(root, "multilingual"), &multilingual))
         status = nxe_error(NXE_ERROR_FORMAT, "asr: the metadata's multilingual must be a boolean");
@@ -203,9 +201,8 @@ static nxe_status read_filters(asr_model *model)
         const int64_t bins = model->n_fft / 2 + 1;
         if (info.dtype != NXE_DTYPE_F32 || desc.ndim != 2 || desc.shape[0] != model->n_mels ||
             desc.shape[1] != bins)
-            return nxe_error(NXE_ERROR_FORMAT,
-                             "asr: the model's mel_filters is not f32 [%d, %lld]", model->n_mels,
-                             (long long)bins);
+            return nxe_error(NXE_ERROR_FORMAT, "asr: the model's mel_filters is not f32 [%d, %lld]",
+                             model->n_mels, (long long)bins);
         const size_t bytes = sizeof(float) * (size_t)model->n_mels * (size_t)bins;
         model->filters = nxe_alloc(bytes);
         if (!model->filters)
@@ -272,8 +269,8 @@ static nxe_status read_metadata(asr_model *model, const char *path)
         {audio, "audio.", "n_frames", 2, 1 << 20, &model->n_frames},
     };
     for (size_t i = 0; status == NXE_OK && i < sizeof ints / sizeof *ints; i++)
-        status = metadata_int(ints[i].object, ints[i].where, ints[i].key, ints[i].low,
-                              ints[i].high, ints[i].out);
+        status = metadata_int(ints[i].object, ints[i].where, ints[i].key, ints[i].low, ints[i].high,
+                              ints[i].out);
     if (status == NXE_OK && model->n_frames != INPUT_FRAMES_PER_CTX * model->n_audio_ctx)
         status = nxe_error(NXE_ERROR_FORMAT,
                            "asr: '%s': audio.n_frames (%d) is not twice config.n_audio_ctx (%d)",
@@ -336,8 +333,7 @@ static nxe_status parse_options(const nxe_engine_load_args *args, asr_model *mod
     return NXE_OK;
 }
 
-static nxe_status set_shape(nxe_graph *graph, const char *name, int32_t ndim,
-                            const int64_t *shape)
+static nxe_status set_shape(nxe_graph *graph, const char *name, int32_t ndim, const int64_t *shape)
 {
     nxe_tensor *tensor = NULL;
     nxe_status status = nxe_graph_find_tensor(graph, name, &tensor);
@@ -395,9 +391,8 @@ static nxe_status map_io(nxe_executable *exe, bool inputs, char (*names)[48],
     int32_t num_inputs = 0, num_outputs = 0;
     nxe_executable_io_count(exe, &num_inputs, &num_outputs);
     if ((inputs ? num_inputs : num_outputs) != count)
-        return nxe_error(NXE_ERROR_FORMAT, "asr: the model's %s has %d %s, expected %d",
-                         names[0], inputs ? num_inputs : num_outputs,
-                         inputs ? "inputs" : "outputs", count);
+        return nxe_error(NXE_ERROR_FORMAT, "asr: the model's %s has %d %s, expected %d", names[0],
+                         inputs ? num_inputs : num_outputs, inputs ? "inputs" : "outputs", count);
     for (int32_t i = 0; i < count; i++) {
         nxe_tensor_desc desc;
         const char *name = NULL;
@@ -414,8 +409,7 @@ static nxe_status map_io(nxe_executable *exe, bool inputs, char (*names)[48],
                              "asr: the model's %s '%s' is not what the kind expects (%s, rank "
                              "%d)",
                              inputs ? "input" : "output", name ? name : "?",
-                             at >= 0 && at < ints ? "i32" : "f32",
-                             at >= 0 ? shapes[at].ndim : 0);
+                             at >= 0 && at < ints ? "i32" : "f32", at >= 0 ? shapes[at].ndim : 0);
         slot[i] = at;
     }
     return NXE_OK;
@@ -437,8 +431,8 @@ static nxe_status compile_encoder(asr_model *model)
     }
     nxe_status status = compile_part(model, keep, 2 * layers, NULL, 0, &model->encoder);
     if (status == NXE_OK)
-        status = map_io(model->encoder, false, names, shapes, 2 * layers, 0,
-                        model->encoder_output_slot);
+        status =
+            map_io(model->encoder, false, names, shapes, 2 * layers, 0, model->encoder_output_slot);
     char mel_name[1][48] = {"encoder.mel"};
     shape_of mel_shape = {"", 3, {1, model->n_mels, model->n_frames, 0}};
     int32_t mel_slot = 0;
@@ -466,13 +460,11 @@ static nxe_status compile_decoder(const asr_model *model, int32_t rows, int32_t 
     snprintf(out_names[0], 48, "decoder.logits");
     out_shapes[0] = (shape_of){"", 2, {rows, model->n_vocab, 0, 0}};
     for (int32_t l = 0; l < layers; l++) {
-        static const char *const kinds[4] = {"past_key", "past_value", "cross_key",
-                                             "cross_value"};
+        static const char *const kinds[4] = {"past_key", "past_value", "cross_key", "cross_value"};
         for (int32_t k = 0; k < 4; k++) {
             snprintf(in_names[3 + 4 * l + k], 48, "decoder.%s.%d", kinds[k], l);
-            in_shapes[3 + 4 * l + k] =
-                k < 2 ? (shape_of){"", 3, {rows, c, d, 0}}
-                      : (shape_of){"", 3, {1, model->n_audio_ctx, d, 0}};
+            in_shapes[3 + 4 * l + k] = k < 2 ? (shape_of){"", 3, {rows, c, d, 0}}
+                                             : (shape_of){"", 3, {1, model->n_audio_ctx, d, 0}};
             snprintf(in_shapes[3 + 4 * l + k].name, 48, "%s", in_names[3 + 4 * l + k]);
         }
         snprintf(out_names[1 + 2 * l], 48, "decoder.key.%d", l);
@@ -602,8 +594,8 @@ static bool parse_threshold(const char *value, double *out)
 
 static nxe_status bad_option(const char *key, const char *value, const char *expected)
 {
-    return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
-                     "asr: request option %s is '%s', expected %s", key, value, expected);
+    return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "asr: request option %s is '%s', expected %s", key,
+                     value, expected);
 }
 
 static nxe_status parse_temperatures(const char *value, asr_options *opt)
@@ -626,8 +618,8 @@ static nxe_status parse_temperatures(const char *value, asr_options *opt)
     }
 }
 
-static nxe_status request_options(const asr_model *model, const nxe_engine_batch *batch,
-                                  int32_t r, asr_options *opt)
+static nxe_status request_options(const asr_model *model, const nxe_engine_batch *batch, int32_t r,
+                                  asr_options *opt)
 {
     memset(opt, 0, sizeof *opt);
     opt->language = -1;
@@ -641,6 +633,7 @@ static nxe_status request_options(const asr_model *model, const nxe_engine_batch
     opt->compression_ratio_threshold = 2.4;
     opt->logprob_threshold = -1.0;
     opt->no_speech_threshold = 0.6;
+    opt->silence_threshold_db = -50.0;
     opt->condition_on_previous_text = 1;
     const char *value;
     nxe_status status = NXE_OK;
@@ -683,8 +676,8 @@ static nxe_status request_options(const asr_model *model, const nxe_engine_batch
         status = nxe_engine_parse_int("asr: request option", "beam_size", value, 1,
                                       ASR_MAX_ROWS - 1, &opt->beam_size);
     if (status == NXE_OK && (value = nxe_engine_batch_option(batch, r, "best_of")))
-        status = nxe_engine_parse_int("asr: request option", "best_of", value, 1,
-                                      ASR_MAX_ROWS - 1, &opt->best_of);
+        status = nxe_engine_parse_int("asr: request option", "best_of", value, 1, ASR_MAX_ROWS - 1,
+                                      &opt->best_of);
     if (status == NXE_OK && (value = nxe_engine_batch_option(batch, r, "length_penalty")) &&
         strcmp(value, "none") != 0 && !parse_double(value, 0, 10, &opt->length_penalty))
         status = bad_option("length_penalty", value, "a number from 0 to 10, or none");
@@ -701,6 +694,9 @@ static nxe_status request_options(const asr_model *model, const nxe_engine_batch
     if (status == NXE_OK && (value = nxe_engine_batch_option(batch, r, "no_speech_threshold")) &&
         !parse_threshold(value, &opt->no_speech_threshold))
         status = bad_option("no_speech_threshold", value, "a number or none");
+    if (status == NXE_OK && (value = nxe_engine_batch_option(batch, r, "silence_threshold")) &&
+        (!parse_threshold(value, &opt->silence_threshold_db) || opt->silence_threshold_db > 0))
+        status = bad_option("silence_threshold", value, "a level in dBFS (at most 0) or none");
     if (status == NXE_OK &&
         (value = nxe_engine_batch_option(batch, r, "condition_on_previous_text")))
         status = nxe_engine_parse_bool("asr: request option", "condition_on_previous_text", value,
@@ -720,7 +716,8 @@ static nxe_status request_options(const asr_model *model, const nxe_engine_batch
         size_t from = 0, to = strlen(value);
         while (from < to && (value[from] == ' ' || (value[from] >= '\t' && value[from] <= '\r')))
             from++;
-        while (to > from && (value[to - 1] == ' ' || (value[to - 1] >= '\t' && value[to - 1] <= '\r')))
+        while (to > from &&
+               (value[to - 1] == ' ' || (value[to - 1] >= '\t' && value[to - 1] <= '\r')))
             to--;
         char *text = nxe_alloc(to - from + 2);
         if (!text)
@@ -795,8 +792,7 @@ static void asr_release_state(void *user_data, void *state)
     free_state(state);
 }
 
-static nxe_status asr_frontend(void *user_data, void *instance, nxe_engine_batch *batch,
-                               void **out)
+static nxe_status asr_frontend(void *user_data, void *instance, nxe_engine_batch *batch, void **out)
 {
     (void)user_data;
     const asr_model *model = instance;

@@ -1988,8 +1988,7 @@ NXE_API nxe_status nxe_engine_batch_set_progress(nxe_engine_batch *batch, int32_
     return NXE_OK;
 }
 
-NXE_API nxe_status nxe_engine_request_progress(const nxe_engine_request *request,
-                                               double *fraction)
+NXE_API nxe_status nxe_engine_request_progress(const nxe_engine_request *request, double *fraction)
 {
     if (fraction)
         *fraction = 0.0;

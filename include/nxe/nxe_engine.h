@@ -30,7 +30,10 @@
  * kind "embedding": a baked text embedding model (`nxe bake`), each request's input "text"
  * (u8 [n], UTF-8) or "input_ids" (i32 or i64 [n], without special tokens), its options
  * "normalize", "dimensions" and "truncate", its outputs "embedding" (f32 [dims]) and "tokens"
- * (i64 [1]); docs/architecture.md describes both. libnxe_sr adds
+ * (i64 [1]); since 0.9, the kind "asr": a baked Whisper model, each request's input "pcm" (f32
+ * [n], 16 kHz mono) and options ("language", "task", "prompt", "temperature", "beam_size",
+ * ...), its outputs "text", "language", "segments" (u8: UTF-8, the segments as JSON) and
+ * "duration" (f64 [1]); docs/architecture.md describes them. libnxe_sr adds
  * "super_resolution" with nxe_sr_engine_register (nxe_sr.h); other kinds come the same way.
  *
  * The worker: every model's load, run and unload happens on the engine's one worker thread, in
@@ -86,8 +89,8 @@ typedef struct nxe_engine_options {
 /* Since 0.6. */
 #define NXE_ENGINE_OPTIONS_INIT {sizeof(nxe_engine_options), 0, 0, 0, 0.0, 0.0, 0, 0}
 
-/* Creates an engine with its worker thread and the kinds "tensor" and (since 0.8) "embedding"
- * registered; `options` may be
+/* Creates an engine with its worker thread and the kinds "tensor", (since 0.8) "embedding" and
+ * (since 0.9) "asr" registered; `options` may be
  * NULL for defaults. The caller releases it with nxe_engine_release.
  * NXE_ERROR_INVALID_ARGUMENT (out is NULL, a short struct_size, a negative or NaN field, an
  * unknown evict_policy), NXE_ERROR_OUT_OF_MEMORY, NXE_ERROR_INTERNAL (no thread); *out is then
@@ -388,8 +391,7 @@ NXE_API nxe_status nxe_engine_request_output(const nxe_engine_request *request, 
 /* How far the request has got, from 0 to 1, as its kind last reported it (0 when it reports
  * nothing; 1 once the request has finished with NXE_OK). Never blocks.
  * NXE_ERROR_INVALID_ARGUMENT (a NULL argument); *fraction is then 0. Since 0.9. */
-NXE_API nxe_status nxe_engine_request_progress(const nxe_engine_request *request,
-                                               double *fraction);
+NXE_API nxe_status nxe_engine_request_progress(const nxe_engine_request *request, double *fraction);
 
 /* Since 0.6. Seconds the request waited in the queue and ran (0 until finished), and the size
  * of the batch it ran in (0 if it never ran). */
