@@ -172,7 +172,7 @@ def test_serve_refuses_a_bad_config_with_its_errors(folder):
     result = nxe_cli("serve", "--config", path)
     assert result.returncode == 2
     assert result.stderr == f"{path}:3: models[0].kind: unknown kind 'x' (known: tensor, " \
-        "super_resolution, embedding)\n"
+        "super_resolution, embedding, asr)\n"
 
 
 FAKE_SERVER = """

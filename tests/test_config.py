@@ -198,7 +198,7 @@ BAD = {
                           "expected a string, got 127"),
     "unknown kind": (f'[[models]]\nname = "m"\nkind = "x"  {MARK}\npath = "models/m.nxm"\n',
                      "models[0].kind",
-                     "unknown kind 'x' (known: tensor, super_resolution, embedding)"),
+                     "unknown kind 'x' (known: tensor, super_resolution, embedding, asr)"),
     "unknown model key": (MODEL + f"colour = 1  {MARK}\n", "models[0].colour",
                           "unknown key (known: name, kind, path, options, keep_alive_s,"),
     "missing path": (f'[[models]]  {MARK}\nname = "m"\nkind = "tensor"\n', "models[0]",

@@ -52,6 +52,8 @@ def __getattr__(name: str) -> object:
         return getattr(import_module(".engine", __name__), name)
     if name == "Embedder":
         return import_module(".embedder", __name__).Embedder
+    if name in ("Transcriber", "Transcription", "Segment"):
+        return getattr(import_module(".transcriber", __name__), name)
     if name in ("Tokenizer", "Encoding"):
         return getattr(import_module(".tokenizer", __name__), name)
     # nxe.onnx needs the optional onnx package and takes long to import: loaded on first use.
@@ -105,9 +107,12 @@ __all__ = [
     "Request",
     "RequestTiming",
     "RunError",
+    "Segment",
     "ShapeMismatchError",
     "Tensor",
     "Tokenizer",
+    "Transcriber",
+    "Transcription",
     "UnsupportedError",
     "VirtualMachine",
     "api_version",

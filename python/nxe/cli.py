@@ -133,7 +133,8 @@ class _Version(argparse.Action):
 
 # The subcommands defined in modules of their own, each registering itself with the
 # command's subparsers through its add_parser(commands), in the order --help lists them.
-_COMMAND_MODULES = ("upscale", "cli_bake", "cli_embed", "bench", "cli_serve")
+_COMMAND_MODULES = ("upscale", "cli_bake", "cli_embed", "cli_transcribe", "bench",
+                    "cli_serve")
 
 
 def build_parser() -> argparse.ArgumentParser:

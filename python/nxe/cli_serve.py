@@ -113,8 +113,9 @@ def _target(args: argparse.Namespace, config: Any) -> tuple[str, str | None]:
 
 def _model_entry(spec: str) -> Any:
     """The ModelConfig of one `--model [NAME=]MODEL`: MODEL a model file (its kind from its
-    metadata's task), a known embedding model's name or a built-in SR model's name."""
-    from .config import ModelConfig, _is_builtin_model, _is_model_name
+    metadata's task), a known embedding or speech model's name or a built-in SR model's
+    name."""
+    from .config import ModelConfig, _is_builtin_model, _is_model_name, is_asr_model_name
 
     name, sep, target = spec.partition("=")
     if not sep or "/" in name or os.sep in name:
@@ -125,12 +126,14 @@ def _model_entry(spec: str) -> Any:
 
         with Model(path) as model:
             task = model.metadata.get("task")
-        kind = {"embedding": "embedding", "super_resolution": "super_resolution"}.get(
-            task if isinstance(task, str) else "", "tensor")
+        kind = {"embedding": "embedding", "super_resolution": "super_resolution",
+                "asr": "asr"}.get(task if isinstance(task, str) else "", "tensor")
         return ModelConfig(name=name or path.stem, kind=kind, path=str(path.resolve()))
     if _is_model_name(target):
         return ModelConfig(name=name or target.rsplit("/", 1)[-1], kind="embedding",
                            path=target)
+    if is_asr_model_name(target):
+        return ModelConfig(name=name or target.rsplit("/", 1)[-1], kind="asr", path=target)
     if _is_builtin_model(target):
         return ModelConfig(name=name or target, kind="super_resolution", path=target)
     raise ValueError(f"--model {spec}: no such file, and not a known model's name")
@@ -365,8 +368,9 @@ def add_parser(commands: Any) -> None:
     _server_arguments(serve, "listen on")
     serve.add_argument("--model", action="append", metavar="[NAME=]MODEL",
                        help="serve this model too (repeatable; no config file needed): a model "
-                       "file, or a known model's name such as all-MiniLM-L6-v2 (baked into the "
-                       "cache on first use); NAME defaults to the file's stem or the name")
+                       "file, or a known model's name such as all-MiniLM-L6-v2 or whisper-base "
+                       "(baked into the cache on first use); NAME defaults to the file's stem "
+                       "or the name")
     serve.set_defaults(handler=_serve)
 
     reload = commands.add_parser(

@@ -87,8 +87,8 @@ class ModelConfig:
     max_batch_delay_ms: float = 0.0
 
     def model_spec(self) -> Any:
-        """This entry as the nxe.ModelSpec the engine takes. An embedding model named rather
-        than given as a file is resolved here: baked into the cache on first use."""
+        """This entry as the nxe.ModelSpec the engine takes. An embedding or speech model named
+        rather than given as a file is resolved here: baked into the cache on first use."""
         from .engine import ModelSpec
 
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -99,6 +99,11 @@ class ModelConfig:
 
             precision = str(self.options.get("precision", "fp32"))
             values["path"] = str(resolve_embedding_model(self.path, precision=precision))
+        if self.kind == "asr" and is_asr_model_name(self.path):
+            from .bake_whisper import resolve_asr_model
+
+            precision = str(self.options.get("precision", "fp32"))
+            values["path"] = str(resolve_asr_model(self.path, precision=precision))
         return ModelSpec(**values)
 
 
@@ -187,10 +192,14 @@ KINDS: dict[str, dict[str, Any]] = {
     # name (all-MiniLM-L6-v2), baked into the cache on first use with `precision`.
     "embedding": {"relax": _boolean, "num_threads": _count, "truncate": _boolean,
                   "max_seq_length": _count, "precision": _one_of("fp32", "bf16", "int8")},
+    # Speech to text: path is a baked Whisper model (.nxm, `nxe bake`) or a known model's
+    # name (whisper-base), baked into the cache on first use with `precision`.
+    "asr": {"relax": _boolean, "num_threads": _count,
+            "precision": _one_of("fp32", "bf16", "int8")},
 }
 
 # Options the config reads itself rather than handing to the model's kind.
-_CONFIG_ONLY_OPTIONS = {"embedding": ("precision",)}
+_CONFIG_ONLY_OPTIONS = {"embedding": ("precision",), "asr": ("precision",)}
 
 
 # -- reading -------------------------------------------------------------------------------
@@ -565,6 +574,8 @@ class _Reader:
             return path
         if kind == "embedding" and not resolved.exists() and _is_model_name(path):
             return path
+        if kind == "asr" and not resolved.exists() and is_asr_model_name(path):
+            return path
         if check_files and not resolved.is_file():
             why = "is a directory" if resolved.is_dir() else "no such file"
             builtin = (" and not a built-in model (nxe models lists them)"
@@ -579,6 +590,14 @@ def _is_model_name(path: str) -> bool:
     from .bake import known_embedding_model
 
     return not Path(path).exists() and known_embedding_model(path)
+
+
+def is_asr_model_name(path: str) -> bool:
+    """A speech model's path that is a name to resolve ("whisper-base"): not a file, and a
+    name nxe.bake_whisper knows."""
+    from .bake_whisper import known_whisper_model
+
+    return not Path(path).exists() and known_whisper_model(path)
 
 
 def _is_builtin_model(name: str) -> bool:

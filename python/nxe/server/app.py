@@ -174,7 +174,8 @@ def create_app(engine: Any, config: Any, *, api_key: str | None = None) -> FastA
     """The server's app around `engine` (an open nxe.Engine, which stays the caller's to close)
     with the [server] settings of `config` (nxe.config.Config). `api_key`, when given, wins
     over the config's, also after a reload."""
-    from . import admin, embeddings, v1, v2  # noqa: F401 (embeddings registers its kind)
+    # embeddings and transcriptions register their kinds
+    from . import admin, embeddings, transcriptions, v1, v2  # noqa: F401
 
     app = FastAPI(title="nxe", version=_version(), docs_url=None, redoc_url=None,
                   openapi_url=None)
