@@ -69,14 +69,11 @@ def ct2_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def model_path(ct2_dir, tmp_path_factory):
-    """The baked .nxm (fp32), once per session."""
+def model_path(whisper_cache):
+    """The baked .nxm (fp32): NXE_TEST_ASR_MODEL, else the session's shared bake
+    (conftest.py's whisper_cache)."""
     given = os.environ.get("NXE_TEST_ASR_MODEL")
-    if given:
-        return Path(given)
-    from nxe import bake_whisper
-
-    return Path(bake_whisper.resolve_asr_model("whisper-base", precision="fp32"))
+    return Path(given) if given else whisper_cache[1]
 
 
 @pytest.fixture(scope="session")

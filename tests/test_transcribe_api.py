@@ -34,7 +34,6 @@ from asr_testing import (
     normalize,
     reference_transcribe,
     wer,
-    whisper_packages,
     write_wav,
 )
 from server_testing import Server, write_config
@@ -53,18 +52,9 @@ def _env(cache: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    """An nxe cache holding whisper-base baked at fp32 (by name, as users get it): a temporary
-    one, or the folder NXE_TEST_ASR_CACHE names (reused between runs; the bake checks that
-    what it finds there is still the packages' model)."""
-    whisper_packages()
-    given = os.environ.get("NXE_TEST_ASR_CACHE")
-    folder = Path(given) if given else tmp_path_factory.mktemp("nxe-cache")
-    result = subprocess.run([sys.executable, "-c", "from nxe.bake_whisper import "
-                             "resolve_asr_model; print(resolve_asr_model('whisper-base'))"],
-                            env=_env(folder), capture_output=True, text=True, timeout=1800)
-    assert result.returncode == 0, result.stderr
-    return folder
+def cache(whisper_cache):
+    """The session's nxe cache holding whisper-base baked at fp32 (conftest.py)."""
+    return whisper_cache[0]
 
 
 @pytest.fixture(scope="module")

@@ -50,11 +50,14 @@ struct asr_job {
     int64_t samples;
     asr_options opt;
     int32_t layers, ctx, state, vocab;
+    int32_t heads, head_dim; /* the caches' layout: per row, keys [heads][head_dim][ctx] and
+                                values [heads][ctx][head_dim] */
     int64_t content_frames, seek, segment_size;
     float mel_max;
     bool mel_max_known;
-    float *mel;       /* [n_mels][n_frames] */
-    float *cross;     /* 2 * layers buffers of [n_audio_ctx][state] */
+    float *mel;   /* [n_mels][n_frames] */
+    float *cross; /* 2 * layers buffers of n_audio_ctx * state: keys [heads][head_dim][n_audio_ctx],
+                         values [heads][n_audio_ctx][head_dim] */
     int32_t language; /* index into the model's languages; -1 until known */
     int32_t phase;
     /* All tokens so far (the initial prompt first), and where the prompt starts. */
@@ -66,7 +69,7 @@ struct asr_job {
     int32_t temperature_index;
     double temperature;
     int32_t mode, rows, max_rows;
-    float *cache, *spare; /* 2 * layers buffers of [max_rows][ctx][state] */
+    float *cache, *spare; /* 2 * layers buffers of max_rows rows of ctx * state (heads) */
     int32_t *seq;         /* [max_rows][ctx + 1]: each row's tokens */
     int32_t *new_seq;
     int32_t seq_length, sample_begin, sot_index, filled, sampled;
@@ -292,8 +295,9 @@ static nxe_status run_decoder(asr_model *model, asr_job *job, int32_t rows, int3
     nxe_tensor_desc ours_in[4 + 4 * ASR_MAX_LAYERS], ours_out[1 + 2 * ASR_MAX_LAYERS];
     const int64_t token_shape[2] = {rows, tokens};
     const int64_t mask_shape[4] = {rows, 1, tokens, c + tokens};
-    const int64_t past_shape[3] = {rows, c, d};
-    const int64_t cross_shape[3] = {1, model->n_audio_ctx, d};
+    const int64_t h = job->heads, hd = job->head_dim, a = model->n_audio_ctx;
+    const int64_t key_shape[4] = {rows, h, hd, c}, value_shape[4] = {rows, h, c, hd};
+    const int64_t cross_key_shape[4] = {1, h, hd, a}, cross_value_shape[4] = {1, h, a, hd};
     const int64_t logits_shape[2] = {rows, job->vocab};
     const int64_t kv_shape[3] = {rows, tokens, d};
     const size_t cross_floats = (size_t)model->n_audio_ctx * (size_t)d;
@@ -301,14 +305,14 @@ static nxe_status run_decoder(asr_model *model, asr_job *job, int32_t rows, int3
     ours_in[1] = make_desc(safe_positions, NXE_DL_INT, 2, token_shape);
     ours_in[2] = make_desc((void *)mask, NXE_DL_FLOAT, 4, mask_shape);
     for (int32_t l = 0; l < layers; l++) {
-        ours_in[3 + 4 * l] = make_desc(job->cache + (size_t)(2 * l) * layer_floats(job),
-                                       NXE_DL_FLOAT, 3, past_shape);
+        ours_in[3 + 4 * l] =
+            make_desc(job->cache + (size_t)(2 * l) * layer_floats(job), NXE_DL_FLOAT, 4, key_shape);
         ours_in[4 + 4 * l] = make_desc(job->cache + (size_t)(2 * l + 1) * layer_floats(job),
-                                       NXE_DL_FLOAT, 3, past_shape);
-        ours_in[5 + 4 * l] =
-            make_desc(job->cross + (size_t)(2 * l) * cross_floats, NXE_DL_FLOAT, 3, cross_shape);
+                                       NXE_DL_FLOAT, 4, value_shape);
+        ours_in[5 + 4 * l] = make_desc(job->cross + (size_t)(2 * l) * cross_floats, NXE_DL_FLOAT, 4,
+                                       cross_key_shape);
         ours_in[6 + 4 * l] = make_desc(job->cross + (size_t)(2 * l + 1) * cross_floats,
-                                       NXE_DL_FLOAT, 3, cross_shape);
+                                       NXE_DL_FLOAT, 4, cross_value_shape);
     }
     ours_out[0] = make_desc(job->logits, NXE_DL_FLOAT, 2, logits_shape);
     for (int32_t b = 0; b < 2 * layers; b++)
@@ -325,16 +329,29 @@ static nxe_status run_decoder(asr_model *model, asr_job *job, int32_t rows, int3
         nxe_error_prefix("asr: the decoder: ");
         return status;
     }
+    /* Slot p of a row: column p of each head's [head_dim][ctx] keys, row p of its
+     * [ctx][head_dim] values. */
     for (int32_t b = 0; b < 2 * layers; b++) {
         float *cache = job->cache + (size_t)b * layer_floats(job);
         const float *kv = job->step_kv + (size_t)b * kv_floats;
         for (int32_t r = 0; r < rows; r++)
             for (int32_t j = 0; j < tokens; j++) {
                 int32_t p = positions[r * tokens + j];
-                if (p >= 0 && p < c)
-                    memcpy(cache + ((size_t)r * (size_t)c + (size_t)p) * (size_t)d,
-                           kv + ((size_t)r * (size_t)tokens + (size_t)j) * (size_t)d,
-                           sizeof(float) * (size_t)d);
+                if (p < 0 || p >= c)
+                    continue;
+                float *row = cache + (size_t)r * (size_t)c * (size_t)d;
+                const float *src = kv + ((size_t)r * (size_t)tokens + (size_t)j) * (size_t)d;
+                for (int64_t head = 0; head < h; head++) {
+                    const float *part = src + head * hd;
+                    if (b % 2 == 0) {
+                        float *keys = row + (size_t)(head * hd * c) + (size_t)p;
+                        for (int64_t e = 0; e < hd; e++)
+                            keys[e * c] = part[e];
+                    } else {
+                        memcpy(row + (size_t)((head * c + p) * hd), part,
+                               sizeof(float) * (size_t)hd);
+                    }
+                }
             }
     }
     nxe_free(safe_positions);
@@ -419,13 +436,16 @@ static nxe_status run_encoder(asr_model *model, asr_job *job)
 {
 
     const int64_t mel_shape[3] = {1, model->n_mels, model->n_frames};
-    const int64_t cross_shape[3] = {1, model->n_audio_ctx, job->state};
+    const int64_t h = job->heads, hd = job->head_dim, a = model->n_audio_ctx;
+    const int64_t key_shape[4] = {1, h, hd, a}, value_shape[4] = {1, h, a, hd};
     const size_t cross_floats = (size_t)model->n_audio_ctx * (size_t)job->state;
     nxe_tensor_desc in = make_desc(job->mel, NXE_DL_FLOAT, 3, mel_shape);
     nxe_tensor_desc out[2 * ASR_MAX_LAYERS];
-    for (int32_t i = 0; i < 2 * job->layers; i++)
-        out[i] = make_desc(job->cross + (size_t)model->encoder_output_slot[i] * cross_floats,
-                           NXE_DL_FLOAT, 3, cross_shape);
+    for (int32_t i = 0; i < 2 * job->layers; i++) {
+        int32_t slot = model->encoder_output_slot[i];
+        out[i] = make_desc(job->cross + (size_t)slot * cross_floats, NXE_DL_FLOAT, 4,
+                           slot % 2 == 0 ? key_shape : value_shape);
+    }
     nxe_status status = nxe_executable_run(model->encoder, &in, 1, out, 2 * job->layers);
     if (status != NXE_OK)
         nxe_error_prefix("asr: the encoder: ");
@@ -533,6 +553,8 @@ nxe_status asr_job_create(const asr_model *model, const float *pcm, int64_t samp
     job->layers = model->n_text_layer;
     job->ctx = model->n_text_ctx;
     job->state = model->n_text_state;
+    job->heads = model->n_text_head;
+    job->head_dim = model->n_text_state / model->n_text_head;
     job->vocab = model->n_vocab;
     job->content_frames = samples / model->hop_length;
     job->language = options->language;
@@ -668,15 +690,26 @@ static int32_t *row_seq(asr_job *job, int32_t r)
     return job->seq + (size_t)r * (size_t)(job->ctx + 1);
 }
 
-/* Copies the cache slots [0, filled) of row `from` into row `to` (of cache `dst`). */
+/* Copies the cache slots [0, filled) of row `from` into row `to` (of cache `dst`): the first
+ * `filled` columns of every key row [head][e][:] and the first `filled` rows of every head's
+ * values. */
 static void copy_row(asr_job *job, const float *src, float *dst, int32_t from, int32_t to)
 {
-    const size_t row = (size_t)job->ctx * (size_t)job->state;
-    const size_t used = (size_t)job->filled * (size_t)job->state;
+    const size_t ctx = (size_t)job->ctx, hd = (size_t)job->head_dim;
+    const size_t row = ctx * (size_t)job->state, filled = (size_t)job->filled;
+    const size_t lines = (size_t)job->heads * hd; /* key rows of ctx slots in one cache row */
     for (int32_t b = 0; b < 2 * job->layers; b++) {
         const size_t base = (size_t)b * layer_floats(job);
-        memcpy(dst + base + (size_t)to * row, src + base + (size_t)from * row,
-               sizeof(float) * used);
+        const float *from_row = src + base + (size_t)from * row;
+        float *to_row = dst + base + (size_t)to * row;
+        if (b % 2 == 0) {
+            for (size_t line = 0; line < lines; line++)
+                memcpy(to_row + line * ctx, from_row + line * ctx, sizeof(float) * filled);
+        } else {
+            for (size_t head = 0; head < (size_t)job->heads; head++)
+                memcpy(to_row + head * ctx * hd, from_row + head * ctx * hd,
+                       sizeof(float) * filled * hd);
+        }
     }
 }
 

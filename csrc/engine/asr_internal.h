@@ -37,6 +37,7 @@ typedef struct asr_model {
     uint64_t tokenizer_bytes;
     /* config */
     int32_t n_mels, n_audio_ctx, n_audio_state, n_text_ctx, n_text_state, n_text_layer, n_vocab;
+    int32_t n_text_head; /* the caches and cross keys/values are in heads of n_text_state / it */
     /* audio */
     int32_t sample_rate, n_fft, hop_length, n_frames;
     float *filters; /* [n_mels][n_fft / 2 + 1] */

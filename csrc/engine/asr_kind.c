@@ -262,6 +262,7 @@ static nxe_status read_metadata(asr_model *model, const char *path)
         {config, "config.", "n_text_ctx", 8, 1 << 14, &model->n_text_ctx},
         {config, "config.", "n_text_state", 1, 1 << 16, &model->n_text_state},
         {config, "config.", "n_text_layer", 1, ASR_MAX_LAYERS, &model->n_text_layer},
+        {config, "config.", "n_text_head", 1, 1 << 10, &model->n_text_head},
         {config, "config.", "n_vocab", 2, 1 << 24, &model->n_vocab},
         {audio, "audio.", "sample_rate", 1, 1 << 20, &model->sample_rate},
         {audio, "audio.", "n_fft", 2, 1 << 16, &model->n_fft},
@@ -271,6 +272,11 @@ static nxe_status read_metadata(asr_model *model, const char *path)
     for (size_t i = 0; status == NXE_OK && i < sizeof ints / sizeof *ints; i++)
         status = metadata_int(ints[i].object, ints[i].where, ints[i].key, ints[i].low, ints[i].high,
                               ints[i].out);
+    if (status == NXE_OK && model->n_text_state % model->n_text_head)
+        status = nxe_error(NXE_ERROR_FORMAT,
+                           "asr: metadata config.n_text_state %d is not a multiple of "
+                           "config.n_text_head %d",
+                           model->n_text_state, model->n_text_head);
     if (status == NXE_OK && model->n_frames != INPUT_FRAMES_PER_CTX * model->n_audio_ctx)
         status = nxe_error(NXE_ERROR_FORMAT,
                            "asr: '%s': audio.n_frames (%d) is not twice config.n_audio_ctx (%d)",
@@ -425,9 +431,12 @@ static nxe_status compile_encoder(asr_model *model)
         snprintf(names[2 * l], sizeof names[0], "encoder.cross_key.%d", l);
         snprintf(names[2 * l + 1], sizeof names[0], "encoder.cross_value.%d", l);
     }
+    const int64_t h = model->n_text_head, hd = model->n_text_state / model->n_text_head;
     for (int32_t i = 0; i < 2 * layers; i++) {
         keep[i] = names[i];
-        shapes[i] = (shape_of){"", 3, {1, model->n_audio_ctx, model->n_text_state, 0}};
+        /* keys transposed for the scores' product, values as the context's product reads */
+        shapes[i] = i % 2 == 0 ? (shape_of){"", 4, {1, h, hd, model->n_audio_ctx}}
+                               : (shape_of){"", 4, {1, h, model->n_audio_ctx, hd}};
     }
     nxe_status status = compile_part(model, keep, 2 * layers, NULL, 0, &model->encoder);
     if (status == NXE_OK)
@@ -448,6 +457,7 @@ static nxe_status compile_decoder(const asr_model *model, int32_t rows, int32_t 
 {
     const int32_t layers = model->n_text_layer;
     const int64_t c = model->n_text_ctx, d = model->n_text_state;
+    const int64_t h = model->n_text_head, hd = d / h;
     char in_names[4 + 4 * ASR_MAX_LAYERS][48], out_names[1 + 2 * ASR_MAX_LAYERS][48];
     shape_of in_shapes[4 + 4 * ASR_MAX_LAYERS], out_shapes[1 + 2 * ASR_MAX_LAYERS];
     const char *keep[1 + 2 * ASR_MAX_LAYERS];
@@ -463,8 +473,11 @@ static nxe_status compile_decoder(const asr_model *model, int32_t rows, int32_t 
         static const char *const kinds[4] = {"past_key", "past_value", "cross_key", "cross_value"};
         for (int32_t k = 0; k < 4; k++) {
             snprintf(in_names[3 + 4 * l + k], 48, "decoder.%s.%d", kinds[k], l);
-            in_shapes[3 + 4 * l + k] = k < 2 ? (shape_of){"", 3, {rows, c, d, 0}}
-                                             : (shape_of){"", 3, {1, model->n_audio_ctx, d, 0}};
+            const shape_of layouts[4] = {{"", 4, {rows, h, hd, c}},
+                                         {"", 4, {rows, h, c, hd}},
+                                         {"", 4, {1, h, hd, model->n_audio_ctx}},
+                                         {"", 4, {1, h, model->n_audio_ctx, hd}}};
+            in_shapes[3 + 4 * l + k] = layouts[k];
             snprintf(in_shapes[3 + 4 * l + k].name, 48, "%s", in_names[3 + 4 * l + k]);
         }
         snprintf(out_names[1 + 2 * l], 48, "decoder.key.%d", l);
