@@ -80,7 +80,7 @@ extern "C" {
  * declaration. The build reads all three from here (the meson project version, the shared
  * library's version, the Python package's version). Since 0.1; NXE_VERSION_PATCH since 0.4. */
 #define NXE_API_VERSION_MAJOR 0
-#define NXE_API_VERSION_MINOR 9
+#define NXE_API_VERSION_MINOR 10
 #define NXE_VERSION_PATCH 0
 /* Most dimensions a tensor may have. Since 0.1. */
 #define NXE_MAX_RANK 6
