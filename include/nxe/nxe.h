@@ -229,6 +229,9 @@ typedef struct nxe_graph nxe_graph;
 typedef struct nxe_tensor nxe_tensor;
 typedef struct nxe_op nxe_op;
 typedef struct nxe_executable nxe_executable;
+/* A place executables run: the CPU (all of it, or one NUMA node or core set) or a remote
+ * worker. Owned by the library; enumerated, never released. Since 0.10. */
+typedef struct nxe_device nxe_device;
 
 /* Creates a context; the caller releases it with nxe_context_release.
  * NXE_ERROR_INVALID_ARGUMENT (out is NULL), NXE_ERROR_OUT_OF_MEMORY; *out is then NULL.
@@ -471,9 +474,11 @@ typedef struct nxe_compile_options {
     const nxe_limits *limits; /* since 0.5: NULL = the graph's context's limits
                                  (nxe_context_set_limits); borrowed for the call */
     int32_t winograd;         /* since 0.7: an nxe_winograd_mode, baked into compiled binaries */
+    const nxe_device *device; /* since 0.10: where the executable runs; NULL = the default CPU
+                                 device (every online CPU) */
 } nxe_compile_options;
 /* Since 0.1. */
-#define NXE_COMPILE_OPTIONS_INIT {sizeof(nxe_compile_options), 0, 0, NULL, NXE_WINOGRAD_AUTO}
+#define NXE_COMPILE_OPTIONS_INIT {sizeof(nxe_compile_options), 0, 0, NULL, NXE_WINOGRAD_AUTO, NULL}
 
 /* Infers shapes, validates the graph (cycles, unbound and unconsumed tensors, dtypes, shapes),
  * plans memory and returns an executable that is independent of the graph; the caller
@@ -662,9 +667,13 @@ typedef struct nxe_load_options {
     uint64_t staging_bytes;   /* staging capacity; 0 = the result area plus room for every
                                   input twice */
     const nxe_limits *limits; /* since 0.5: NULL = the defaults; borrowed for the call */
+    nxe_context *context;     /* since 0.10: the custom ops the plan may name are looked up
+                                 here; NULL = built-in ops only */
+    const nxe_device *device; /* since 0.10: where the executable runs; NULL = the default CPU
+                                 device */
 } nxe_load_options;
 /* Since 0.1. */
-#define NXE_LOAD_OPTIONS_INIT {sizeof(nxe_load_options), 0, 1, 1, 0, NULL}
+#define NXE_LOAD_OPTIONS_INIT {sizeof(nxe_load_options), 0, 1, 1, 0, NULL, NULL, NULL}
 
 /* Maps the file read-only; constant data is used in place from the mapping, which lives as
  * long as the executable. `options` may be NULL for defaults. The caller releases the
