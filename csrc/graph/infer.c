@@ -6,6 +6,7 @@
 
 #include "core/limits.h"
 #include "graph/graph_internal.h"
+#include "graph/state_order.h"
 
 /* Every op bound; every tensor produced or given; every input used. */
 static nxe_status check_bindings(const nxe_graph *graph)
@@ -350,7 +351,8 @@ nxe_status nxe_graph_infer(nxe_graph *graph, uint64_t max_tensor_bytes, nxe_grap
     if (!out->order || !out->params)
         status = nxe_error(NXE_ERROR_OUT_OF_MEMORY, "compile: out of memory");
     if (status == NXE_OK)
-        status = topological_order(graph, out->order);
+        status = nxe_graph_writes_variables(graph) ? nxe_graph_order_with_state(graph, out->order)
+                                                   : topological_order(graph, out->order);
     if (status == NXE_OK)
         status = reset_inferred(graph);
     for (int32_t i = 0; status == NXE_OK && i < graph->num_tensors; i++) {

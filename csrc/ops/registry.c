@@ -18,12 +18,13 @@ extern const nxe_op_family nxe_ops_resize;
 extern const nxe_op_family nxe_ops_recurrent;
 extern const nxe_op_family nxe_ops_attention;
 extern const nxe_op_family nxe_ops_quantized;
+extern const nxe_op_family nxe_ops_state;
 
 static const nxe_op_family *const families[] = {
     &nxe_ops_conv,      &nxe_ops_elementwise,   &nxe_ops_matmul,    &nxe_ops_normalization,
     &nxe_ops_reduce,    &nxe_ops_data_movement, &nxe_ops_cast,      &nxe_ops_math,
     &nxe_ops_pool,      &nxe_ops_resize,        &nxe_ops_recurrent, &nxe_ops_attention,
-    &nxe_ops_quantized,
+    &nxe_ops_quantized, &nxe_ops_state,
 };
 #define NUM_FAMILIES ((int32_t)(sizeof families / sizeof families[0]))
 

@@ -400,6 +400,7 @@ static nxe_status bind_data(nxe_executable *exe, const plan_state *state)
             }
             memcpy(t->storage, bytes, t->bytes);
             t->owns_storage = true;
+            t->initial = bytes; /* in the mapping the executable keeps */
             exe->constant_bytes += t->bytes;
         } else {
             if (constant_of[b] < 0) {

@@ -133,6 +133,14 @@ static nxe_status place_variable(const nxe_graph *graph, nxe_executable *exe, in
                              et->name);
         memcpy(et->storage, bytes, et->bytes);
         et->owns_storage = true;
+        /* Kept for nxe_executable_reset_variable. */
+        et->initial = nxe_alloc(et->bytes);
+        if (!et->initial)
+            return nxe_error(NXE_ERROR_OUT_OF_MEMORY,
+                             "compile: out of memory copying %zu bytes of '%s'", et->bytes,
+                             et->name);
+        memcpy(et->initial, bytes, et->bytes);
+        et->owns_initial = true;
     }
     exe->constant_bytes += et->bytes;
     return NXE_OK;

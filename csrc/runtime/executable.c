@@ -255,6 +255,8 @@ NXE_API void nxe_executable_release(nxe_executable *exe)
         nxe_free(exe->tensors[i].scales);
         if (exe->tensors[i].owns_storage)
             nxe_free(exe->tensors[i].storage);
+        if (exe->tensors[i].owns_initial)
+            nxe_free(exe->tensors[i].initial);
     }
     for (int32_t c = 0; exe->constants && c < exe->num_constants; c++)
         if (exe->constants[c].owned)
@@ -905,6 +907,28 @@ NXE_API nxe_status nxe_executable_write_variable(nxe_executable *exe, const char
     return NXE_OK;
 }
 
+NXE_API nxe_status nxe_executable_reset_variable(nxe_executable *exe, const char *name)
+{
+    const char *where = "nxe_executable_reset_variable";
+    nxe_exe_tensor *t = NULL;
+    if (!exe)
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: exe is NULL", where);
+    if (name) {
+        nxe_status status = find_variable(exe, name, where, &t);
+        if (status != NXE_OK)
+            return status;
+    }
+    pthread_rwlock_wrlock(&exe->runs->variables);
+    for (int32_t i = 0; i < exe->num_tensors; i++) {
+        nxe_exe_tensor *v = &exe->tensors[i];
+        if ((t ? v == t : v->kind == NXE_TENSOR_VARIABLE) && v->storage && v->initial &&
+            v->bytes > 0)
+            memcpy(v->storage, v->initial, v->bytes);
+    }
+    pthread_rwlock_unlock(&exe->runs->variables);
+    return NXE_OK;
+}
+
 /* Bytes the executable holds now: its constants and variables (owned, or mapped from the
  * binary it was loaded from), its packed weights, its created-input region and, for every run
  * context the pool holds, the arena, workspace and staging. Heap blocks count as the allocator
@@ -918,6 +942,9 @@ static uint64_t resident_bytes(const nxe_executable *exe)
     for (int32_t i = 0; i < exe->num_tensors; i++)
         if (exe->tensors[i].owns_storage)
             bytes += nxe_alloc_usable_size(exe->tensors[i].storage);
+    for (int32_t i = 0; i < exe->num_tensors; i++)
+        if (exe->tensors[i].owns_initial)
+            bytes += nxe_alloc_usable_size(exe->tensors[i].initial);
     for (int32_t s = 0; s < exe->num_steps; s++)
         bytes += nxe_alloc_usable_size(exe->steps[s].prepared);
     pthread_mutex_lock(&exe->runs->lock);

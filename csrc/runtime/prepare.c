@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "runtime/executable_internal.h"
+#include "runtime/variable_writes.h"
 #include "transform/bands.h"
 #include "transform/fold_epilogues.h"
 #include "transform/memory_plan.h"
@@ -109,6 +110,8 @@ nxe_status nxe_executable_plan_arena(nxe_executable *exe)
 nxe_status nxe_executable_prepare(nxe_executable *exe)
 {
     nxe_status status = prepare_steps(exe);
+    if (status == NXE_OK)
+        status = nxe_executable_stage_variable_writes(exe);
     if (status == NXE_OK)
         status = nxe_fold_epilogues(exe->tensors, exe->num_tensors, exe->steps, &exe->num_steps);
     if (status == NXE_OK)

@@ -21,6 +21,8 @@ typedef struct nxe_exe_tensor {
     void *storage;     /* CONSTANT: the constant's bytes (shared, not owned by the tensor);
                           VARIABLE: the current value */
     bool owns_storage; /* VARIABLE storage to free with the executable */
+    void *initial;     /* VARIABLE: the value it starts from (nxe_executable_reset_variable) */
+    bool owns_initial; /* `initial` to free with the executable */
 } nxe_exe_tensor;
 
 typedef struct nxe_exe_step {

@@ -793,6 +793,21 @@ typedef struct nxe_model_write_options {
 NXE_API nxe_status nxe_graph_save_model(nxe_graph *graph, const nxe_model_write_options *options,
                                         void *buffer, size_t *size);
 
+/* ---- In-graph state ----------------------------------------------------------------------
+ * An op may write a VARIABLE tensor, the op that reads it included (s = Add(s, x), or
+ * Assign(value) -> s). When the writer depends on the variable's own value (an update), every
+ * op of the run reading the variable sees the value the run started with and the write lands
+ * after all of them; otherwise the writer runs first and readers see the new value. One op at
+ * most writes a variable. The value is kept across runs (nxe_executable_read_variable and
+ * _write_variable between runs) and survives nothing but the executable: a new compile or
+ * load starts from the initial data. */
+
+/* Sets the variable `name`, or every variable when `name` is NULL, back to the initial data it
+ * was compiled (or loaded) with, under the same lock as nxe_executable_write_variable.
+ * NXE_ERROR_INVALID_ARGUMENT (exe is NULL), NXE_ERROR_NOT_FOUND (no such variable, or one no
+ * op uses); the variables are then unchanged. Since 0.10. */
+NXE_API nxe_status nxe_executable_reset_variable(nxe_executable *exe, const char *name);
+
 #ifdef __cplusplus
 }
 #endif

@@ -586,3 +586,11 @@ class Executable:
         desc = ffi.new("nxe_tensor_desc *")
         _fill_desc(desc, array, dtype)
         check(lib.nxe_executable_write_variable(handle, name.encode(), desc))
+
+    def reset_variable(self, name: str | None = None) -> None:
+        """Sets a VARIABLE tensor, or every variable when ``name`` is None, back to the initial
+        value the graph gave it (in-graph state restarts, e.g. an RNN's state or a key/value
+        cache)."""
+        handle = self._open_handle()
+        check(lib.nxe_executable_reset_variable(
+            handle, ffi.NULL if name is None else name.encode()))
