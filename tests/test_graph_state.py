@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import threading
 
-import nxe
 import numpy as np
+import nxe
 import pytest
 from nxe._binding import check, ffi, lib
 
