@@ -109,6 +109,49 @@ def test_kv_cache_append_over_steps_and_reset(rng):
                  rng, steps, dim)
 
 
+def test_kv_cache_append_writes_the_cache_in_place(rng):
+    steps, dim = 7, 8
+    exe = kv_cache_graph(steps, dim).compile(threads=1)
+    # ScatterND's result lives in the cache's storage: the arena holds only the transposed
+    # cache and the scores (a copy of the cache there would make it twice the cache's size)
+    assert exe.memory_info()["arena_bytes"] < 2 * steps * dim * 4
+    run_kv_steps(lambda feeds: exe.run(feeds)["scores"], lambda: exe.read_variable("cache"),
+                 rng, steps, dim)
+
+
+@pytest.mark.parametrize("direct", [True, False])
+def test_readers_of_the_old_cache_beside_an_append(rng, direct):
+    # 'old' reads the cache as the run found it while the append writes it: directly (the
+    # ScatterND bound to the variable) or through Assign (then the in-place append is not
+    # allowed, as a reader of the old value follows it or may).
+    steps, dim = 4, 3
+    g = nxe.Graph()
+    k = g.input("k", (1, dim))
+    pos = g.input("pos", (1, 1), "i64")
+    cache = g.variable(np.zeros((steps, dim), np.float32), name="cache")
+    if direct:
+        g.op("ScatterND", [cache, pos, k], outputs=[cache], name="append")
+    else:
+        written = g.op("ScatterND", [cache, pos, k], name="append")[0]
+        g.op("Assign", [written], outputs=[cache], name="store")
+        g.mark_output(g.Mul(written, g.constant(np.ones((steps, dim), np.float32))), name="new")
+    g.mark_output(g.Mul(cache, g.constant(np.ones((steps, dim), np.float32))), name="old")
+    exe = g.compile(threads=1)
+    reference = np.zeros((steps, dim), np.float32)
+    for step in range(steps):
+        kv = rng.standard_normal((1, dim)).astype(np.float32)
+        out = exe.run({"k": kv, "pos": np.array([[step]], np.int64)})
+        np.testing.assert_array_equal(out["old"], reference)
+        reference[step] = kv[0]
+        if not direct:
+            np.testing.assert_array_equal(out["new"], reference)
+        np.testing.assert_array_equal(exe.read_variable("cache"), reference)
+    # an index out of range fails the run and leaves the cache as it was
+    with pytest.raises(nxe.RunError):
+        exe.run({"k": np.ones((1, dim), np.float32), "pos": np.array([[steps]], np.int64)})
+    np.testing.assert_array_equal(exe.read_variable("cache"), reference)
+
+
 def test_reset_one_variable_or_all_and_write_between_runs(rng):
     initial = rng.standard_normal(4).astype(np.float32)
     g = accumulator(initial)

@@ -1400,7 +1400,10 @@ static nxe_status scatter_nd_run(const void *params, const nxe_value *inputs, in
     nxe_status status = check_tuples(p, &inputs[1]);
     if (status != NXE_OK)
         return status;
-    nxe_ref_x8_copy((size_t)p->data_bytes, inputs[0].data, outputs[0].data);
+    /* The output may be data itself: a key/value cache updated in place
+     * (runtime/variable_writes.c). */
+    if (outputs[0].data != inputs[0].data)
+        nxe_ref_x8_copy((size_t)p->data_bytes, inputs[0].data, outputs[0].data);
     nxe_ref_scatter_nd(p->k, p->dims, p->strides, p->num_tuples, inputs[1].data, p->is64, p->type,
                        p->reduction, p->slice_elems, inputs[2].data, outputs[0].data);
     return NXE_OK;

@@ -3,7 +3,9 @@
  * before it read the value the run started with. So that no kernel reads the variable while it
  * writes it, and so that later passes (epilogue folding moves a write into an earlier step) can
  * never move the write before a reader, the step writes a temporary in the arena instead and an
- * Assign step right after it copies the temporary into the variable. Run by nxe_executable_prepare
+ * Assign step right after it copies the temporary into the variable (an Assign writing the
+ * variable needs none). A ScatterND of the variable whose result only an Assign back into the
+ * variable stores (a key/value cache append) writes the variable's storage in place. Run by nxe_executable_prepare
  * before folding, for compiled and loaded plans alike; a written binary keeps the plan without
  * these steps. */
 #include <stdio.h>
@@ -12,9 +14,12 @@
 #include "runtime/executable_internal.h"
 #include "runtime/variable_writes.h"
 
-/* Whether step `s` writes variable `id` that a step at or before it reads. */
+/* Whether step `s` writes variable `id` that a step at or before it reads, and is not an
+ * Assign (which copies with memmove, and which no pass folds into an earlier step). */
 static bool is_update(const nxe_executable *exe, int32_t s, int32_t id)
 {
+    if (strcmp(nxe_node_type(&exe->steps[s].node), "Assign") == 0)
+        return false;
     for (int32_t r = 0; r <= s; r++)
         for (int32_t j = 0; j < exe->steps[r].num_inputs; j++)
             if (exe->steps[r].input_ids[j] == id)
@@ -114,8 +119,55 @@ static nxe_status make_assign(nxe_executable *exe, const nxe_exe_step *writer, i
     return def->infer(&step->node, step->input_values, 1, step->output_values, 1, step->params);
 }
 
+/* Whether step `s` is ScatterND(v, indices, updates) -> t followed, at step `a`, by
+ * Assign(t) -> v with no step between them touching v: then t can live in v's storage. */
+static bool is_cache_append(const nxe_executable *exe, int32_t s, int32_t *assign)
+{
+    const nxe_exe_step *step = &exe->steps[s];
+    if (strcmp(nxe_node_type(&step->node), "ScatterND") != 0 || step->num_inputs != 3 ||
+        step->num_outputs != 1)
+        return false;
+    const int32_t v = step->input_ids[0], t = step->output_ids[0];
+    if (v < 0 || exe->tensors[v].kind != NXE_TENSOR_VARIABLE || !exe->tensors[v].storage ||
+        step->input_ids[1] == v || step->input_ids[2] == v ||
+        exe->tensors[t].kind != NXE_TENSOR_TRANSIENT || !exe->tensors[t].in_arena)
+        return false;
+    for (int32_t a = s + 1; a < exe->num_steps; a++) {
+        const nxe_exe_step *other = &exe->steps[a];
+        bool reads_v = false, writes_v = false;
+        for (int32_t j = 0; j < other->num_inputs; j++)
+            reads_v = reads_v || other->input_ids[j] == v;
+        for (int32_t j = 0; j < other->num_outputs; j++)
+            writes_v = writes_v || other->output_ids[j] == v;
+        if (reads_v)
+            return false; /* would see the appended rows before the write */
+        if (!writes_v)
+            continue;
+        *assign = a;
+        return strcmp(nxe_node_type(&other->node), "Assign") == 0 && other->input_ids[0] == t;
+    }
+    return false;
+}
+
+/* ScatterND(v, ...) -> t then Assign(t) -> v: t is placed in v's storage, so ScatterND writes
+ * only the updated slices (the key/value cache append) and the Assign copies nothing. */
+static void place_cache_appends(nxe_executable *exe)
+{
+    for (int32_t s = 0; s < exe->num_steps; s++) {
+        int32_t assign = -1;
+        if (!is_cache_append(exe, s, &assign))
+            continue;
+        const int32_t v = exe->steps[s].input_ids[0], t = exe->steps[s].output_ids[0];
+        exe->tensors[t].in_arena = false;
+        exe->data[t] = exe->tensors[v].storage;
+        nxe_log(NXE_LOG_DEBUG, "prepare: op '%s' updates variable '%s' in place",
+                exe->steps[s].node.name, exe->tensors[v].name);
+    }
+}
+
 nxe_status nxe_executable_stage_variable_writes(nxe_executable *exe)
 {
+    place_cache_appends(exe);
     const int32_t updates = count_updates(exe);
     if (updates == 0)
         return NXE_OK;
