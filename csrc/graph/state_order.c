@@ -8,6 +8,11 @@
 
 #include "graph/state_order.h"
 
+/* Op visits allowed to all the walks deciding which writes are updates together: far above a
+ * decoder with a key and a value cache per layer (hundreds of walks over tens of thousands of
+ * ops), far below what makes compiling hang. */
+#define WALK_BUDGET (UINT64_C(1) << 28)
+
 bool nxe_graph_writes_variables(const nxe_graph *graph)
 {
     for (int32_t i = 0; i < graph->num_tensors; i++)
@@ -44,11 +49,13 @@ static bool readers_build(const nxe_graph *graph, readers_of *r)
     return true;
 }
 
-/* Whether `writer` depends on variable `v`: a walk from v through readers and the tensors they
- * produce, variables not followed. `seen` (num_ops) and `stack` (num_tensors + 1: each tensor
+/* Whether `writer` depends on variable `v` (1) or not (0): a walk from v through readers and
+ * the tensors they produce, variables not followed; -1 once `budget` ops have been visited in
+ * all walks together (a crafted model file could otherwise ask for millions of walks over
+ * millions of ops). `seen` (num_ops) and `stack` (num_tensors + 1: each tensor
  * has one producer, so enters once) are scratch. */
-static bool depends_on(const nxe_graph *graph, const readers_of *r, const nxe_tensor *v,
-                       const nxe_op *writer, bool *seen, int32_t *stack)
+static int depends_on(const nxe_graph *graph, const readers_of *r, const nxe_tensor *v,
+                      const nxe_op *writer, bool *seen, int32_t *stack, uint64_t *budget)
 {
     memset(seen, 0, sizeof(bool) * (size_t)graph->num_ops);
     int32_t top = 0;
@@ -58,16 +65,19 @@ static bool depends_on(const nxe_graph *graph, const readers_of *r, const nxe_te
         for (int32_t c = r->first[t]; c < r->first[t + 1]; c++) {
             const nxe_op *op = graph->ops[r->readers[c]];
             if (op == writer)
-                return true;
+                return 1;
             if (seen[op->index])
                 continue;
+            if (*budget == 0)
+                return -1;
+            (*budget)--;
             seen[op->index] = true;
             for (int32_t o = 0; o < op->num_outputs; o++)
                 if (op->outputs[o]->kind != NXE_TENSOR_VARIABLE)
                     stack[top++] = op->outputs[o]->index;
         }
     }
-    return false;
+    return 0;
 }
 
 /* The edges `from` -> `to` as lists per op: next[start[op] .. start[op + 1]). Two passes: count
@@ -137,10 +147,19 @@ nxe_status nxe_graph_order_with_state(const nxe_graph *graph, int32_t *order)
     nxe_status status = NXE_OK;
     if (!update || !seen || !stack || !count || !start || !pending || !readers_build(graph, &r))
         status = nxe_error(NXE_ERROR_OUT_OF_MEMORY, "compile: out of memory");
+    uint64_t budget = WALK_BUDGET;
     for (int32_t i = 0; status == NXE_OK && i < graph->num_tensors; i++) {
         const nxe_tensor *t = graph->tensors[i];
-        if (t->kind == NXE_TENSOR_VARIABLE && t->producer)
-            update[i] = depends_on(graph, &r, t, t->producer, seen, stack);
+        if (t->kind != NXE_TENSOR_VARIABLE || !t->producer)
+            continue;
+        int found = depends_on(graph, &r, t, t->producer, seen, stack, &budget);
+        if (found < 0)
+            status = nxe_error(NXE_ERROR_INVALID_GRAPH,
+                               "ordering the writes of variables took more than %llu op visits "
+                               "(at variable '%s'); the graph has too many variables written "
+                               "over too many ops",
+                               (unsigned long long)WALK_BUDGET, t->name);
+        update[i] = found > 0;
     }
     if (status == NXE_OK) {
         for_each_edge(graph, update, count, NULL, NULL, NULL);

@@ -5,36 +5,57 @@
  * never move the write before a reader, the step writes a temporary in the arena instead and an
  * Assign step right after it copies the temporary into the variable (an Assign writing the
  * variable needs none). A ScatterND of the variable whose result only an Assign back into the
- * variable stores (a key/value cache append) writes the variable's storage in place. Run by nxe_executable_prepare
- * before folding, for compiled and loaded plans alike; a written binary keeps the plan without
- * these steps. */
+ * variable stores (a key/value cache append) writes the variable's storage in place. Run by
+ * nxe_executable_prepare before folding, for compiled and loaded plans alike; a written binary
+ * keeps the plan without these steps. Linear in the plan's size (a crafted binary may hold
+ * millions of steps). */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "runtime/executable_internal.h"
 #include "runtime/variable_writes.h"
 
-/* Whether step `s` writes variable `id` that a step at or before it reads, and is not an
- * Assign (which copies with memmove, and which no pass folds into an earlier step). */
-static bool is_update(const nxe_executable *exe, int32_t s, int32_t id)
+/* Per tensor: the first step reading it and the step writing it (INT32_MAX and -1 for none),
+ * of the plan as it came. */
+typedef struct plan_facts {
+    int32_t *first_read;
+    int32_t *writer;
+} plan_facts;
+
+static nxe_status facts_build(const nxe_executable *exe, plan_facts *facts)
 {
-    if (strcmp(nxe_node_type(&exe->steps[s].node), "Assign") == 0)
-        return false;
-    for (int32_t r = 0; r <= s; r++)
-        for (int32_t j = 0; j < exe->steps[r].num_inputs; j++)
-            if (exe->steps[r].input_ids[j] == id)
-                return true;
-    return false;
+    facts->first_read = nxe_alloc(sizeof(int32_t) * ((size_t)exe->num_tensors + 1));
+    facts->writer = nxe_alloc(sizeof(int32_t) * ((size_t)exe->num_tensors + 1));
+    if (!facts->first_read || !facts->writer)
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "prepare: out of memory");
+    for (int32_t i = 0; i < exe->num_tensors; i++)
+        facts->first_read[i] = INT32_MAX, facts->writer[i] = -1;
+    for (int32_t s = exe->num_steps - 1; s >= 0; s--) {
+        const nxe_exe_step *step = &exe->steps[s];
+        for (int32_t j = 0; j < step->num_inputs; j++)
+            if (step->input_ids[j] >= 0)
+                facts->first_read[step->input_ids[j]] = s;
+        for (int32_t j = 0; j < step->num_outputs; j++)
+            facts->writer[step->output_ids[j]] = s;
+    }
+    return NXE_OK;
 }
 
-static int32_t count_updates(const nxe_executable *exe)
+/* Whether step `s` writes variable `id` that a step at or before it reads, and is not an
+ * Assign (which copies with memmove, and which no pass folds into an earlier step). */
+static bool is_update(const nxe_executable *exe, const plan_facts *facts, int32_t s, int32_t id)
+{
+    return exe->tensors[id].kind == NXE_TENSOR_VARIABLE && facts->first_read[id] <= s &&
+           strcmp(nxe_node_type(&exe->steps[s].node), "Assign") != 0;
+}
+
+static int32_t count_updates(const nxe_executable *exe, const plan_facts *facts)
 {
     int32_t count = 0;
     for (int32_t s = 0; s < exe->num_steps; s++)
-        for (int32_t j = 0; j < exe->steps[s].num_outputs; j++) {
-            const int32_t id = exe->steps[s].output_ids[j];
-            count += exe->tensors[id].kind == NXE_TENSOR_VARIABLE && is_update(exe, s, id);
-        }
+        for (int32_t j = 0; j < exe->steps[s].num_outputs; j++)
+            count += is_update(exe, facts, s, exe->steps[s].output_ids[j]);
     return count;
 }
 
@@ -119,9 +140,11 @@ static nxe_status make_assign(nxe_executable *exe, const nxe_exe_step *writer, i
     return def->infer(&step->node, step->input_values, 1, step->output_values, 1, step->params);
 }
 
-/* Whether step `s` is ScatterND(v, indices, updates) -> t followed, at step `a`, by
- * Assign(t) -> v with no step between them touching v: then t can live in v's storage. */
-static bool is_cache_append(const nxe_executable *exe, int32_t s, int32_t *assign)
+/* Whether step `s` is ScatterND(v, indices, updates) -> t and v's writer is a later
+ * Assign(t) -> v with no step reading v in between (`next_read`: the first step after `s`
+ * reading each tensor, INT32_MAX for none): then t can live in v's storage. */
+static bool is_cache_append(const nxe_executable *exe, const plan_facts *facts,
+                            const int32_t *next_read, int32_t s)
 {
     const nxe_exe_step *step = &exe->steps[s];
     if (strcmp(nxe_node_type(&step->node), "ScatterND") != 0 || step->num_inputs != 3 ||
@@ -132,43 +155,41 @@ static bool is_cache_append(const nxe_executable *exe, int32_t s, int32_t *assig
         step->input_ids[1] == v || step->input_ids[2] == v ||
         exe->tensors[t].kind != NXE_TENSOR_TRANSIENT || !exe->tensors[t].in_arena)
         return false;
-    for (int32_t a = s + 1; a < exe->num_steps; a++) {
-        const nxe_exe_step *other = &exe->steps[a];
-        bool reads_v = false, writes_v = false;
-        for (int32_t j = 0; j < other->num_inputs; j++)
-            reads_v = reads_v || other->input_ids[j] == v;
-        for (int32_t j = 0; j < other->num_outputs; j++)
-            writes_v = writes_v || other->output_ids[j] == v;
-        if (reads_v)
-            return false; /* would see the appended rows before the write */
-        if (!writes_v)
-            continue;
-        *assign = a;
-        return strcmp(nxe_node_type(&other->node), "Assign") == 0 && other->input_ids[0] == t;
-    }
-    return false;
+    const int32_t a = facts->writer[v];
+    return a > s && next_read[v] > a && strcmp(nxe_node_type(&exe->steps[a].node), "Assign") == 0 &&
+           exe->steps[a].input_ids[0] == t;
 }
 
 /* ScatterND(v, ...) -> t then Assign(t) -> v: t is placed in v's storage, so ScatterND writes
  * only the updated slices (the key/value cache append) and the Assign copies nothing. */
-static void place_cache_appends(nxe_executable *exe)
+static nxe_status place_cache_appends(nxe_executable *exe, const plan_facts *facts)
 {
-    for (int32_t s = 0; s < exe->num_steps; s++) {
-        int32_t assign = -1;
-        if (!is_cache_append(exe, s, &assign))
-            continue;
-        const int32_t v = exe->steps[s].input_ids[0], t = exe->steps[s].output_ids[0];
-        exe->tensors[t].in_arena = false;
-        exe->data[t] = exe->tensors[v].storage;
-        nxe_log(NXE_LOG_DEBUG, "prepare: op '%s' updates variable '%s' in place",
-                exe->steps[s].node.name, exe->tensors[v].name);
+    int32_t *next_read = nxe_alloc(sizeof(int32_t) * ((size_t)exe->num_tensors + 1));
+    if (!next_read)
+        return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "prepare: out of memory");
+    for (int32_t i = 0; i < exe->num_tensors; i++)
+        next_read[i] = INT32_MAX;
+    for (int32_t s = exe->num_steps - 1; s >= 0; s--) {
+        const nxe_exe_step *step = &exe->steps[s];
+        if (is_cache_append(exe, facts, next_read, s)) {
+            const int32_t v = step->input_ids[0], t = step->output_ids[0];
+            exe->tensors[t].in_arena = false;
+            exe->data[t] = exe->tensors[v].storage;
+            nxe_log(NXE_LOG_DEBUG, "prepare: op '%s' updates variable '%s' in place",
+                    step->node.name, exe->tensors[v].name);
+        }
+        for (int32_t j = 0; j < step->num_inputs; j++)
+            if (step->input_ids[j] >= 0)
+                next_read[step->input_ids[j]] = s;
     }
+    nxe_free(next_read);
+    return NXE_OK;
 }
 
-nxe_status nxe_executable_stage_variable_writes(nxe_executable *exe)
+/* The temporaries and Assign steps of every update (the plan's first comment). */
+static nxe_status stage_updates(nxe_executable *exe, const plan_facts *facts)
 {
-    place_cache_appends(exe);
-    const int32_t updates = count_updates(exe);
+    const int32_t updates = count_updates(exe, facts);
     if (updates == 0)
         return NXE_OK;
     const size_t tensors = (size_t)exe->num_tensors + (size_t)updates;
@@ -202,10 +223,8 @@ nxe_status nxe_executable_stage_variable_writes(nxe_executable *exe)
     }
     size_t k = 0;
     for (int32_t s = 0; s < exe->num_steps; s++)
-        for (int32_t j = 0; j < exe->steps[s].num_outputs; j++, k++) {
-            const int32_t id = exe->steps[s].output_ids[j];
-            marked[k] = exe->tensors[id].kind == NXE_TENSOR_VARIABLE && is_update(exe, s, id);
-        }
+        for (int32_t j = 0; j < exe->steps[s].num_outputs; j++, k++)
+            marked[k] = is_update(exe, facts, s, exe->steps[s].output_ids[j]);
     nxe_exe_step *old_steps = exe->steps;
     const int32_t old_count = exe->num_steps;
     exe->steps = new_steps;
@@ -230,5 +249,18 @@ nxe_status nxe_executable_stage_variable_writes(nxe_executable *exe)
     nxe_free(old_steps);
     nxe_free(marked);
     repoint_quant(exe);
+    return status;
+}
+
+nxe_status nxe_executable_stage_variable_writes(nxe_executable *exe)
+{
+    plan_facts facts = {0};
+    nxe_status status = facts_build(exe, &facts);
+    if (status == NXE_OK)
+        status = place_cache_appends(exe, &facts);
+    if (status == NXE_OK)
+        status = stage_updates(exe, &facts);
+    nxe_free(facts.first_read);
+    nxe_free(facts.writer);
     return status;
 }
