@@ -214,6 +214,20 @@ def test_updates_survive_a_compiled_binary(rng):
         np.testing.assert_array_equal(loaded_variable(vm.executable, "s", (3,)), initial)
 
 
+def test_updates_survive_a_model_file(rng):
+    w = rng.standard_normal((4, 4)).astype(np.float32) * 0.5
+    u = rng.standard_normal((4, 2)).astype(np.float32)
+    h0 = rng.standard_normal((1, 4)).astype(np.float32)
+    with nxe.Model(nxe.save_model(rnn_graph(w, u, h0, with_assign=True))) as model:
+        exe = model.graph().compile(threads=1)
+    h = h0.astype(np.float64)
+    for _ in range(3):
+        xv = rng.standard_normal((1, 2)).astype(np.float32)
+        h = np.tanh(h @ w.T.astype(np.float64) + xv.astype(np.float64) @ u.T.astype(np.float64))
+        np.testing.assert_allclose(exe.run({"x": xv})["y"], h, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(exe.read_variable("h"), h, rtol=RTOL, atol=ATOL)
+
+
 def test_concurrent_updates_each_take_the_whole_variable(rng):
     exe = accumulator(np.zeros(2048, np.float32)).compile(threads=2)
     runs, threads = 25, 4
