@@ -26,7 +26,7 @@ def accumulator(initial):
     return g
 
 
-def test_accumulator_updates_in_place_over_runs(rng):
+def test_accumulator_keeps_its_sum_over_runs(rng):
     initial = rng.standard_normal(5).astype(np.float32)
     exe = accumulator(initial).compile(threads=1)
     state = initial.copy()
