@@ -1050,3 +1050,40 @@ NXE_API nxe_status nxe_executable_get_profile(const nxe_executable *exe, nxe_pro
                          where, exe->num_steps, capacity);
     return NXE_OK;
 }
+
+/* ---- bound runs (runtime/binding.c) ---- */
+
+nxe_status nxe_executable_check_io_desc(const nxe_executable *exe, bool input, int32_t index,
+                                        const nxe_tensor_desc *desc, const char *where)
+{
+    const nxe_exe_tensor *t = &exe->tensors[(input ? exe->input_ids : exe->output_ids)[index]];
+    return check_desc(t, desc, where, input ? "input" : "output", index);
+}
+
+nxe_status nxe_executable_run_bound(nxe_executable *exe, void *const *inputs, void *const *outputs,
+                                    const char *where)
+{
+    nxe_run_context *context;
+    bool was_held;
+    uint64_t profile;
+    nxe_status status = acquire_run_context(exe, where, &context, &was_held, &profile);
+    if (status != NXE_OK)
+        return status;
+    /* The caller's buffers are the tensors' storage for this run; the context's result area,
+     * and any run_nocopy results this thread holds there, are left alone. */
+    for (int32_t i = 0; i < exe->num_inputs; i++)
+        context->data[exe->input_ids[i]] = inputs[i];
+    for (int32_t i = 0; i < exe->num_outputs; i++)
+        context->data[exe->output_ids[i]] = outputs[i];
+    if (exe->writes_variables)
+        pthread_rwlock_wrlock(&exe->runs->variables);
+    else
+        pthread_rwlock_rdlock(&exe->runs->variables);
+    status = run_steps(exe, context, profile != 0, where);
+    pthread_rwlock_unlock(&exe->runs->variables);
+    for (int32_t i = 0; i < exe->num_outputs; i++)
+        context->data[exe->output_ids[i]] = context->staging + exe->output_offsets[i];
+    nxe_run_stats delta = {.inputs_in_place = (uint64_t)exe->num_inputs};
+    release_run_context(exe, context, was_held, status == NXE_OK ? &delta : NULL, profile);
+    return status;
+}

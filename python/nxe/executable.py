@@ -421,6 +421,14 @@ class Executable:
         return {io.name: _staging_array(handle, out_descs[i], io, "output")
                 for i, io in enumerate(self._outputs)}
 
+    def bind(self, inputs: Any = None, outputs: Any = None) -> Any:
+        """Caller arrays bound to the inputs and outputs (``nxe.IoBinding``): its ``run()``
+        reads inputs and writes outputs in place, copying nothing. `inputs`/`outputs` are
+        sequences in order or mappings by name; outputs None get new 64-byte aligned arrays."""
+        from .iobinding import bind
+
+        return bind(self, inputs, outputs)
+
     # -- profiling -----------------------------------------------------------------------
 
     def set_profiling(self, enable: bool) -> None:
