@@ -14,11 +14,12 @@
  * A run context's staging (64-byte aligned, every region 64-byte aligned):
  *   [result area: output 0, output 1, ...][input slots: input 0, input 1, ...]
  * and one created-input region per executable, where nxe_executable_create_input allocates
- * for any thread. Outputs are always produced in the result area. A run copies each input into
- * its slot, except an input lying entirely inside the created-input region, which is read in
- * place. An input inside a result area (a run_nocopy result) is copied, so a run never reads
- * what it is overwriting. The default capacity is one run's staging plus a created-input
- * region with room for one copy of every input. */
+ * for any thread. Outputs are produced in the result area (a bound run, binding.c, writes
+ * them into the caller's buffers instead). A run copies each input into its slot, except an
+ * input lying entirely inside the created-input region, which is read in place. An input
+ * inside a result area (a run_nocopy result) is copied, so a run never reads what it is
+ * overwriting. The default capacity is one run's staging plus a created-input region with
+ * room for one copy of every input. */
 #define _POSIX_C_SOURCE 200809L /* pthread_rwlock_t */
 #include <pthread.h>
 #include <stddef.h>
