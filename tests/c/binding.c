@@ -96,6 +96,24 @@ static void *work(void *arg)
     return NULL;
 }
 
+/* Two threads on one binding: each call either runs or is refused with
+ * NXE_ERROR_INVALID_STATE, never anything else (and TSan sees no race). */
+typedef struct sharer {
+    nxe_binding *binding;
+    int other; /* calls that failed with another status */
+} sharer;
+
+static void *share(void *arg)
+{
+    sharer *s = arg;
+    for (int r = 0; r < RUNS; r++) {
+        nxe_status status = nxe_binding_run(s->binding);
+        if (status != NXE_OK && status != NXE_ERROR_INVALID_STATE)
+            s->other++;
+    }
+    return NULL;
+}
+
 int main(void)
 {
     nxe_executable *exe = compile();
@@ -177,6 +195,16 @@ int main(void)
     nxe_tensor_desc dx1 = desc_of(x + 1, sizeof(float) * N);
     EXPECT(nxe_binding_bind_input(binding, 0, &dx1) == NXE_OK);
     EXPECT(nxe_binding_run(binding) == NXE_OK);
+    EXPECT(results_right(x + 1, h, y));
+
+    sharer sharers[2] = {{binding, 0}, {binding, 0}};
+    pthread_t pair[2];
+    for (int t = 0; t < 2; t++)
+        EXPECT(pthread_create(&pair[t], NULL, share, &sharers[t]) == 0);
+    for (int t = 0; t < 2; t++) {
+        pthread_join(pair[t], NULL);
+        EXPECT(sharers[t].other == 0);
+    }
     EXPECT(results_right(x + 1, h, y));
     nxe_binding_release(binding);
 
