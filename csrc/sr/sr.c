@@ -586,9 +586,6 @@ static nxe_status configure(nxe_sr *sr, int32_t width, int32_t height)
 
 /* ---- the model over tiles ---- */
 
-/* Runs the model over `channels` LR planes (frame size, contiguous) into HR planes. Each tile
- * writes only the part of its output whose context lies wholly inside the tile (or reaches the
- * frame's edge), so with an overlap of the receptive radius tiles equal one whole run. */
 /* A frame that is one tile: its LR planes (contiguous, channel after channel, as the
  * [1, c, h, w] input lies) are the model's input and its HR planes its output, bound in place,
  * so nothing is copied between them and the executable. */
@@ -612,6 +609,9 @@ static nxe_status run_whole_frame(nxe_sr *sr, float *lr, float *hr)
     return NXE_OK;
 }
 
+/* Runs the model over `channels` LR planes (frame size, contiguous) into HR planes. Each tile
+ * writes only the part of its output whose context lies wholly inside the tile (or reaches the
+ * frame's edge), so with an overlap of the receptive radius tiles equal one whole run. */
 static nxe_status run_tiles(nxe_sr *sr, float *const *lr, float *const *hr)
 {
     int32_t w = sr->frame_width, h = sr->frame_height;
