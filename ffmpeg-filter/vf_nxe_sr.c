@@ -250,7 +250,16 @@ fail:
 static av_cold void uninit(AVFilterContext *ctx)
 {
     NxeSrContext *s = ctx->priv;
+    nxe_sr_info info = {sizeof(nxe_sr_info)};
 
+    /* A frame that is one tile runs on float planes bound to the model: nothing is copied
+     * between them and the executable (SR API 0.5); only the tiles of larger frames are. */
+    if (s->sr && nxe_sr_get_info(s->sr, &info) == NXE_OK)
+        av_log(ctx, AV_LOG_VERBOSE,
+               "%llu frames in %llu model runs; %llu bytes copied into the model's input, %llu "
+               "out of its output\n",
+               (unsigned long long)info.frames, (unsigned long long)info.tiles,
+               (unsigned long long)info.bytes_copied_in, (unsigned long long)info.bytes_copied_out);
     nxe_sr_release(s->sr);
     s->sr = NULL;
 }

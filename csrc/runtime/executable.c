@@ -14,11 +14,12 @@
  * A run context's staging (64-byte aligned, every region 64-byte aligned):
  *   [result area: output 0, output 1, ...][input slots: input 0, input 1, ...]
  * and one created-input region per executable, where nxe_executable_create_input allocates
- * for any thread. Outputs are always produced in the result area. A run copies each input into
- * its slot, except an input lying entirely inside the created-input region, which is read in
- * place. An input inside a result area (a run_nocopy result) is copied, so a run never reads
- * what it is overwriting. The default capacity is one run's staging plus a created-input
- * region with room for one copy of every input. */
+ * for any thread. Outputs are produced in the result area (a bound run, binding.c, writes
+ * them into the caller's buffers instead). A run copies each input into its slot, except an
+ * input lying entirely inside the created-input region, which is read in place. An input
+ * inside a result area (a run_nocopy result) is copied, so a run never reads what it is
+ * overwriting. The default capacity is one run's staging plus a created-input region with
+ * room for one copy of every input. */
 #define _POSIX_C_SOURCE 200809L /* pthread_rwlock_t */
 #include <pthread.h>
 #include <stddef.h>
@@ -1076,4 +1077,41 @@ NXE_API nxe_status nxe_executable_get_profile(const nxe_executable *exe, nxe_pro
         return nxe_error(NXE_ERROR_BUFFER_TOO_SMALL, "%s: the profile has %d steps, capacity is %d",
                          where, exe->num_steps, capacity);
     return NXE_OK;
+}
+
+/* ---- bound runs (runtime/binding.c) ---- */
+
+nxe_status nxe_executable_check_io_desc(const nxe_executable *exe, bool input, int32_t index,
+                                        const nxe_tensor_desc *desc, const char *where)
+{
+    const nxe_exe_tensor *t = &exe->tensors[(input ? exe->input_ids : exe->output_ids)[index]];
+    return check_desc(t, desc, where, input ? "input" : "output", index);
+}
+
+nxe_status nxe_executable_run_bound(nxe_executable *exe, void *const *inputs, void *const *outputs,
+                                    const char *where)
+{
+    nxe_run_context *context;
+    bool was_held;
+    uint64_t profile;
+    nxe_status status = acquire_run_context(exe, where, &context, &was_held, &profile);
+    if (status != NXE_OK)
+        return status;
+    /* The caller's buffers are the tensors' storage for this run; the context's result area,
+     * and any run_nocopy results this thread holds there, are left alone. */
+    for (int32_t i = 0; i < exe->num_inputs; i++)
+        context->data[exe->input_ids[i]] = inputs[i];
+    for (int32_t i = 0; i < exe->num_outputs; i++)
+        context->data[exe->output_ids[i]] = outputs[i];
+    if (exe->writes_variables)
+        pthread_rwlock_wrlock(&exe->runs->variables);
+    else
+        pthread_rwlock_rdlock(&exe->runs->variables);
+    status = run_steps(exe, context, profile != 0, where);
+    pthread_rwlock_unlock(&exe->runs->variables);
+    for (int32_t i = 0; i < exe->num_outputs; i++)
+        context->data[exe->output_ids[i]] = context->staging + exe->output_offsets[i];
+    nxe_run_stats delta = {.inputs_in_place = (uint64_t)exe->num_inputs};
+    release_run_context(exe, context, was_held, status == NXE_OK ? &delta : NULL, profile);
+    return status;
 }

@@ -122,4 +122,13 @@ nxe_status nxe_compile_graph(nxe_graph *graph, const nxe_compile_request *reques
 /* Worker threads for a thread-count option: 0 means one per online CPU. */
 int32_t nxe_default_thread_count(void);
 
+/* For bound runs (runtime/binding.c). Whether `desc` matches input or output `index` (in
+ * range) as a run's descriptors must. */
+nxe_status nxe_executable_check_io_desc(const nxe_executable *exe, bool input, int32_t index,
+                                        const nxe_tensor_desc *desc, const char *where);
+/* One run reading input i from inputs[i] and writing output i into outputs[i] in place (checked
+ * by the caller), in a run context of its own; counted in the statistics when it succeeds. */
+nxe_status nxe_executable_run_bound(nxe_executable *exe, void *const *inputs, void *const *outputs,
+                                    const char *where);
+
 #endif

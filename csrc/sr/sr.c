@@ -41,6 +41,7 @@ struct nxe_sr {
     nxe_executable *exe; /* compiled for tile_width x tile_height */
     int32_t tile_width, tile_height;
     nxe_tensor_desc tile_input; /* in the executable's staging buffer */
+    nxe_binding *binding;       /* a whole-frame tile: the planes bound in place */
 
     int32_t frame_width, frame_height; /* what the buffers below are sized for */
     float *buffer;                     /* one allocation: the planes and the scratch */
@@ -50,6 +51,7 @@ struct nxe_sr {
     uint64_t buffer_bytes;             /* of `buffer` */
 
     uint64_t frames, tiles, reconfigurations;
+    uint64_t bytes_copied_in, bytes_copied_out; /* between the planes and the model's tensors */
 };
 
 NXE_SR_API uint32_t nxe_sr_api_version(void)
@@ -351,6 +353,7 @@ NXE_SR_API void nxe_sr_release(nxe_sr *sr)
 {
     if (!sr)
         return;
+    nxe_binding_release(sr->binding);
     nxe_executable_release(sr->exe);
     nxe_model_release(sr->model);
     free(sr->buffer);
@@ -370,8 +373,10 @@ NXE_SR_API nxe_status nxe_sr_get_info(const nxe_sr *sr, nxe_sr_info *info)
     if (!sr || !info)
         return sr_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_sr_get_info: %s is NULL",
                         sr ? "info" : "sr");
-    /* An SR API 0.2 caller's struct ends before resident_bytes. */
+    /* An SR API 0.2 caller's struct ends before resident_bytes, a 0.3 or 0.4 one before
+     * bytes_copied_in. */
     size_t size_0_2 = offsetof(nxe_sr_info, resident_bytes);
+    size_t size_0_4 = offsetof(nxe_sr_info, bytes_copied_in);
     if (info->struct_size < size_0_2)
         return sr_error(NXE_ERROR_INVALID_ARGUMENT,
                         "nxe_sr_get_info: info.struct_size is %u, expected at least %zu",
@@ -381,8 +386,9 @@ NXE_SR_API nxe_status nxe_sr_get_info(const nxe_sr *sr, nxe_sr_info *info)
     pthread_mutex_t *lock = (pthread_mutex_t *)&sr->lock;
     pthread_mutex_lock(lock);
     uint32_t size = info->struct_size;
-    bool has_resident_bytes = size >= sizeof *info;
-    memset(info, 0, has_resident_bytes ? sizeof *info : size_0_2);
+    bool has_resident_bytes = size >= size_0_4;
+    bool has_copies = size >= sizeof *info;
+    memset(info, 0, has_copies ? sizeof *info : has_resident_bytes ? size_0_4 : size_0_2);
     info->struct_size = size;
     info->scale = sr->meta.scale;
     info->channels = sr->meta.channels;
@@ -394,6 +400,10 @@ NXE_SR_API nxe_status nxe_sr_get_info(const nxe_sr *sr, nxe_sr_info *info)
     info->frames = sr->frames;
     info->tiles = sr->tiles;
     info->reconfigurations = sr->reconfigurations;
+    if (has_copies) {
+        info->bytes_copied_in = sr->bytes_copied_in;
+        info->bytes_copied_out = sr->bytes_copied_out;
+    }
     snprintf(info->name, sizeof info->name, "%s", sr->meta.name);
     nxe_memory_info memory = {sizeof memory};
     bool has_memory = sr->exe && nxe_executable_memory_info(sr->exe, &memory) == NXE_OK;
@@ -458,6 +468,8 @@ static int32_t tile_side(int32_t n, int32_t limit, int32_t overlap)
 
 static nxe_status compile_tile(nxe_sr *sr, int32_t width, int32_t height)
 {
+    nxe_binding_release(sr->binding);
+    sr->binding = NULL;
     nxe_executable_release(sr->exe);
     sr->exe = NULL;
     sr->tile_width = sr->tile_height = 0;
@@ -504,7 +516,11 @@ static nxe_status compile_tile(nxe_sr *sr, int32_t width, int32_t height)
                           height * s, width * s);
     if (status == NXE_OK)
         status = nxe_executable_create_input(sr->exe, 0, &sr->tile_input);
+    if (status == NXE_OK)
+        status = nxe_binding_create(sr->exe, &sr->binding);
     if (status != NXE_OK) {
+        nxe_binding_release(sr->binding);
+        sr->binding = NULL;
         nxe_executable_release(sr->exe);
         sr->exe = NULL;
         return status;
@@ -570,6 +586,29 @@ static nxe_status configure(nxe_sr *sr, int32_t width, int32_t height)
 
 /* ---- the model over tiles ---- */
 
+/* A frame that is one tile: its LR planes (contiguous, channel after channel, as the
+ * [1, c, h, w] input lies) are the model's input and its HR planes its output, bound in place,
+ * so nothing is copied between them and the executable. */
+static nxe_status run_whole_frame(nxe_sr *sr, float *lr, float *hr)
+{
+    nxe_tensor_desc in = {0}, out = {0};
+    nxe_status status = nxe_executable_input_desc(sr->exe, 0, &in, NULL);
+    if (status == NXE_OK)
+        status = nxe_executable_output_desc(sr->exe, 0, &out, NULL);
+    in.data = lr;
+    out.data = hr;
+    if (status == NXE_OK)
+        status = nxe_binding_bind_input(sr->binding, 0, &in);
+    if (status == NXE_OK)
+        status = nxe_binding_bind_output(sr->binding, 0, &out);
+    if (status == NXE_OK)
+        status = nxe_binding_run(sr->binding);
+    if (status != NXE_OK)
+        return sr_error_with_cause(status, "nxe_sr_process: running '%s'", sr->meta.name);
+    sr->tiles++;
+    return NXE_OK;
+}
+
 /* Runs the model over `channels` LR planes (frame size, contiguous) into HR planes. Each tile
  * writes only the part of its output whose context lies wholly inside the tile (or reaches the
  * frame's edge), so with an overlap of the receptive radius tiles equal one whole run. */
@@ -578,6 +617,13 @@ static nxe_status run_tiles(nxe_sr *sr, float *const *lr, float *const *hr)
     int32_t w = sr->frame_width, h = sr->frame_height;
     int32_t tw = sr->tile_width, th = sr->tile_height, o = sr->overlap;
     int32_t c = sr->meta.channels, s = sr->meta.scale;
+    /* size_buffers lays the planes out one after another, each w x h (LR) or scale^2 that. */
+    bool contiguous = true;
+    for (int32_t ch = 1; ch < c; ch++)
+        contiguous = contiguous && lr[ch] == lr[ch - 1] + (int64_t)w * h &&
+                     hr[ch] == hr[ch - 1] + (int64_t)w * h * s * s;
+    if (tw == w && th == h && contiguous)
+        return run_whole_frame(sr, lr[0], hr[0]);
     float *input = sr->tile_input.data;
     int64_t out_w = (int64_t)tw * s, out_h = (int64_t)th * s;
     int32_t y0 = 0, valid_y0 = 0;
@@ -590,6 +636,7 @@ static nxe_status run_tiles(nxe_sr *sr, float *const *lr, float *const *hr)
                 for (int32_t row = 0; row < th; row++)
                     memcpy(input + ((int64_t)ch * th + row) * tw,
                            lr[ch] + (int64_t)(y0 + row) * w + x0, sizeof(float) * (size_t)tw);
+            sr->bytes_copied_in += sizeof(float) * (uint64_t)c * (uint64_t)th * (uint64_t)tw;
             nxe_tensor_desc out = {0};
             nxe_status status = nxe_executable_run_nocopy(sr->exe, &sr->tile_input, 1, &out, 1);
             if (status != NXE_OK)
@@ -603,6 +650,8 @@ static nxe_status run_tiles(nxe_sr *sr, float *const *lr, float *const *hr)
                            result + ((int64_t)ch * out_h + y - (int64_t)y0 * s) * out_w +
                                ((int64_t)valid_x0 - x0) * s,
                            sizeof(float) * (size_t)cols);
+            sr->bytes_copied_out += sizeof(float) * (uint64_t)c * (uint64_t)(valid_y1 - valid_y0) *
+                                    (uint64_t)s * (uint64_t)cols;
             if (valid_x1 == w)
                 break;
             x0 = x0 + tw - 2 * o < w - tw ? x0 + tw - 2 * o : w - tw;

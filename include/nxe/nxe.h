@@ -808,6 +808,68 @@ NXE_API nxe_status nxe_graph_save_model(nxe_graph *graph, const nxe_model_write_
  * op uses); the variables are then unchanged. Since 0.10. */
 NXE_API nxe_status nxe_executable_reset_variable(nxe_executable *exe, const char *name);
 
+/* ---- Bound caller memory ---------------------------------------------------------------
+ * A binding ties caller-owned buffers to an executable's inputs and outputs, as onnxruntime's
+ * IO binding and NPU runtimes' handle tensors do: nxe_binding_run reads every input where the
+ * caller's buffer lies and the steps write every output straight into the caller's buffer
+ * (that buffer is the output tensor's storage for the run, also for later steps that read the
+ * output). Nothing is copied in or out: nxe_executable_stats counts a bound run's inputs as in
+ * place and adds no bytes copied.
+ *
+ * Rules for a bound buffer, checked when it is bound:
+ * - its descriptor matches the input or output exactly (dtype, rank, shape), data_size is at
+ *   least the tensor's bytes and data is not NULL (a tensor of 0 bytes may have NULL data);
+ * - data is aligned to the dtype's element size (4 bytes for f32): kernels access elements as
+ *   C objects of that type but load vectors unaligned, so no more is needed; 64-byte alignment
+ *   (cache lines) is faster and is what nxe's own buffers have;
+ * - an output buffer overlaps no other bound buffer of the binding, input or output (inputs
+ *   may share memory with each other: they are only read);
+ * - it stays valid, and the caller neither reads nor writes it, while a run of the binding is
+ *   under way; between runs the caller may read outputs and refill inputs in place.
+ * Only inputs and outputs can be bound: constants, variables and intermediate tensors stay in
+ * the executable's memory (outputs are never placed in the arena the memory plan shares, so
+ * binding one cannot alias another tensor). A failed run leaves output buffers partly written.
+ * A binding is used by one call at a time (a second concurrent call on the same binding fails
+ * with NXE_ERROR_INVALID_STATE); several bindings of one executable may run at once from
+ * several threads, each in its own run context, as nxe_executable_run does. The executable
+ * must outlive its bindings. */
+
+/* Since 0.10. */
+typedef struct nxe_binding nxe_binding;
+
+/* A binding for `exe` with nothing bound. Release it with nxe_binding_release before the
+ * executable. NXE_ERROR_INVALID_ARGUMENT (a NULL argument), NXE_ERROR_INVALID_STATE (an
+ * executable that cannot run: compiled only to be written out), NXE_ERROR_OUT_OF_MEMORY; *out is
+ * then NULL. Since 0.10. */
+NXE_API nxe_status nxe_binding_create(nxe_executable *exe, nxe_binding **out);
+/* Releases the binding; the bound buffers stay the caller's. NULL does nothing. Since 0.10. */
+NXE_API void nxe_binding_release(nxe_binding *binding);
+/* Binds input or output `index` to the buffer `desc` describes (copied; the buffer is
+ * borrowed until it is unbound, rebound or the binding is released). Binding an index again
+ * replaces its buffer. NXE_ERROR_INVALID_ARGUMENT (a NULL binding or desc, NULL data, a nonzero
+ * reserved field, data not aligned to the element size, an output overlapping another bound
+ * buffer), NXE_ERROR_NOT_FOUND (index out of range), NXE_ERROR_DTYPE_MISMATCH,
+ * NXE_ERROR_SHAPE_MISMATCH, NXE_ERROR_BUFFER_TOO_SMALL (data_size short of the tensor's bytes),
+ * NXE_ERROR_INVALID_STATE (another call is using the binding); the binding is then unchanged.
+ * Since 0.10. */
+NXE_API nxe_status nxe_binding_bind_input(nxe_binding *binding, int32_t index,
+                                          const nxe_tensor_desc *desc);
+NXE_API nxe_status nxe_binding_bind_output(nxe_binding *binding, int32_t index,
+                                           const nxe_tensor_desc *desc);
+/* Forgets every bound buffer. NXE_ERROR_INVALID_ARGUMENT (NULL), NXE_ERROR_INVALID_STATE
+ * (another call is using the binding; nothing is forgotten). Since 0.10. */
+NXE_API nxe_status nxe_binding_clear(nxe_binding *binding);
+/* Runs the executable once on the bound buffers: inputs read in place, outputs written in
+ * place. Every input and output must be bound. Runs that write a VARIABLE take turns with the
+ * executable's other runs; profiling records the run as any other. A thread's
+ * nxe_executable_run_nocopy results stay valid across its bound runs (a bound run writes no
+ * result area). NXE_ERROR_INVALID_ARGUMENT (NULL), NXE_ERROR_INVALID_STATE (an input or output
+ * not bound, or another call using the binding), NXE_ERROR_OUT_OF_MEMORY (no run context could
+ * be made), or the failing op's code (NXE_ERROR_RUNTIME for data-dependent failures); a failed
+ * run is not counted in nxe_executable_stats and may leave outputs partly written.
+ * Since 0.10. */
+NXE_API nxe_status nxe_binding_run(nxe_binding *binding);
+
 #ifdef __cplusplus
 }
 #endif

@@ -67,7 +67,7 @@ extern "C" {
  * MAJOR.MINOR.0 of it. */
 
 #define NXE_SR_API_VERSION_MAJOR 0
-#define NXE_SR_API_VERSION_MINOR 4
+#define NXE_SR_API_VERSION_MINOR 5
 
 /* since SR API 0.1. (major << 16) | minor of the libnxe_sr actually loaded; compare with the
  * macros above. Cannot fail. */
@@ -257,12 +257,18 @@ typedef struct nxe_sr_info {
     uint64_t resident_bytes;   /* since SR API 0.3: bytes the session holds now, measured: the
                                   model file's mapped tensors, the executable's resident bytes
                                   (nxe_memory_info) and the frame planes */
+    uint64_t bytes_copied_in;  /* since SR API 0.5: bytes copied from the session's float
+                                  planes into the model's input since open; 0 while every
+                                  frame is one tile (the planes are bound to the executable,
+                                  nxe_binding_run) */
+    uint64_t bytes_copied_out; /* since SR API 0.5: likewise out of the model's output */
 } nxe_sr_info;
 /* since SR API 0.1. Fills *info, whose struct_size the caller sets, with the session's model,
  * settings and counts; waits for a frame in progress on another thread. Returns NXE_OK, or
  * NXE_ERROR_INVALID_ARGUMENT for a NULL argument or a struct_size smaller than the SR API 0.2
  * struct's (then *info is left as it was); a 0.2 struct_size gets every field but
- * resident_bytes. Nothing is allocated. */
+ * resident_bytes and the copy counts, a 0.3 or 0.4 one every field but the copy counts. Nothing
+ * is allocated. */
 NXE_SR_API nxe_status nxe_sr_get_info(const nxe_sr *sr, nxe_sr_info *info);
 
 /* since SR API 0.1. NXE_OK when `format` can go through this session's model;

@@ -33,6 +33,7 @@ from .errors import (
 )
 from .executable import Executable
 from .graph import Graph, Tensor
+from .iobinding import IoBinding
 from .limits import Limits
 from .log import set_log_callback
 from .model import Model, save_model
@@ -97,6 +98,7 @@ __all__ = [
     "InvalidArgumentError",
     "InvalidGraphError",
     "InvalidStateError",
+    "IoBinding",
     "IoError",
     "Limits",
     "Model",

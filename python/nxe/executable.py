@@ -41,6 +41,8 @@ from .errors import (
 if TYPE_CHECKING:
     from typing_extensions import Self
 
+    from .iobinding import IoBinding
+
 IoSpec = tuple[str, tuple[int, ...], str]
 
 # DLPack's DLDeviceType codes, for messages; kDLCPU (1) is the one nxe reads.
@@ -420,6 +422,14 @@ class Executable:
                                             len(self._outputs)))
         return {io.name: _staging_array(handle, out_descs[i], io, "output")
                 for i, io in enumerate(self._outputs)}
+
+    def bind(self, inputs: Any = None, outputs: Any = None) -> IoBinding:
+        """Caller arrays bound to the inputs and outputs (``nxe.IoBinding``): its ``run()``
+        reads inputs and writes outputs in place, copying nothing. `inputs`/`outputs` are
+        sequences in order or mappings by name; outputs None get new 64-byte aligned arrays."""
+        from .iobinding import bind
+
+        return bind(self, inputs, outputs)
 
     # -- profiling -----------------------------------------------------------------------
 
