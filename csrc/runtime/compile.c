@@ -287,8 +287,8 @@ nxe_status nxe_compile_request_from(const nxe_graph *graph, const nxe_compile_op
     return NXE_OK;
 }
 
-static nxe_status compile_graph(nxe_graph *graph, const nxe_compile_request *request,
-                                bool borrow, nxe_executable **out);
+static nxe_status compile_graph(nxe_graph *graph, const nxe_compile_request *request, bool borrow,
+                                nxe_executable **out);
 
 /* Ordinary ops on quantized tensors compile from a lowered working copy of the graph
  * (transform/quant_lower.c), whose constants the plan then owns. */
@@ -311,8 +311,8 @@ nxe_status nxe_compile_graph(nxe_graph *graph, const nxe_compile_request *reques
     return status;
 }
 
-static nxe_status compile_graph(nxe_graph *graph, const nxe_compile_request *request,
-                                bool borrow, nxe_executable **out)
+static nxe_status compile_graph(nxe_graph *graph, const nxe_compile_request *request, bool borrow,
+                                nxe_executable **out)
 {
     *out = NULL;
     nxe_graph_inference inference;
@@ -326,8 +326,7 @@ static nxe_status compile_graph(nxe_graph *graph, const nxe_compile_request *req
     if (status == NXE_OK)
         status = make_steps(graph, &inference, exe);
     if (status == NXE_OK)
-        status =
-            lay_out_tensors(graph, inference.values, exe, request->serialize_only && borrow);
+        status = lay_out_tensors(graph, inference.values, exe, request->serialize_only && borrow);
     nxe_graph_inference_free(graph, &inference);
     if (status == NXE_OK)
         status = collect_io(graph, exe);

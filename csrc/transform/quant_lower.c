@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "model/records.h"
+#include "core/limits.h"
 #include "ops/node.h"
 #include "transform/quant_lower.h"
 
@@ -37,9 +37,40 @@ static bool quantized(const nxe_tensor *t)
     return t && t->quant.type != NXE_QUANT_NONE && (is_q8(t->dtype) || t->dtype == NXE_DTYPE_I32);
 }
 
+/* Per-tensor 8-bit quantization: asymmetric, or dynamic fixed point (scale 2^-fl, zero
+ * point 0), which the integer kernels take alike. */
 static bool asymmetric_q8(const nxe_tensor *t)
 {
-    return t && is_q8(t->dtype) && t->quant.type == NXE_QUANT_ASYMMETRIC;
+    return t && is_q8(t->dtype) &&
+           (t->quant.type == NXE_QUANT_ASYMMETRIC ||
+            (t->quant.type == NXE_QUANT_DYNAMIC_FIXED_POINT && t->quant.fractional_length >= -126 &&
+             t->quant.fractional_length <= 126));
+}
+
+static float scale_of(const nxe_quant *q)
+{
+    return q->type == NXE_QUANT_DYNAMIC_FIXED_POINT ? ldexpf(1.0f, -q->fractional_length)
+                                                    : q->scale;
+}
+
+static int32_t zero_of(const nxe_quant *q)
+{
+    return q->type == NXE_QUANT_ASYMMETRIC ? q->zero_point : 0;
+}
+
+/* Same kind and parameters (the model layer's equality, which this layer may not use). */
+static bool same_quant(const nxe_quant *a, const nxe_quant *b)
+{
+    if (a->type != b->type)
+        return false;
+    switch (a->type) {
+    case NXE_QUANT_ASYMMETRIC: return a->scale == b->scale && a->zero_point == b->zero_point;
+    case NXE_QUANT_SYMMETRIC_PER_CHANNEL:
+        return a->axis == b->axis && a->num_scales == b->num_scales &&
+               memcmp(a->scales, b->scales, sizeof(float) * (size_t)a->num_scales) == 0;
+    case NXE_QUANT_DYNAMIC_FIXED_POINT: return a->fractional_length == b->fractional_length;
+    default: return true;
+    }
 }
 
 static void q8_range(int32_t dtype, int32_t *lo, int32_t *hi)
@@ -69,14 +100,14 @@ static bool type_in(const char *type, const char *const *list)
 
 /* Ops that already take quantized operands. */
 static const char *const integer_family[] = {
-    "QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul", "ConvInteger",
-    "MatMulInteger",  "DynamicQuantizeLinear", NULL};
+    "QuantizeLinear", "DequantizeLinear", "QLinearConv",           "QLinearMatMul",
+    "ConvInteger",    "MatMulInteger",    "DynamicQuantizeLinear", NULL};
 /* Ops that move or select 8-bit values without arithmetic: they run on the quantized values
  * when every quantized tensor they touch has the same dtype and quantization. */
 static const char *const pass_through[] = {
-    "Reshape", "Transpose", "Squeeze",   "Unsqueeze",     "Flatten", "Identity", "Concat",
-    "Slice",   "Split",     "MaxPool1d", "MaxPool2d",     "MaxPool3d", "GlobalMaxPool",
-    "Expand",  "Tile",      "Gather",    "DepthToSpace", "SpaceToDepth", NULL};
+    "Reshape", "Transpose", "Squeeze",      "Unsqueeze",    "Flatten",   "Identity",      "Concat",
+    "Slice",   "Split",     "MaxPool1d",    "MaxPool2d",    "MaxPool3d", "GlobalMaxPool", "Expand",
+    "Tile",    "Gather",    "DepthToSpace", "SpaceToDepth", NULL};
 
 /* ---- what gets added to the copy ---- */
 
@@ -219,8 +250,7 @@ static nxe_status check_op_quant(const lowering *L, const nxe_op *op)
 {
     nxe_status status = NXE_OK;
     for (int32_t j = 0; status == NXE_OK && j < op->num_inputs + op->num_outputs; j++) {
-        const nxe_tensor *t =
-            j < op->num_inputs ? op->inputs[j] : op->outputs[j - op->num_inputs];
+        const nxe_tensor *t = j < op->num_inputs ? op->inputs[j] : op->outputs[j - op->num_inputs];
         if (quantized(t))
             status = check_quant(t, L->settled ? &L->settled[t->index] : NULL);
     }
@@ -229,6 +259,19 @@ static nxe_status check_op_quant(const lowering *L, const nxe_op *op)
 
 /* ---- the fallback: DequantizeLinear -> the f32 op -> QuantizeLinear ---- */
 
+/* `op_type` (DequantizeLinear / QuantizeLinear) from `in` to `out`; in the first stage,
+ * which only learns shapes, a Cast, so that quantization parameters are checked by the
+ * second stage, which knows the shapes, and reported naming the tensor. */
+static nxe_status convert(lowering *L, const char *name, nxe_tensor *in, nxe_tensor *out,
+                          const char *op_type)
+{
+    if (L->settled)
+        return add_op(L, op_type, name, &in, 1, &out, 1, NULL);
+    nxe_op *cast = NULL;
+    nxe_status status = add_op(L, "Cast", name, &in, 1, &out, 1, &cast);
+    return status == NXE_OK ? nxe_op_set_attr_int(cast, "to", out->dtype) : status;
+}
+
 static nxe_status dequantized(lowering *L, const nxe_tensor *t, nxe_tensor **out)
 {
     if (L->deq[t->index]) {
@@ -236,10 +279,10 @@ static nxe_status dequantized(lowering *L, const nxe_tensor *t, nxe_tensor **out
         return NXE_OK;
     }
     nxe_tensor *in = mapped(L, t);
-    nxe_status status = add_tensor(L, t->name, "dequantized", NXE_DTYPE_F32,
-                                   NXE_TENSOR_TRANSIENT, -1, NULL, out);
+    nxe_status status =
+        add_tensor(L, t->name, "dequantized", NXE_DTYPE_F32, NXE_TENSOR_TRANSIENT, -1, NULL, out);
     if (status == NXE_OK)
-        status = add_op(L, "DequantizeLinear", t->name, &in, 1, out, 1, NULL);
+        status = convert(L, t->name, in, *out, "DequantizeLinear");
     if (status == NXE_OK)
         L->deq[t->index] = *out;
     return status;
@@ -266,8 +309,8 @@ static nxe_status fallback(lowering *L, const nxe_op *op)
                              "quantized results are u8 or i8",
                              nxe_node_type(&op->node), op->node.name, nxe_dtype_name(t->dtype),
                              t->name);
-        status = add_tensor(L, t->name, "f32_", NXE_DTYPE_F32, NXE_TENSOR_TRANSIENT, -1, NULL,
-                            &outs[j]);
+        status =
+            add_tensor(L, t->name, "f32_", NXE_DTYPE_F32, NXE_TENSOR_TRANSIENT, -1, NULL, &outs[j]);
     }
     if (status == NXE_OK)
         status = copy_op(L, op, in, outs);
@@ -275,8 +318,7 @@ static nxe_status fallback(lowering *L, const nxe_op *op)
         const nxe_tensor *t = op->outputs[j];
         if (!quantized(t))
             continue;
-        nxe_tensor *target = mapped(L, t);
-        status = add_op(L, "QuantizeLinear", t->name, &outs[j], 1, &target, 1, NULL);
+        status = convert(L, t->name, outs[j], mapped(L, t), "QuantizeLinear");
     }
     return status;
 }
@@ -295,8 +337,8 @@ static void activation_bounds(const nxe_op *act, int32_t dtype, const nxe_quant 
     }
     /* Quantizing is monotonic, so clamping the quantized value to the quantized bounds
      * equals quantizing the clamped real value. */
-    double qmin = nearbyint(min / q->scale) + q->zero_point;
-    double qmax = nearbyint(max / q->scale) + q->zero_point;
+    double qmin = nearbyint(min / scale_of(q)) + zero_of(q);
+    double qmax = nearbyint(max / scale_of(q)) + zero_of(q);
     if (qmin > *lo)
         *lo = qmin > *hi ? *hi : (int32_t)qmin;
     if (qmax < *hi)
@@ -418,15 +460,15 @@ static nxe_status operand_params(lowering *L, const nxe_tensor *t, int32_t axis,
             status = add_q8_scalar(L, base, "zero_point", t->dtype, 0, zero);
         return status;
     }
-    status = add_f32_scalar(L, base, "scale", q->scale, scale);
+    status = add_f32_scalar(L, base, "scale", scale_of(q), scale);
     if (status == NXE_OK)
-        status = add_q8_scalar(L, base, "zero_point", t->dtype, q->zero_point, zero);
+        status = add_q8_scalar(L, base, "zero_point", t->dtype, zero_of(q), zero);
     return status;
 }
 
 static float channel_scale(const nxe_quant *q, int64_t c)
 {
-    return q->type == NXE_QUANT_SYMMETRIC_PER_CHANNEL ? q->scales[c] : q->scale;
+    return q->type == NXE_QUANT_SYMMETRIC_PER_CHANNEL ? q->scales[c] : scale_of(q);
 }
 
 /* The bias as the integer kernels take it: int32 in units of x_scale * w_scale[o] with zero
@@ -445,7 +487,7 @@ static nxe_status integer_bias(lowering *L, const nxe_tensor *b, const nxe_tenso
     bool exact = b->dtype == NXE_DTYPE_I32;
     if (exact && b->quant.type == NXE_QUANT_ASYMMETRIC && b->quant.zero_point == 0) {
         for (int64_t c = 0; c < channels && exact; c++) {
-            double want = (double)x->quant.scale * channel_scale(&w->quant, c);
+            double want = (double)scale_of(&x->quant) * channel_scale(&w->quant, c);
             exact = fabs(b->quant.scale - want) <= 1e-6 * want;
         }
     } else if (exact) {
@@ -468,13 +510,15 @@ static nxe_status integer_bias(lowering *L, const nxe_tensor *b, const nxe_tenso
         } else {
             const nxe_quant *bq = &b->quant;
             double v = ((const int32_t *)b->data)[c];
-            real = bq->type == NXE_QUANT_ASYMMETRIC ? bq->scale * (v - bq->zero_point)
+            real = bq->type == NXE_QUANT_ASYMMETRIC              ? bq->scale * (v - bq->zero_point)
                    : bq->type == NXE_QUANT_SYMMETRIC_PER_CHANNEL ? bq->scales[c] * v
                                                                  : ldexp(v, -bq->fractional_length);
         }
-        double r = nearbyint(real / ((double)x->quant.scale * channel_scale(&w->quant, c)));
-        q[c] = !(r == r) ? 0 : r > 2147483647.0 ? INT32_MAX : r < -2147483648.0 ? INT32_MIN
-                                                                                 : (int32_t)r;
+        double r = nearbyint(real / ((double)scale_of(&x->quant) * channel_scale(&w->quant, c)));
+        q[c] = !(r == r)           ? 0
+               : r > 2147483647.0  ? INT32_MAX
+               : r < -2147483648.0 ? INT32_MIN
+                                   : (int32_t)r;
     }
     nxe_status status = add_constant(L, b->name, "bias", NXE_DTYPE_I32, 1, &channels, q,
                                      sizeof(int32_t) * (size_t)channels, out);
@@ -609,8 +653,8 @@ static nxe_status lower_fully_connected(lowering *L, const nxe_op *op, const cha
     int64_t attrs[9] = {1, 1, 1, 1, 0, 0, 0, 0, 1};
     result_plan plan = plan_result(L, y);
     if (status == NXE_OK)
-        status = emit_qlinear_conv(L, op, x4, x, w4, w, bias, wv->shape[0], attrs, &plan,
-                                   yv->ndim, yv->shape);
+        status = emit_qlinear_conv(L, op, x4, x, w4, w, bias, wv->shape[0], attrs, &plan, yv->ndim,
+                                   yv->shape);
     if (status == NXE_OK && plan.activation)
         L->folded[plan.activation->index] = true;
     *how = "QLinearConv 1x1 between reshapes";
@@ -650,7 +694,7 @@ static nxe_status lower_activation(lowering *L, const nxe_op *op, const char **h
 {
     const nxe_tensor *x = op->inputs[0], *y = op->outputs[0];
     if (!asymmetric_q8(x) || !asymmetric_q8(y) || x->dtype != y->dtype ||
-        !nxe_quant_equal(&x->quant, &y->quant))
+        !same_quant(&x->quant, &y->quant))
         return NXE_ERROR_UNSUPPORTED;
     int32_t lo, hi;
     activation_bounds(op, y->dtype, &y->quant, &lo, &hi);
@@ -669,7 +713,7 @@ static bool passes_through(const nxe_op *op)
             return false;
         if (!first)
             first = t;
-        else if (t->dtype != first->dtype || !nxe_quant_equal(&t->quant, &first->quant))
+        else if (t->dtype != first->dtype || !same_quant(&t->quant, &first->quant))
             return false;
     }
     return first != NULL;
@@ -688,8 +732,8 @@ static nxe_status lower_op(lowering *L, const nxe_op *op)
     bool log = L->settled != NULL;
     if (type_in(type, pass_through) && passes_through(op)) {
         if (log)
-            nxe_log(NXE_LOG_INFO, "quantized op %s '%s': integer (8-bit values pass through)",
-                    type, op->node.name);
+            nxe_log(NXE_LOG_INFO, "quantized op %s '%s': integer (8-bit values pass through)", type,
+                    op->node.name);
         return copy_op(L, op, NULL, NULL);
     }
     if (L->settled) {
@@ -718,9 +762,11 @@ static nxe_status lower_op(lowering *L, const nxe_op *op)
         }
         if (status != NXE_ERROR_UNSUPPORTED)
             return status;
-        nxe_log(NXE_LOG_INFO,
-                "quantized op %s '%s': fallback (DequantizeLinear -> f32 %s -> QuantizeLinear)",
-                type, op->node.name, type);
+        bool requantizes = false;
+        for (int32_t j = 0; j < op->num_outputs; j++)
+            requantizes = requantizes || quantized(op->outputs[j]);
+        nxe_log(NXE_LOG_INFO, "quantized op %s '%s': fallback (DequantizeLinear -> f32 %s%s)", type,
+                op->node.name, type, requantizes ? " -> QuantizeLinear" : "");
     }
     return fallback(L, op);
 }
