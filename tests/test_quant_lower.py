@@ -16,8 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import nxe
 import numpy as np
+import nxe
 import pytest
 from nxe import _binding
 
@@ -456,7 +456,7 @@ def test_lenet_u8_c_sample_equals_the_integer_reference(tmp_path):
     tensors, quant = read_dump(dump)
     params = {}
     for name in ("conv1", "conv2", "fc1", "fc2"):
-        (w_scale, w_zero), (b_scale, b_zero) = quant[f"{name}.w"], quant[f"{name}.b"]
+        (w_scale, w_zero), b_zero = quant[f"{name}.w"], quant[f"{name}.b"][1]
         y_scale, y_zero = quant[name]
         assert b_zero == 0
         params[name] = {"w": tensors[f"{name}.w"], "w_scale": w_scale, "w_zero": w_zero,
