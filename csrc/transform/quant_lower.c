@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/limits.h"
 #include "ops/node.h"
 #include "transform/quant_lower.h"
 
@@ -115,7 +114,10 @@ static nxe_status add_tensor(lowering *L, const char *base, const char *what, in
                              int32_t kind, int32_t ndim, const int64_t *shape, nxe_tensor **out)
 {
     char name[NAME_CAPACITY];
-    snprintf(name, sizeof name, "%.160s:%s%d", base, what, L->serial++);
+    nxe_tensor *taken = NULL;
+    do /* a name of the user's may look like ours */
+        snprintf(name, sizeof name, "%.160s:%s%d", base, what, L->serial++);
+    while (nxe_graph_find_tensor(L->dst, name, &taken) == NXE_OK);
     nxe_tensor_spec spec = NXE_TENSOR_SPEC_INIT;
     spec.name = name;
     spec.dtype = dtype;
@@ -205,20 +207,27 @@ static nxe_tensor *mapped(const lowering *L, const nxe_tensor *t)
 static nxe_status copy_op(lowering *L, const nxe_op *op, nxe_tensor *const *inputs,
                           nxe_tensor *const *outputs)
 {
-    nxe_tensor *in[NXE_LIMIT_OP_IO + 1], *outs[NXE_LIMIT_OP_IO + 1];
-    for (int32_t j = 0; j < op->num_inputs; j++)
+    nxe_tensor **in = nxe_alloc(sizeof(nxe_tensor *) * (size_t)(op->num_inputs + 1));
+    nxe_tensor **outs = nxe_alloc(sizeof(nxe_tensor *) * (size_t)(op->num_outputs + 1));
+    nxe_status status = NXE_OK;
+    if (!in || !outs)
+        status = nxe_error(NXE_ERROR_OUT_OF_MEMORY, "compile: out of memory");
+    for (int32_t j = 0; status == NXE_OK && j < op->num_inputs; j++)
         in[j] = inputs ? inputs[j] : mapped(L, op->inputs[j]);
-    for (int32_t j = 0; j < op->num_outputs; j++)
+    for (int32_t j = 0; status == NXE_OK && j < op->num_outputs; j++)
         outs[j] = outputs ? outputs[j] : mapped(L, op->outputs[j]);
     nxe_node node;
     nxe_op *copy = NULL;
-    nxe_status status = nxe_node_copy(&node, &op->node);
+    if (status == NXE_OK)
+        status = nxe_node_copy(&node, &op->node);
     if (status == NXE_OK)
         status = nxe_graph_add_node(L->dst, &node, &copy);
     if (status == NXE_OK)
         status = nxe_op_bind_inputs(copy, in, op->num_inputs);
     if (status == NXE_OK)
         status = nxe_op_bind_outputs(copy, outs, op->num_outputs);
+    nxe_free(in);
+    nxe_free(outs);
     return status;
 }
 
@@ -290,8 +299,11 @@ static nxe_status dequantized(lowering *L, const nxe_tensor *t, nxe_tensor **out
 
 static nxe_status fallback(lowering *L, const nxe_op *op)
 {
-    nxe_tensor *in[NXE_LIMIT_OP_IO + 1], *outs[NXE_LIMIT_OP_IO + 1];
+    nxe_tensor **in = nxe_alloc(sizeof(nxe_tensor *) * (size_t)(op->num_inputs + 1));
+    nxe_tensor **outs = nxe_alloc(sizeof(nxe_tensor *) * (size_t)(op->num_outputs + 1));
     nxe_status status = NXE_OK;
+    if (!in || !outs)
+        status = nxe_error(NXE_ERROR_OUT_OF_MEMORY, "compile: out of memory");
     for (int32_t j = 0; status == NXE_OK && j < op->num_inputs; j++) {
         const nxe_tensor *t = op->inputs[j];
         in[j] = mapped(L, t);
@@ -304,22 +316,24 @@ static nxe_status fallback(lowering *L, const nxe_op *op)
         if (!quantized(t))
             continue;
         if (!is_q8(t->dtype))
-            return nxe_error(NXE_ERROR_UNSUPPORTED,
-                             "compile: op '%s' ('%s') writes the quantized %s tensor '%s'; "
-                             "quantized results are u8 or i8",
-                             nxe_node_type(&op->node), op->node.name, nxe_dtype_name(t->dtype),
-                             t->name);
-        status =
-            add_tensor(L, t->name, "f32_", NXE_DTYPE_F32, NXE_TENSOR_TRANSIENT, -1, NULL, &outs[j]);
+            status = nxe_error(NXE_ERROR_UNSUPPORTED,
+                               "compile: op '%s' ('%s') writes the quantized %s tensor '%s'; "
+                               "quantized results are u8 or i8",
+                               nxe_node_type(&op->node), op->node.name, nxe_dtype_name(t->dtype),
+                               t->name);
+        else
+            status = add_tensor(L, t->name, "f32_", NXE_DTYPE_F32, NXE_TENSOR_TRANSIENT, -1, NULL,
+                                &outs[j]);
     }
     if (status == NXE_OK)
         status = copy_op(L, op, in, outs);
     for (int32_t j = 0; status == NXE_OK && j < op->num_outputs; j++) {
         const nxe_tensor *t = op->outputs[j];
-        if (!quantized(t))
-            continue;
-        status = convert(L, t->name, outs[j], mapped(L, t), "QuantizeLinear");
+        if (quantized(t))
+            status = convert(L, t->name, outs[j], mapped(L, t), "QuantizeLinear");
     }
+    nxe_free(in);
+    nxe_free(outs);
     return status;
 }
 
@@ -809,9 +823,14 @@ nxe_status nxe_quant_lower(const nxe_graph *graph, uint64_t max_tensor_bytes, nx
 {
     *out = NULL;
     bool needed = false;
-    for (int32_t i = 0; i < graph->num_ops && !needed; i++)
-        needed = touches_quantized(graph->ops[i]) &&
-                 !type_in(nxe_node_type(&graph->ops[i]->node), integer_family);
+    for (int32_t i = 0; i < graph->num_ops; i++) {
+        const nxe_op *op = graph->ops[i];
+        /* an op left unbound: inference reports it on the user's graph */
+        if (!op->inputs_bound || !op->outputs_bound)
+            return NXE_OK;
+        needed =
+            needed || (touches_quantized(op) && !type_in(nxe_node_type(&op->node), integer_family));
+    }
     if (!needed)
         return NXE_OK;
     /* Stage 1: everything through the fallback, inferred for the shapes. */
