@@ -362,6 +362,23 @@ def test_graph_without_quantized_tensors_logs_no_lowering():
     assert log.lowering() == []
 
 
+def test_ops_on_8_bit_values_into_undeclared_tensors_run_as_before(rng):
+    # as imported QDQ models have them: QuantizeLinear -> MaxPool2d -> DequantizeLinear
+    x = rng.standard_normal((1, 2, 4, 4)).astype(np.float32)
+    g = nxe.Graph()
+    q = q_tensor(g, "q", "u8", 0.05, 128)
+    g.op("QuantizeLinear", [g.input("x", x.shape)], outputs=[q])
+    pooled = g.MaxPool2d(q, kernel_shape=[2, 2], strides=[2, 2])
+    pooled_quant = q_tensor(g, "pooled_quant", "u8", 0.05, 128)
+    g.op("Reshape", [pooled], outputs=[pooled_quant], shape=[1, 2, 2, 2])
+    g.mark_output(g.DequantizeLinear(pooled_quant), name="y")
+    with LogCapture() as log:
+        got = g.compile(threads=1).run({"x": x})["y"]
+    assert [line for line in log.lowering() if "MaxPool2d" in line] == []
+    expected = dequantize(maxpool2(quantize(x, 0.05, 128, "u8")), 0.05, 128)
+    np.testing.assert_array_equal(got, expected)
+
+
 # ---- bad quantization parameters --------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype, zero_point", [("u8", 256), ("u8", -1), ("i8", 128), ("i8", -129)])

@@ -78,17 +78,6 @@ static void q8_range(int32_t dtype, int32_t *lo, int32_t *hi)
     *hi = dtype == NXE_DTYPE_I8 ? 127 : 255;
 }
 
-static bool touches_quantized(const nxe_op *op)
-{
-    for (int32_t j = 0; j < op->num_inputs; j++)
-        if (quantized(op->inputs[j]))
-            return true;
-    for (int32_t j = 0; j < op->num_outputs; j++)
-        if (quantized(op->outputs[j]))
-            return true;
-    return false;
-}
-
 static bool type_in(const char *type, const char *const *list)
 {
     for (; *list; list++)
@@ -107,6 +96,26 @@ static const char *const pass_through[] = {
     "Reshape", "Transpose", "Squeeze",      "Unsqueeze",    "Flatten",   "Identity",      "Concat",
     "Slice",   "Split",     "MaxPool1d",    "MaxPool2d",    "MaxPool3d", "GlobalMaxPool", "Expand",
     "Tile",    "Gather",    "DepthToSpace", "SpaceToDepth", NULL};
+
+/* An op this pass changes: outside the quantized family, and writing a quantized tensor or
+ * reading one its schema does not take. Ops that ran on 8-bit values without quantization
+ * before (a MaxPool or Reshape of a QuantizeLinear result into an undeclared tensor, as
+ * imported QDQ models have) are left as they are. */
+static bool needs_lowering(const nxe_op *op)
+{
+    if (type_in(nxe_node_type(&op->node), integer_family))
+        return false;
+    for (int32_t j = 0; j < op->num_outputs; j++)
+        if (quantized(op->outputs[j]))
+            return true;
+    for (int32_t j = 0; j < op->num_inputs; j++) {
+        const nxe_tensor *t = op->inputs[j];
+        const nxe_op_param_info *param = nxe_node_param(&op->node, false, j);
+        if (quantized(t) && (!param || !(param->dtypes & (1u << t->dtype))))
+            return true;
+    }
+    return false;
+}
 
 /* ---- what gets added to the copy ---- */
 
@@ -721,8 +730,11 @@ static bool passes_through(const nxe_op *op)
     const nxe_tensor *first = NULL;
     for (int32_t j = 0; j < op->num_inputs + op->num_outputs; j++) {
         const nxe_tensor *t = j < op->num_inputs ? op->inputs[j] : op->outputs[j - op->num_inputs];
-        if (!t || (j < op->num_inputs && !is_q8(t->dtype) && t->kind == NXE_TENSOR_CONSTANT))
-            continue; /* an index or shape operand */
+        /* An index or shape operand, or 8-bit values without quantization, taken as being in
+         * the quantization of the result. */
+        if (!t || (j < op->num_inputs && !quantized(t) &&
+                   (is_q8(t->dtype) || t->kind == NXE_TENSOR_CONSTANT)))
+            continue;
         if (!quantized(t) || !is_q8(t->dtype))
             return false;
         if (!first)
@@ -738,7 +750,7 @@ static nxe_status lower_op(lowering *L, const nxe_op *op)
     const char *type = nxe_node_type(&op->node);
     if (L->folded[op->index])
         return NXE_OK;
-    if (!touches_quantized(op) || type_in(type, integer_family))
+    if (!needs_lowering(op))
         return copy_op(L, op, NULL, NULL);
     nxe_status status = check_op_quant(L, op);
     if (status != NXE_OK)
@@ -828,8 +840,7 @@ nxe_status nxe_quant_lower(const nxe_graph *graph, uint64_t max_tensor_bytes, nx
         /* an op left unbound: inference reports it on the user's graph */
         if (!op->inputs_bound || !op->outputs_bound)
             return NXE_OK;
-        needed =
-            needed || (touches_quantized(op) && !type_in(nxe_node_type(&op->node), integer_family));
+        needed = needed || needs_lowering(op);
     }
     if (!needed)
         return NXE_OK;
