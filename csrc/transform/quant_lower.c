@@ -730,10 +730,11 @@ static bool passes_through(const nxe_op *op)
     const nxe_tensor *first = NULL;
     for (int32_t j = 0; j < op->num_inputs + op->num_outputs; j++) {
         const nxe_tensor *t = j < op->num_inputs ? op->inputs[j] : op->outputs[j - op->num_inputs];
-        /* An index or shape operand, or 8-bit values without quantization, taken as being in
-         * the quantization of the result. */
-        if (!t || (j < op->num_inputs && !quantized(t) &&
-                   (is_q8(t->dtype) || t->kind == NXE_TENSOR_CONSTANT)))
+        /* An index or shape operand, or 8-bit values without quantization (declared so or
+         * left to inference), taken as being in the quantization of the result. */
+        if (!t ||
+            (j < op->num_inputs && !quantized(t) &&
+             (is_q8(t->dtype) || t->dtype == NXE_DTYPE_NONE || t->kind == NXE_TENSOR_CONSTANT)))
             continue;
         if (!quantized(t) || !is_q8(t->dtype))
             return false;
