@@ -390,7 +390,7 @@ static const nxe_op *foldable_activation(const lowering *L, const nxe_tensor *y)
 
 /* Where an integer op's requantized result goes: `y`, or the result of the activation folded
  * into it, through an integer Clip when the activation's bounds are narrower than the
- * dtype's range. Returns the tensor the integer op writes in *write. */
+ * dtype's range. */
 typedef struct result_plan {
     const nxe_tensor *target; /* src tensor whose quantization the result takes */
     const nxe_op *activation;
