@@ -422,6 +422,13 @@ NXE_API nxe_status nxe_tensor_set_quant_asymmetric(nxe_tensor *tensor, float sca
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
                          "%s: tensor '%s' needs a finite positive scale, got %g", where,
                          tensor->name, (double)scale);
+    int32_t lo = tensor->dtype == NXE_DTYPE_I8 ? INT8_MIN : 0;
+    int32_t hi = tensor->dtype == NXE_DTYPE_I8 ? INT8_MAX : UINT8_MAX;
+    if ((tensor->dtype == NXE_DTYPE_U8 || tensor->dtype == NXE_DTYPE_I8) &&
+        (zero_point < lo || zero_point > hi))
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                         "%s: tensor '%s' is %s; zero point %d is outside [%d, %d]", where,
+                         tensor->name, nxe_dtype_name(tensor->dtype), zero_point, lo, hi);
     clear_quant(tensor);
     tensor->quant.type = NXE_QUANT_ASYMMETRIC;
     tensor->quant.scale = scale;

@@ -11,6 +11,7 @@
 #include "graph/graph_internal.h"
 #include "model/records.h"
 #include "runtime/executable_internal.h"
+#include "transform/quant_lower.h"
 
 /* One step per op, in the inferred order: a copy of the op's node, its tensors and the params
  * its rule made. Values point at the executable's tensors, whose facts lay_out_tensors fills. */
@@ -294,8 +295,32 @@ nxe_status nxe_compile_request_from(const nxe_graph *graph, const nxe_compile_op
     return NXE_OK;
 }
 
+static nxe_status compile_graph(nxe_graph *graph, const nxe_compile_request *request, bool borrow,
+                                nxe_executable **out);
+
+/* Ordinary ops on quantized tensors compile from a lowered working copy of the graph
+ * (transform/quant_lower.c), whose constants the plan then owns. */
 nxe_status nxe_compile_graph(nxe_graph *graph, const nxe_compile_request *request,
                              nxe_executable **out)
+{
+    *out = NULL;
+    nxe_graph *lowered = NULL;
+    nxe_status status = nxe_quant_lower(graph, request->limits.max_tensor_bytes, &lowered);
+    if (status != NXE_OK || !lowered)
+        return status == NXE_OK ? compile_graph(graph, request, true, out) : status;
+    status = compile_graph(lowered, request, false, out);
+    if (status == NXE_OK)
+        status = nxe_quant_lower_settle(graph, lowered);
+    nxe_graph_release(lowered);
+    if (status != NXE_OK && *out) {
+        nxe_executable_release(*out);
+        *out = NULL;
+    }
+    return status;
+}
+
+static nxe_status compile_graph(nxe_graph *graph, const nxe_compile_request *request, bool borrow,
+                                nxe_executable **out)
 {
     *out = NULL;
     nxe_graph_inference inference;
@@ -309,7 +334,7 @@ nxe_status nxe_compile_graph(nxe_graph *graph, const nxe_compile_request *reques
     if (status == NXE_OK)
         status = make_steps(graph, &inference, exe);
     if (status == NXE_OK)
-        status = lay_out_tensors(graph, inference.values, exe, request->serialize_only);
+        status = lay_out_tensors(graph, inference.values, exe, request->serialize_only && borrow);
     nxe_graph_inference_free(graph, &inference);
     if (status == NXE_OK)
         status = collect_io(graph, exe);

@@ -321,8 +321,10 @@ enum nxe_quant_type {
 };
 /* Set a tensor's quantization, replacing any earlier one; `scales` is copied.
  * NXE_ERROR_INVALID_ARGUMENT for a NULL tensor or scales, a scale that is not finite and
- * positive, an axis out of range, a count of zero or less or a fractional length outside
- * [-64, 64]; NXE_ERROR_SHAPE_MISMATCH when
+ * positive, an axis out of range, a count of zero or less, a fractional length outside
+ * [-64, 64] or (since 0.10) a zero point outside the range of a u8 or i8 tensor's dtype (a
+ * tensor whose dtype is left to inference is checked when compiled); the message names the
+ * tensor. NXE_ERROR_SHAPE_MISMATCH when
  * count is not the size of `axis`; NXE_ERROR_OUT_OF_MEMORY. The tensor then keeps its earlier
  * quantization. Since 0.1. */
 NXE_API nxe_status nxe_tensor_set_quant_asymmetric(nxe_tensor *tensor, float scale,
