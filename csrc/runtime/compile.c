@@ -11,6 +11,7 @@
 #include "graph/graph_internal.h"
 #include "model/records.h"
 #include "runtime/executable_internal.h"
+#include "runtime/relayout.h"
 
 /* One step per op, in the inferred order: a copy of the op's node, its tensors and the params
  * its rule made. Values point at the executable's tensors, whose facts lay_out_tensors fills. */
@@ -303,6 +304,8 @@ nxe_status nxe_compile_graph(nxe_graph *graph, const nxe_compile_request *reques
     if (status == NXE_OK)
         status = lay_out_tensors(graph, inference.values, exe, request->serialize_only);
     nxe_graph_inference_free(graph, &inference);
+    if (status == NXE_OK)
+        status = nxe_executable_relayout(exe); /* the layout pass (transform/layout.c) */
     if (status == NXE_OK)
         status = collect_io(graph, exe);
     if (status == NXE_OK) {
