@@ -119,10 +119,14 @@ def test_nhwc_edsr_equals_nchw(rng):
     x = rng.uniform(0.0, 1.0, (1, 3, 12, 10)).astype(np.float32)
     nchw = models.edsr_baseline(weights, 12, 10, scale=2, rgb_mean=mean)
     want = nchw.graph.compile(threads=THREADS).run(x)["upscaled"]
-    exe = edsr_nhwc(weights, 12, 10, 16, mean).compile(threads=THREADS)
+    graph = edsr_nhwc(weights, 12, 10, 16, mean)
+    exe = graph.compile(threads=THREADS)
     x_nhwc = np.ascontiguousarray(x.transpose(TO_NHWC))
     got = exe.run(x_nhwc)["upscaled"]
     assert_close(got.transpose(TO_NCHW), want)
+    # The mean is read in both layouts: the binary holds it once more, permuted.
+    with nxe.VirtualMachine(graph.compile_to_binary(threads=THREADS), threads=THREADS) as vm:
+        assert np.array_equal(vm["main"](x_nhwc), got)
     types = plan_types(exe, x_nhwc)
     # One Transpose in, after the mean is taken off in the public layout; one out, after the
     # mean is added back channels first (the [3] constant permuted to [1, 3, 1, 1]).
@@ -165,6 +169,49 @@ def test_transpose_sandwiches_cancel(rng):
     types = plan_types(exe, xv)
     assert types[0] == "Transpose" and types[-1] == "Transpose"
     assert types.count("Transpose") == 2
+
+
+def test_an_onnx_model_exported_channels_last_by_tf2onnx_runs_without_inner_transposes(rng):
+    """The ONNX graph tf2onnx writes for a Keras NHWC CNN: Transpose -> Conv -> Transpose
+    around every conv, MaxPool and BatchNormalization, the activations and the residual Add in
+    NHWC between them; compared with onnxruntime running the same file."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    from onnx_testing import onnxruntime_outputs
+
+    def sandwich(op, inputs, output, **attrs):
+        return [helper.make_node("Transpose", [inputs[0]], [f"{output}_nchw_in"],
+                                 perm=list(TO_NCHW)),
+                helper.make_node(op, [f"{output}_nchw_in", *inputs[1:]], [f"{output}_nchw"],
+                                 **attrs),
+                helper.make_node("Transpose", [f"{output}_nchw"], [output], perm=list(TO_NHWC))]
+
+    weights = {"w1": rng.standard_normal((8, 3, 3, 3)) * 0.4, "b1": rng.standard_normal(8) * 0.1,
+               "w2": rng.standard_normal((8, 8, 3, 3)) * 0.2, "b2": rng.standard_normal(8) * 0.1,
+               "scale": rng.uniform(0.5, 1.5, 8), "shift": rng.standard_normal(8) * 0.1,
+               "mean": rng.standard_normal(8) * 0.1, "var": rng.uniform(0.5, 1.5, 8)}
+    nodes = (sandwich("Conv", ["x", "w1", "b1"], "c1", pads=[1, 1, 1, 1])
+             + [helper.make_node("Relu", ["c1"], ["r1"])]
+             + sandwich("Conv", ["r1", "w2", "b2"], "c2", pads=[1, 1, 1, 1])
+             + [helper.make_node("Add", ["c2", "r1"], ["sum"])]
+             + sandwich("BatchNormalization", ["sum", "scale", "shift", "mean", "var"], "bn")
+             + sandwich("MaxPool", ["bn"], "y", kernel_shape=[2, 2], strides=[2, 2]))
+    graph = helper.make_graph(
+        nodes, "tf2onnx_like",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 12, 10, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 6, 5, 8])],
+        [numpy_helper.from_array(v.astype(np.float32), n) for n, v in weights.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    feeds = {"x": rng.standard_normal((1, 12, 10, 3)).astype(np.float32)}
+    compiled = nxe.onnx.load(model, threads=THREADS).compile_for(feeds)
+    got = compiled.executable.run(feeds)["y"]
+    want = onnxruntime_outputs(model, feeds)["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    types = plan_types(compiled.executable, feeds["x"])
+    assert types.count("Transpose") == 2
+    assert types[0] == "Transpose" and types[-1] == "Transpose"
 
 
 def test_a_transpose_between_two_layouts_stays_when_a_public_op_reads_it(rng):
