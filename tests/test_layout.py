@@ -175,7 +175,7 @@ def test_an_onnx_model_exported_channels_last_by_tf2onnx_runs_without_inner_tran
     """The ONNX graph tf2onnx writes for a Keras NHWC CNN: Transpose -> Conv -> Transpose
     around every conv, MaxPool and BatchNormalization, the activations and the residual Add in
     NHWC between them; compared with onnxruntime running the same file."""
-    onnx = pytest.importorskip("onnx")
+    import onnx
     from onnx import TensorProto, helper, numpy_helper
     from onnx_testing import onnxruntime_outputs
 

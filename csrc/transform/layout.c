@@ -290,7 +290,7 @@ static nxe_status add_tensor(pass *ps, int32_t source, int32_t kind, perm p, int
                           .quant = src->quant,
                           .bytes = src->bytes,
                           .constant = -1};
-    /* Named so that no graph tensor can clash: graph names never hold a '#'. */
+    /* Named after the tensor it stands for; the plan refers to tensors by index. */
     const size_t size = strlen(src->name) + 32;
     t->name = nxe_alloc(size);
     if (!t->name)
