@@ -128,8 +128,9 @@ def test_nhwc_edsr_equals_nchw(rng):
     with nxe.VirtualMachine(graph.compile_to_binary(threads=THREADS), threads=THREADS) as vm:
         assert np.array_equal(vm["main"](x_nhwc), got)
     types = plan_types(exe, x_nhwc)
-    # One Transpose in, after the mean is taken off in the public layout; one out, after the
-    # mean is added back channels first (the [3] constant permuted to [1, 3, 1, 1]).
+    # One Transpose in, on the input itself (the mean is taken off channels first, the [3]
+    # constant permuted to [1, 3, 1, 1]); one out, after the mean is added back.
+    assert types[:2] == ["Transpose", "Sub"] and types[-1] == "Transpose"
     assert types.count("Transpose") == 2
     assert types.count("Conv2d") == 2 * 16 + 4
 
@@ -311,6 +312,34 @@ def test_nhwc_small_cnn_equals_nchw(rng, tmp_path):
         assert plan_types(vm.executable, x_nhwc) == types
     for name in ("features", "pooled"):
         assert np.array_equal(loaded[name], got[name])
+
+
+def classifier(layout, w, x_shape):
+    """TFLite's classifier shape: explicit Pad, VALID conv, Softmax over channels, mean over
+    the spatial axes without keeping them ([N, C] out), as a MobileNet ends."""
+    last = layout == "NHWC"
+    g = nxe.Graph()
+    x = g.input("x", x_shape, "f32")
+    pads = [0, 1, 2, 0, 0, 1, 2, 0] if last else [0, 0, 1, 2, 0, 0, 1, 2]
+    h = g.Pad(x, pads=pads, mode="reflect", name="pad")
+    h = g.Conv2d(h, g.constant(np.ascontiguousarray(ohwi(w) if last else w), name="w"),
+                 layout=layout, name="conv")
+    h = g.Softmax(h, axis=-1 if last else 1, name="softmax")
+    h = g.ReduceMean(h, axes=[1, 2] if last else [2, 3], keepdims=0, name="mean")
+    g.mark_output(h, name="probabilities")
+    return g
+
+
+def test_pad_softmax_and_reductions_stay_inside_a_channels_first_region(rng):
+    w = rng.standard_normal((5, 3, 3, 3)).astype(np.float32)
+    x = rng.standard_normal((2, 3, 9, 7)).astype(np.float32)
+    want = classifier("NCHW", w, x.shape).compile(threads=THREADS).run(x)["probabilities"]
+    exe = classifier("NHWC", w, (2, 9, 7, 3)).compile(threads=THREADS)
+    x_nhwc = np.ascontiguousarray(x.transpose(TO_NHWC))
+    got = exe.run(x_nhwc)["probabilities"]
+    assert_close(got, want)
+    # The mean's [N, C] output is public as it is: one Transpose, at the input.
+    assert plan_types(exe, x_nhwc) == ["Transpose", "Pad", "Conv2d", "Softmax", "ReduceMean"]
 
 
 def test_the_user_graph_keeps_its_layout_after_compiling(espcn_pair):

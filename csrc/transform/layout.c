@@ -10,7 +10,9 @@
  *   InstanceNorm, DepthToSpace) become their "NCHW" twins, reading and writing channels first;
  *   a Conv2d's OHWI weight becomes OIHW;
  * - elementwise ops keep the order of their first rank-4 operand that is not a constant;
- *   Concat and Resize keep their input's order with their axis attributes renumbered;
+ *   Concat, Resize, Pad, Softmax and the reductions keep their input's order with their axis
+ *   attributes renumbered; one whose only non-constant operand is a graph input it alone
+ *   reads takes the order its readers want instead, moving the Transpose onto the input;
  * - a Transpose relabels axes without moving data: its output takes the order that keeps the
  *   bytes where they are, and the step goes, unless what reads its output demands another
  *   order (then it stays, with the perm that moves the stored bytes once);
@@ -53,6 +55,9 @@ enum op_class {
     CLASS_CONCAT,
     CLASS_RESIZE,
     CLASS_TRANSPOSE,
+    CLASS_PAD,     /* per-axis pads */
+    CLASS_REDUCE,  /* axes and keepdims */
+    CLASS_SOFTMAX, /* one axis */
 };
 
 static const char *const layout_ops[] = {
@@ -68,6 +73,11 @@ static const char *const elementwise_ops[] = {
     "Cos",      "Elu",   "Selu",       "HardSigmoid", "HardSwish", "Mish",        "Softplus",
     "Softsign", "Cast",  "Equal",      "Less",        "Greater",   "LessOrEqual", "GreaterOrEqual",
     "And",      "Or",    "Xor",        "Not",         "IsNaN",     "IsInf",
+};
+
+static const char *const reduce_ops[] = {
+    "ReduceSum",  "ReduceMean", "ReduceMax", "ReduceMin",
+    "ReduceProd", "ReduceL1",   "ReduceL2",  "ReduceSumSquare",
 };
 
 static bool listed(const char *type, const char *const *names, size_t count)
@@ -91,6 +101,12 @@ static enum op_class classify(const nxe_exe_step *step)
         return CLASS_RESIZE;
     if (strcmp(type, "Transpose") == 0)
         return CLASS_TRANSPOSE;
+    if (strcmp(type, "Pad") == 0)
+        return CLASS_PAD;
+    if (listed(type, reduce_ops, sizeof reduce_ops / sizeof reduce_ops[0]))
+        return CLASS_REDUCE;
+    if (strcmp(type, "Softmax") == 0 || strcmp(type, "LogSoftmax") == 0)
+        return CLASS_SOFTMAX;
     return CLASS_OTHER;
 }
 
@@ -531,6 +547,63 @@ static nxe_status reorder_resize(nxe_exe_step *step, perm p)
     return status;
 }
 
+/* Pad's pads (all beginnings, then all ends), renumbered for input order p. */
+static nxe_status reorder_pads(nxe_exe_step *step, perm p)
+{
+    int64_t pads[2 * RANK], reordered[2 * RANK];
+    int32_t count = 0;
+    nxe_status status = nxe_node_attr_ints(&step->node, "pads", pads, 2 * RANK, &count);
+    if (status != NXE_OK || count != 2 * RANK)
+        return status;
+    for (int32_t k = 0; k < RANK; k++) {
+        reordered[k] = pads[p.p[k]];
+        reordered[RANK + k] = pads[RANK + p.p[k]];
+    }
+    const nxe_attr attr = {
+        .name = (char *)"pads", .type = NXE_ATTR_INTS, .ints = reordered, .count = 2 * RANK};
+    return nxe_node_set_attr(&step->node, &attr, "layout pass");
+}
+
+/* A reduction over a rank-4 input stored in order p: renumbers its axes and says in which
+ * order its output is stored; false when the output would not be in its public order (a
+ * reduction dropping axes so that the rest are out of order), which then reads the public
+ * order. */
+static bool reduction_order(nxe_exe_step *step, perm p, perm *order, nxe_status *status)
+{
+    int64_t axes[NXE_MAX_RANK], keepdims = 1;
+    int32_t count = 0;
+    *status = NXE_OK;
+    if (nxe_node_attr_ints(&step->node, "axes", axes, NXE_MAX_RANK, &count) != NXE_OK ||
+        nxe_node_attr_int(&step->node, "keepdims", &keepdims) != NXE_OK || count > RANK)
+        return false;
+    const perm where = perm_inverse(p);
+    bool reduced[RANK] = {false};
+    for (int32_t i = 0; i < count; i++) {
+        if (axes[i] < -RANK || axes[i] >= RANK)
+            return false;
+        axes[i] = where.p[axes[i] < 0 ? axes[i] + RANK : axes[i]];
+        reduced[axes[i]] = true;
+    }
+    if (!keepdims) {
+        /* The stored axes that remain must hold increasing public axes. */
+        int32_t last = -1;
+        for (int32_t k = 0; k < RANK; k++) {
+            if (count > 0 && !reduced[k]) {
+                if (p.p[k] < last)
+                    return false;
+                last = p.p[k];
+            }
+        }
+    }
+    *order = keepdims ? p : IDENTITY;
+    if (count > 0) {
+        const nxe_attr attr = {
+            .name = (char *)"axes", .type = NXE_ATTR_INTS, .ints = axes, .count = count};
+        *status = nxe_node_set_attr(&step->node, &attr, "layout pass");
+    }
+    return true;
+}
+
 /* The first rank-4 operand that is not a constant, or -1. */
 static int32_t lead_input(const pass *ps, const nxe_exe_step *step)
 {
@@ -541,6 +614,18 @@ static int32_t lead_input(const pass *ps, const nxe_exe_step *step)
             return t;
     }
     return -1;
+}
+
+/* The order a step reading public tensor `lead` writes in: the one its output's readers
+ * want when `lead` has no other reader, so that the Transpose a region needs goes before the
+ * step, onto the graph's input, rather than after it; else `order`. */
+static perm toward_readers(const pass *ps, const nxe_exe_step *step, int32_t lead, perm order)
+{
+    const int32_t out = step->output_ids[0];
+    if (lead >= 0 && is_public(&ps->plan->tensors[lead]) && ps->uses[lead] == 1 &&
+        ps->logical_ndim[out] == RANK && ps->demand_state[out] == 1)
+        return ps->demand[out];
+    return order;
 }
 
 /* A Transpose: vanishes when its output can keep the input's bytes, else moves them once. */
@@ -615,13 +700,18 @@ static nxe_status rewrite_step(pass *ps, nxe_exe_step *step)
             status = require(ps, step, j, IDENTITY);
     } else if ((c == CLASS_ELEMENTWISE || c == CLASS_CONCAT) && step->num_outputs == 1 &&
                ps->logical_ndim[step->output_ids[0]] == RANK && lead_input(ps, step) >= 0) {
-        order = ps->perms[lead_input(ps, step)];
+        const int32_t lead = lead_input(ps, step);
+        order = ps->perms[lead];
+        bool broadcast = false; /* an operand broadcast at run time: public order */
         for (int32_t j = 0; j < step->num_inputs; j++) {
             const int32_t t = step->input_ids[j];
             if (t >= 0 && ps->plan->tensors[t].kind != NXE_TENSOR_CONSTANT &&
                 ps->logical_ndim[t] != RANK && logical_numel(ps, t) > 1)
-                order = IDENTITY; /* an operand broadcast at run time: public order */
+                broadcast = true;
         }
+        order = broadcast           ? IDENTITY
+                : c == CLASS_CONCAT ? order
+                                    : toward_readers(ps, step, lead, order);
         for (int32_t j = 0; status == NXE_OK && j < step->num_inputs; j++)
             status = require(ps, step, j, order);
         int64_t axis = 0;
@@ -631,8 +721,25 @@ static nxe_status rewrite_step(pass *ps, nxe_exe_step *step)
             const perm where = perm_inverse(order);
             status = set_int_attr(step, "axis", where.p[axis < 0 ? axis + RANK : axis]);
         }
+    } else if (c == CLASS_PAD && rank4 && step->num_outputs == 1) {
+        order = toward_readers(ps, step, in0, ps->perms[in0]);
+        status = require(ps, step, 0, order);
+        if (status == NXE_OK && !perm_equal(order, IDENTITY))
+            status = reorder_pads(step, order);
+    } else if (c == CLASS_SOFTMAX && rank4 && step->num_outputs == 1) {
+        int64_t axis = -1;
+        order = toward_readers(ps, step, in0, ps->perms[in0]);
+        status = require(ps, step, 0, order);
+        if (status == NXE_OK && !perm_equal(order, IDENTITY) &&
+            nxe_node_attr_int(&step->node, "axis", &axis) == NXE_OK && axis >= -RANK && axis < RANK)
+            status =
+                set_int_attr(step, "axis", perm_inverse(order).p[axis < 0 ? axis + RANK : axis]);
+    } else if (c == CLASS_REDUCE && rank4 && step->num_inputs == 1 && step->num_outputs == 1 &&
+               reduction_order(step, ps->perms[in0], &order, &status)) {
+        if (status == NXE_OK)
+            status = require(ps, step, 0, ps->perms[in0]);
     } else if (c == CLASS_RESIZE && rank4 && step->num_outputs == 1) {
-        order = ps->perms[in0];
+        order = toward_readers(ps, step, in0, ps->perms[in0]);
         status = require(ps, step, 0, order);
         if (status == NXE_OK && !perm_equal(order, IDENTITY))
             status = reorder_resize(step, order);
