@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ops/channels_last.h"
 #include "ops/op_def.h"
 #include "ref/normalization.h"
 
@@ -158,6 +159,11 @@ static const nxe_op_attr_info layer_norm_attrs[] = {
      NXE_ATTR_INT, "-1"},
     {"epsilon", "Added to the variance before the square root; finite and >= 0.", NXE_ATTR_FLOAT,
      "1e-05"},
+};
+static const nxe_op_attr_info epsilon_layout_attrs[] = {
+    {"epsilon", "Added to the variance before the square root; finite and >= 0.", NXE_ATTR_FLOAT,
+     "1e-05"},
+    NXE_LAYOUT_ATTR,
 };
 
 /* ---- Softmax ----------------------------------------------------------------------------- */
@@ -348,9 +354,10 @@ typedef struct channel_norm_params {
     int64_t groups; /* GroupNorm / InstanceNorm */
     int64_t size;   /* LRN */
     float epsilon;
-    float alpha; /* LRN */
-    float beta;  /* LRN */
-    float bias;  /* LRN */
+    float alpha;           /* LRN */
+    float beta;            /* LRN */
+    float bias;            /* LRN */
+    int32_t channels_last; /* BatchNorm, InstanceNorm in NHWC: settled, never run */
 } channel_norm_params;
 
 /* Reads X as [batch, channels, spatial...] of rank >= 2. */
@@ -426,6 +433,25 @@ static nxe_status channel_inputs_infer(const nxe_node *node, const nxe_value *in
     return status;
 }
 
+/* channel_inputs_infer for an op with a layout attribute: NHWC is settled as NCHW on the
+ * permuted shape; Y keeps X's shape. */
+static nxe_status layout_channel_inputs_infer(const nxe_node *node, const nxe_value *inputs,
+                                              int32_t count, const char *const *names,
+                                              nxe_value *outputs, channel_norm_params *params)
+{
+    nxe_value view[5];
+    memcpy(view, inputs, sizeof(nxe_value) * (size_t)count);
+    nxe_status status = nxe_read_channels_last(node, &inputs[0], &params->channels_last);
+    if (status != NXE_OK)
+        return status;
+    if (params->channels_last)
+        view[0] = nxe_channels_first_view(&inputs[0]);
+    status = channel_inputs_infer(node, view, count, names, outputs, params);
+    if (status == NXE_OK)
+        same_shape_output(&inputs[0], &outputs[0]);
+    return status;
+}
+
 static nxe_status batch_norm_infer(const nxe_node *node, const nxe_value *inputs,
                                    int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
                                    void *params_out)
@@ -433,7 +459,7 @@ static nxe_status batch_norm_infer(const nxe_node *node, const nxe_value *inputs
     (void)num_inputs;
     (void)num_outputs;
     static const char *const names[] = {"X", "Scale", "B", "Mean", "Var"};
-    return channel_inputs_infer(node, inputs, 5, names, outputs, params_out);
+    return layout_channel_inputs_infer(node, inputs, 5, names, outputs, params_out);
 }
 
 typedef struct channel_norm_job {
@@ -457,6 +483,8 @@ static nxe_status batch_norm_run(const void *params_in, const nxe_value *inputs,
     (void)num_inputs;
     (void)num_outputs;
     const channel_norm_params *p = params_in;
+    if (p->channels_last)
+        return nxe_channels_last_refused("BatchNorm");
     channel_norm_job job = {p, inputs, outputs[0].data};
     nxe_parallel_for(pool, p->batch * p->channels,
                      nxe_parallel_grain((double)p->spatial, NORMALIZATION_TASK_WORK),
@@ -472,7 +500,7 @@ static nxe_status instance_norm_infer(const nxe_node *node, const nxe_value *inp
     (void)num_outputs;
     channel_norm_params *params = params_out;
     static const char *const names[] = {"X", "Scale", "B"};
-    nxe_status status = channel_inputs_infer(node, inputs, 3, names, outputs, params);
+    nxe_status status = layout_channel_inputs_infer(node, inputs, 3, names, outputs, params);
     params->groups = params->channels;
     return status;
 }
@@ -522,6 +550,15 @@ static nxe_status group_norm_run(const void *params_in, const nxe_value *inputs,
     nxe_parallel_for(pool, rows, nxe_parallel_grain(3.0 * row_size, NORMALIZATION_TASK_WORK),
                      group_norm_rows, &job);
     return NXE_OK;
+}
+
+static nxe_status instance_norm_run(const void *params_in, const nxe_value *inputs,
+                                    int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
+                                    nxe_thread_pool *pool)
+{
+    if (((const channel_norm_params *)params_in)->channels_last)
+        return nxe_channels_last_refused("InstanceNorm");
+    return group_norm_run(params_in, inputs, num_inputs, outputs, num_outputs, pool);
 }
 
 static nxe_status lrn_infer(const nxe_node *node, const nxe_value *inputs, int32_t num_inputs,
@@ -592,10 +629,6 @@ static const nxe_op_param_info batch_norm_inputs[] = {
 static const nxe_op_param_info batch_norm_outputs[] = {
     {"Y", "(X - Mean) / sqrt(Var + epsilon) * Scale + B per channel, shaped like X.",
      NXE_MASK_FLOAT, 0, 0},
-};
-static const nxe_op_attr_info epsilon_attrs[] = {
-    {"epsilon", "Added to the variance before the square root; finite and >= 0.", NXE_ATTR_FLOAT,
-     "1e-05"},
 };
 static const nxe_op_param_info affine_channel_inputs[] = {
     {"X", "Input [N, C, ...] of rank >= 2.", NXE_MASK_FLOAT, 0, 0},
@@ -734,11 +767,11 @@ static const nxe_op_def normalization_defs[] = {
      sizeof(softmax_params), lp_norm_infer, lp_norm_run},
     {NXE_INFO("BatchNorm",
               "Inference-mode batch normalization with per-channel running statistics.",
-              batch_norm_inputs, batch_norm_outputs, epsilon_attrs),
+              batch_norm_inputs, batch_norm_outputs, epsilon_layout_attrs),
      sizeof(channel_norm_params), batch_norm_infer, batch_norm_run},
     {NXE_INFO("InstanceNorm", "Normalizes each channel of each sample over its spatial dimensions.",
-              affine_channel_inputs, instance_norm_outputs, epsilon_attrs),
-     sizeof(channel_norm_params), instance_norm_infer, group_norm_run},
+              affine_channel_inputs, instance_norm_outputs, epsilon_layout_attrs),
+     sizeof(channel_norm_params), instance_norm_infer, instance_norm_run},
     {NXE_INFO("GroupNorm",
               "Normalizes groups of channels of each sample over the group's channels and "
               "spatial dimensions.",

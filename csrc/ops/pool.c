@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "ops/channels_last.h"
 #include "ops/op_def.h"
 #include "ops/window.h"
 #include "ref/pool.h"
@@ -19,6 +20,7 @@ typedef struct pool_params {
     int32_t dtype;
     int32_t count_include_pad;
     float p;
+    int32_t channels_last; /* NHWC: settled, never run (ops/channels_last.h) */
 } pool_params;
 
 typedef struct global_pool_params {
@@ -27,6 +29,7 @@ typedef struct global_pool_params {
     int32_t kind;
     int32_t dtype;
     float p;
+    int32_t channels_last; /* NHWC: settled, never run (ops/channels_last.h) */
 } global_pool_params;
 
 static const char *const slot_names[3] = {"depth", "height", "width"};
@@ -57,7 +60,14 @@ static nxe_status pool_infer(const nxe_node *node, const nxe_value *inputs, nxe_
                              void *params_out, enum pool_kind kind, int32_t rank)
 {
     pool_params *params = params_out;
-    const nxe_value *x = &inputs[0];
+    int32_t channels_last = 0;
+    if (rank == 2) {
+        nxe_status status = nxe_read_channels_last(node, &inputs[0], &channels_last);
+        if (status != NXE_OK)
+            return status;
+    }
+    const nxe_value first = channels_last ? nxe_channels_first_view(&inputs[0]) : inputs[0];
+    const nxe_value *x = &first;
     char xs[128];
     nxe_shape_str(x->ndim, x->shape, xs, sizeof xs);
 
@@ -134,6 +144,9 @@ static nxe_status pool_infer(const nxe_node *node, const nxe_value *inputs, nxe_
     if (status != NXE_OK) {
         return status;
     }
+    if (channels_last)
+        nxe_channels_last_shape(y);
+    params->channels_last = channels_last;
     g.planes = x->shape[0] * x->shape[1]; /* spatial sizes >= 1: a factor of the element count */
     params->geometry = g;
     params->kind = kind;
@@ -196,6 +209,8 @@ static nxe_status pool_run(const void *params_in, const nxe_value *inputs, int32
     (void)num_inputs;
     (void)num_outputs;
     const pool_params *params = params_in;
+    if (params->channels_last)
+        return nxe_channels_last_refused("pool");
     const nxe_pool_geometry *g = &params->geometry;
     pool_job job = {params, inputs[0].data, outputs[0].data};
     const double row_work =
@@ -211,7 +226,14 @@ static nxe_status global_pool_infer(const nxe_node *node, const nxe_value *input
                                     nxe_value *outputs, void *params_out, enum pool_kind kind)
 {
     global_pool_params *params = params_out;
-    const nxe_value *x = &inputs[0];
+    int32_t channels_last = 0;
+    if (kind != POOL_LP) {
+        nxe_status status = nxe_read_channels_last(node, &inputs[0], &channels_last);
+        if (status != NXE_OK)
+            return status;
+    }
+    const nxe_value first = channels_last ? nxe_channels_first_view(&inputs[0]) : inputs[0];
+    const nxe_value *x = &first;
     float p = 0.0f;
     if (kind == POOL_LP) {
         nxe_status status = read_p(node, &p);
@@ -241,6 +263,9 @@ static nxe_status global_pool_infer(const nxe_node *node, const nxe_value *input
     for (int32_t i = 0; i < x->ndim; i++) {
         y->shape[i] = i < 2 ? x->shape[i] : 1;
     }
+    if (channels_last)
+        nxe_channels_last_shape(y);
+    params->channels_last = channels_last;
     params->planes = x->shape[0] * x->shape[1];
     params->size = size;
     params->kind = kind;
@@ -298,6 +323,8 @@ static nxe_status global_pool_run(const void *params_in, const nxe_value *inputs
     (void)num_inputs;
     (void)num_outputs;
     const global_pool_params *params = params_in;
+    if (params->channels_last)
+        return nxe_channels_last_refused("global pool");
     global_pool_job job = {params, inputs[0].data, outputs[0].data};
     nxe_parallel_for(pool, params->planes, nxe_parallel_grain((double)params->size, POOL_TASK_WORK),
                      global_pool_planes, &job);
@@ -359,11 +386,20 @@ static const nxe_op_param_info float_pool_outputs[] = {
         POOL_COMMON_ATTRS(axes, ones, zeros2, pads_doc), P_ATTR};
 
 POOL_ATTRS(1d, "[w]", "[1]", "[0, 0]", "[left, right]")
-POOL_ATTRS(2d, "[h, w]", "[1, 1]", "[0, 0, 0, 0]", "[top, left, bottom, right]")
+#define POOL_ATTRS_2D(axes, ones, zeros2, pads_doc)                                                \
+    static const nxe_op_attr_info max_pool2d_attrs[] = {                                           \
+        POOL_COMMON_ATTRS(axes, ones, zeros2, pads_doc), NXE_LAYOUT_ATTR};                         \
+    static const nxe_op_attr_info average_pool2d_attrs[] = {                                       \
+        POOL_COMMON_ATTRS(axes, ones, zeros2, pads_doc), COUNT_INCLUDE_PAD_ATTR, NXE_LAYOUT_ATTR}; \
+    static const nxe_op_attr_info lp_pool2d_attrs[] = {                                            \
+        POOL_COMMON_ATTRS(axes, ones, zeros2, pads_doc), P_ATTR, NXE_LAYOUT_ATTR};
+
+POOL_ATTRS_2D("[h, w]", "[1, 1]", "[0, 0, 0, 0]", "[top, left, bottom, right]")
 POOL_ATTRS(3d, "[d, h, w]", "[1, 1, 1]", "[0, 0, 0, 0, 0, 0]",
            "[front, top, left, back, bottom, right]")
 
 static const nxe_op_attr_info global_lp_pool_attrs[] = {P_ATTR};
+static const nxe_op_attr_info global_pool_attrs[] = {NXE_LAYOUT_ATTR};
 
 static const nxe_op_param_info global_max_pool_inputs[] = {
     {"X", "Input [N, C, spatial...] with one or more spatial axes, f32, i8 or u8.", MASK_MAX_POOL,
@@ -411,14 +447,15 @@ static const nxe_op_def pool_defs[] = {
              lp_pool2d_infer),
     POOL_DEF("LpPool3d", LP_SUMMARY("3"), float_pool_inputs, float_pool_outputs, lp_pool3d_attrs,
              lp_pool3d_infer),
-    {NXE_INFO_NOATTR("GlobalMaxPool",
-                     "Maximum over all spatial positions of each channel of [N, C, spatial...]; "
-                     "NaN propagates.",
-                     global_max_pool_inputs, global_max_pool_outputs),
+    {NXE_INFO("GlobalMaxPool",
+              "Maximum over all spatial positions of each channel of [N, C, spatial...] (or "
+              "[N, H, W, C] with layout NHWC); NaN propagates.",
+              global_max_pool_inputs, global_max_pool_outputs, global_pool_attrs),
      sizeof(global_pool_params), global_max_pool_infer, global_pool_run},
-    {NXE_INFO_NOATTR("GlobalAveragePool",
-                     "Mean over all spatial positions of each channel of [N, C, spatial...].",
-                     global_float_pool_inputs, global_float_pool_outputs),
+    {NXE_INFO("GlobalAveragePool",
+              "Mean over all spatial positions of each channel of [N, C, spatial...] (or [N, H, "
+              "W, C] with layout NHWC).",
+              global_float_pool_inputs, global_float_pool_outputs, global_pool_attrs),
      sizeof(global_pool_params), global_average_pool_infer, global_pool_run},
     {NXE_INFO("GlobalLpPool",
               "Lp norm, (sum |x|^p)^(1/p), over all spatial positions of each channel of [N, C, "

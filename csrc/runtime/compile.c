@@ -11,6 +11,7 @@
 #include "graph/graph_internal.h"
 #include "model/records.h"
 #include "runtime/executable_internal.h"
+#include "runtime/relayout.h"
 #include "transform/quant_lower.h"
 
 /* One step per op, in the inferred order: a copy of the op's node, its tensors and the params
@@ -336,6 +337,8 @@ static nxe_status compile_graph(nxe_graph *graph, const nxe_compile_request *req
     if (status == NXE_OK)
         status = lay_out_tensors(graph, inference.values, exe, request->serialize_only && borrow);
     nxe_graph_inference_free(graph, &inference);
+    if (status == NXE_OK)
+        status = nxe_executable_relayout(exe); /* the layout pass (transform/layout.c) */
     if (status == NXE_OK)
         status = collect_io(graph, exe);
     if (status == NXE_OK) {

@@ -25,14 +25,6 @@
 /* Whether the kernels a plan tagged `isa` needs exist in this build and run on this CPU. */
 bool nxe_isa_runs_here(const char *isa);
 
-/* One distinct constant buffer: tensors with equal dtype, shape, quantization and bytes
- * share it. */
-typedef struct nxe_exe_constant {
-    void *data;
-    size_t bytes;
-    bool owned; /* false: the bytes live in the executable's file mapping */
-} nxe_exe_constant;
-
 /* What changes while runs are under way (executable.c): the run contexts, each holding what
  * one run writes (arena, workspace, staging, the steps' value descriptors) so that runs from
  * several threads at once each have their own; the created inputs handed out; the statistics;

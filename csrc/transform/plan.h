@@ -25,6 +25,15 @@ typedef struct nxe_exe_tensor {
     bool owns_initial; /* `initial` to free with the executable */
 } nxe_exe_tensor;
 
+/* One distinct constant buffer: tensors with equal dtype, shape, quantization and bytes
+ * share it. */
+typedef struct nxe_exe_constant {
+    void *data;
+    size_t bytes;
+    bool owned; /* false: the bytes live in the executable's file mapping (or, in a plan to be
+                   written, in the graph) */
+} nxe_exe_constant;
+
 typedef struct nxe_exe_step {
     nxe_node node; /* the op: its definition, name and attributes */
     void *params;  /* made by the op's shape rule, at compile and again at load */
