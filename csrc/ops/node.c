@@ -5,13 +5,17 @@
 #include <string.h>
 
 #include "core/limits.h"
+#include "ops/custom.h"
 #include "ops/op_def.h"
 
 nxe_status nxe_node_init(nxe_node *node, const nxe_op_def *def, const char *name)
 {
     *node = (nxe_node){.def = def, .name = nxe_strdup(name)};
-    if (!node->name)
+    if (!node->name) {
+        *node = (nxe_node){0};
         return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "out of memory for op '%.48s'", name);
+    }
+    nxe_custom_def_retain(def); /* a registered op lives while its nodes do */
     return NXE_OK;
 }
 
@@ -30,6 +34,7 @@ void nxe_node_clear(nxe_node *node)
         nxe_attr_clear(&node->attrs[i]);
     nxe_free(node->attrs);
     nxe_free(node->name);
+    nxe_custom_def_release(node->def);
     *node = (nxe_node){0};
 }
 

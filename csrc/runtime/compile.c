@@ -10,6 +10,7 @@
 #include "core/sha256.h"
 #include "graph/graph_internal.h"
 #include "model/records.h"
+#include "ops/custom.h"
 #include "runtime/executable_internal.h"
 
 /* One step per op, in the inferred order: a copy of the op's node, its tensors and the params
@@ -290,8 +291,13 @@ nxe_status nxe_compile_graph(nxe_graph *graph, const nxe_compile_request *reques
                              nxe_executable **out)
 {
     *out = NULL;
+    /* Composed ops compile as their bodies, in a copy of the graph (graph/custom_ops.c). */
+    nxe_graph *expanded = NULL;
+    nxe_status status = nxe_composed_expand(graph, &expanded);
+    if (status != NXE_OK || expanded)
+        return status != NXE_OK ? status : nxe_composed_compile(graph, expanded, request, out);
     nxe_graph_inference inference;
-    nxe_status status = nxe_limits_check_ops(&request->limits, graph->num_ops, "compile");
+    status = nxe_limits_check_ops(&request->limits, graph->num_ops, "compile");
     if (status == NXE_OK)
         status = nxe_graph_infer(graph, request->limits.max_tensor_bytes, &inference);
     if (status != NXE_OK)
