@@ -940,9 +940,6 @@ NXE_API nxe_status nxe_context_register_composed_op(nxe_context *ctx, const char
     if (!ctx || !body)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", where,
                          ctx ? "body" : "context");
-    if (body->context != ctx)
-        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
-                         "%s: the body graph belongs to another context", where);
     int32_t num_inputs = 0, num_outputs = 0;
     for (int32_t i = 0; i < body->num_tensors; i++) {
         num_inputs += body->tensors[i]->kind == NXE_TENSOR_INPUT;

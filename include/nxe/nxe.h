@@ -887,9 +887,9 @@ NXE_API nxe_status nxe_context_register_op(nxe_context *ctx, const nxe_custom_op
  * the op. The body must compile as it is (its shape rules are checked with its declared input
  * shapes); using the op in a graph expands it into the body's ops (named "op/body-op") when
  * the graph compiles, with shapes inferred from the tensors it is bound to. The body may use
- * custom and composed ops of `ctx`, not VARIABLE tensors; the op has no attributes. `body` is
- * copied and stays the caller's. NXE_ERROR_INVALID_ARGUMENT (a NULL argument, a bad name or
- * domain as for nxe_context_register_op, a body with VARIABLE tensors or of another context),
+ * custom and composed ops (of any context), not VARIABLE tensors; the op has no attributes.
+ * `body` is copied and stays the caller's. NXE_ERROR_INVALID_ARGUMENT (a NULL argument, a bad
+ * name or domain as for nxe_context_register_op, a body with VARIABLE tensors),
  * NXE_ERROR_INVALID_STATE (as for nxe_context_register_op), the codes of nxe_graph_compile for
  * a body that does not compile, NXE_ERROR_OUT_OF_MEMORY; nothing is then registered.
  * Since 0.10. */
