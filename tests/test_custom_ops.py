@@ -245,7 +245,10 @@ def test_onnx_custom_domain_node_runs_an_op_registered_from_c(tmp_path, rng):
     library = tmp_path / "libc_swish.so"
     subprocess.run([compiler, "-std=c11", "-Wall", "-Werror", "-shared", "-fPIC", "-O1",
                     f"-I{_binding.INCLUDE_DIR}", str(source), "-o", str(library),
-                    f"-L{_binding.LIB_DIR}", "-lnxe", "-lm"], check=True, capture_output=True)
+                    # the library this process runs (NXE_LIBRARY may name another build)
+                    f"-L{_binding.LIBRARY_PATH.parent}",
+                    f"-Wl,-rpath,{_binding.LIBRARY_PATH.parent}", "-lnxe", "-lm"],
+                   check=True, capture_output=True)
     c_ffi = cffi.FFI()
     c_ffi.cdef("int32_t register_c_swish(void *ctx);")
     c_lib = c_ffi.dlopen(str(library))

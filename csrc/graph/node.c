@@ -5,7 +5,7 @@
 
 #include "core/limits.h"
 #include "graph/graph_internal.h"
-#include "ops/custom.h"
+#include "graph/custom_ops.h"
 
 static const char *op_label_type(const nxe_op *op)
 {

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "model/records.h"
-#include "ops/custom.h"
+#include "graph/custom_ops.h"
 
 /* ---- quantization ---- */
 

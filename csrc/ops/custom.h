@@ -1,14 +1,14 @@
-/* custom.h — op types a program registers in a context (nxe_context_register_op and
- * nxe_context_register_composed_op, graph/custom_ops.c): each is an op definition owned by a
- * reference-counted entry, which every node of the type holds (nxe_node_init, nxe_node_clear),
- * so the entry outlives the context while graphs, plans and executables use it. */
+/* custom.h — the definitions of op types a program registers in a context (the context's list
+ * is graph/custom_ops.c's): ops given by callbacks and composed ops. Each is an op definition
+ * owned by a reference-counted entry, which every node of the type holds (nxe_node_init,
+ * nxe_node_clear), so the entry outlives its context while graphs, plans and executables use
+ * it. */
 #ifndef NXE_CUSTOM_H
 #define NXE_CUSTOM_H
 
 #include "ops/op_def.h"
 
-typedef struct nxe_context nxe_context;
-typedef struct nxe_graph nxe_graph;
+typedef struct nxe_custom_entry nxe_custom_entry;
 
 /* Whether `def` is a registered op (callbacks or composed); NULL is neither. */
 bool nxe_custom_def_is_registered(const nxe_op_def *def);
@@ -21,10 +21,20 @@ const nxe_graph *nxe_custom_def_body(const nxe_op_def *def);
 void nxe_custom_def_retain(const nxe_op_def *def);
 void nxe_custom_def_release(const nxe_op_def *def);
 
-/* The op type `op_type` in `ctx` (registered first, then built-in); ctx may be NULL. */
-const nxe_op_def *nxe_context_find_op(const nxe_context *ctx, const char *op_type);
-/* Drops the context's registrations (at its release). */
-void nxe_context_custom_free(nxe_context *ctx);
+/* A list of registrations (newest first): lookup by name (registered ones only) and by ONNX
+ * (domain, op type) (the op's name, owned by the entry), and release. */
+const nxe_op_def *nxe_custom_list_find(const nxe_custom_entry *head, const char *op_type);
+const char *nxe_custom_list_find_onnx(const nxe_custom_entry *head, const char *domain,
+                                      const char *op_type);
+void nxe_custom_list_free(nxe_custom_entry **head);
+/* nxe_context_register_op on a list: checks and copies `op`. */
+nxe_status nxe_custom_list_add_op(nxe_custom_entry **head, const nxe_custom_op *op);
+/* A composed op: takes `body` (a checked copy) and `input_names` (nxe_alloc'd, num_inputs
+ * nxe_strdup'd names), also on failure. */
+nxe_status nxe_custom_list_add_composed(nxe_custom_entry **head, const char *name,
+                                        const char *domain, nxe_graph *body, int32_t num_inputs,
+                                        int32_t num_outputs, char **input_names,
+                                        const uint32_t *input_masks);
 
 /* A step of an op with callbacks, once its params are made: copies the node (its attributes
  * for compute) and calls the op's prepare with the inputs (data set for constants). */
@@ -32,15 +42,5 @@ nxe_status nxe_custom_prepare_step(const nxe_node *node, void *params, const nxe
                                    int32_t num_inputs);
 /* Frees what nxe_custom_prepare_step made (params may be NULL or unprepared). */
 void nxe_custom_step_clear(const nxe_node *node, void *params);
-
-/* A copy of `graph` with every composed op replaced by its body (recursively), in the graph's
- * context; *out is NULL when the graph has no composed op. */
-nxe_status nxe_composed_expand(const nxe_graph *graph, nxe_graph **out);
-/* Compiles `expanded` (from nxe_composed_expand, which this releases) for `graph`: the
- * executable owns all its bytes, and the graph's tensors report what inference settled. */
-typedef struct nxe_compile_request nxe_compile_request;
-typedef struct nxe_executable nxe_executable;
-nxe_status nxe_composed_compile(nxe_graph *graph, nxe_graph *expanded,
-                                const nxe_compile_request *request, nxe_executable **out);
 
 #endif

@@ -10,7 +10,8 @@
 #include "core/sha256.h"
 #include "graph/graph_internal.h"
 #include "model/records.h"
-#include "ops/custom.h"
+#include "graph/custom_ops.h"
+#include "runtime/composed.h"
 #include "runtime/executable_internal.h"
 
 /* One step per op, in the inferred order: a copy of the op's node, its tensors and the params
