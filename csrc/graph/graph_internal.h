@@ -12,8 +12,8 @@
 struct nxe_context {
     atomic_int refcount;
     nxe_limits limits; /* resolved: what its graphs may grow to and compile with by default */
-    struct nxe_custom_entry
-        *custom_ops; /* registered op types (graph/custom_ops.c), newest first */
+    /* registered op types (graph/custom_ops.c), newest first */
+    struct nxe_custom_entry *custom_ops;
 };
 
 struct nxe_tensor {
