@@ -191,6 +191,11 @@ static nxe_status entry_begin(const nxe_custom_entry *head, const char *name, co
                          where, name, CUSTOM_MAX_NAME);
     if (nxe_op_def_find(name))
         return nxe_error(NXE_ERROR_INVALID_STATE, "%s: '%s' is a built-in op type", where, name);
+    if (!strchr(name, '.'))
+        return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                         "%s: op type '%s' has no '.': custom op types are named like "
+                         "'domain.Name', apart from the built-in ones",
+                         where, name);
     for (const nxe_custom_entry *e = head; e; e = e->next)
         if (strcmp(e->name, name) == 0)
             return nxe_error(NXE_ERROR_INVALID_STATE,

@@ -356,7 +356,8 @@ NXE_API nxe_status nxe_tensor_get_info(const nxe_tensor *tensor, nxe_tensor_info
 
 /* ---- Ops ------------------------------------------------------------------------------- */
 
-/* Adds an op of a registered type ("Conv2d", "Add", ...); `name` may be NULL (a name is
+/* Adds an op of a registered type ("Conv2d", "Add", ..., or since 0.10 one registered in the
+ * graph's context, looked up first: nxe_context_register_op); `name` may be NULL (a name is
  * generated) and is copied. The op belongs to the graph. NXE_ERROR_INVALID_ARGUMENT (a NULL
  * argument), NXE_ERROR_NOT_FOUND (no such op type), NXE_ERROR_INVALID_GRAPH (since 0.5: the
  * graph already has the max_ops of its context's limits), NXE_ERROR_OUT_OF_MEMORY; *out is then
@@ -681,6 +682,8 @@ typedef struct nxe_load_options {
  * options, a file above the limits' max_file_bytes), NXE_ERROR_INVALID_GRAPH (a plan above
  * max_ops), NXE_ERROR_SHAPE_MISMATCH (a tensor above max_tensor_bytes), NXE_ERROR_IO (the file
  * cannot be opened or mapped), NXE_ERROR_FORMAT (malformed, truncated or failing a checksum),
+ * NXE_ERROR_NOT_FOUND (since 0.10: the plan names a custom op type, one with a '.' in its name,
+ * that options->context does not register; the message names it),
  * NXE_ERROR_UNSUPPORTED (another format version, or an ISA or kernel ABI this machine lacks
  * without allow_recompile), NXE_ERROR_OUT_OF_MEMORY (also a run above max_arena_bytes), or a
  * code of nxe_graph_compile when recompiling; *out is then NULL. Since 0.1. */
@@ -770,7 +773,8 @@ NXE_API nxe_status nxe_model_tensor(const nxe_model *model, int32_t index, nxe_t
 /* Builds a new graph from the model in `ctx`; the graph remembers the model's fingerprint,
  * holds its own copy of the weights, and is released by the caller with nxe_graph_release.
  * NXE_ERROR_INVALID_ARGUMENT (a NULL argument), NXE_ERROR_FORMAT (a graph section that does
- * not decode), NXE_ERROR_NOT_FOUND (an op type this library lacks), the codes of
+ * not decode), NXE_ERROR_NOT_FOUND (an op type this library lacks, or since 0.10 a custom op
+ * type `ctx` does not register), the codes of
  * nxe_graph_add_tensor and the binding calls, NXE_ERROR_OUT_OF_MEMORY; *out is then NULL.
  * Since 0.1. */
 NXE_API nxe_status nxe_model_build_graph(const nxe_model *model, nxe_context *ctx, nxe_graph **out);
@@ -853,8 +857,8 @@ typedef nxe_status (*nxe_custom_compute_fn)(const nxe_custom_call *call,
 /* Since 0.10. */
 typedef struct nxe_custom_op {
     uint32_t struct_size;             /* sizeof(nxe_custom_op) */
-    const char *name;                 /* op type, e.g. "my.Swish": 1-63 bytes of UTF-8 without NUL,
-                                     neither a built-in op nor registered in the context */
+    const char *name;                 /* op type, e.g. "my.Swish": 1-63 bytes of UTF-8 with a
+                                     '.' (built-in ops have none), not yet registered */
     const char *domain;               /* ONNX domain the op answers to; NULL or "" = none */
     const char *onnx_op_type;         /* ONNX op type it answers to; NULL = name */
     int32_t num_inputs;               /* 0..64 */
@@ -875,7 +879,8 @@ typedef struct nxe_custom_op {
     {sizeof(nxe_custom_op), NULL, NULL, NULL, 0, 0, 0, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL}
 
 /* Registers a custom op in `ctx`; `op` and its strings are copied. NXE_ERROR_INVALID_ARGUMENT
- * (a NULL argument, a short struct_size, a name that is empty, too long or not UTF-8, counts
+ * (a NULL argument, a short struct_size, a name that is empty, too long, not UTF-8 or without
+ * a '.', counts
  * out of range, no infer or compute, an attribute of unknown type, duplicated, or with a
  * default that does not parse), NXE_ERROR_INVALID_STATE (the name is a built-in op or already
  * registered, or the domain and ONNX op type answer for another op), NXE_ERROR_OUT_OF_MEMORY;

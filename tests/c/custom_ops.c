@@ -400,6 +400,9 @@ static void test_errors(void)
     nxe_custom_op bad_name = op;
     bad_name.name = "\xff\xfe";
     EXPECT_FAIL(nxe_context_register_op(ctx, &bad_name), NXE_ERROR_INVALID_ARGUMENT, "UTF-8");
+    nxe_custom_op no_dot = op;
+    no_dot.name = "Undotted";
+    EXPECT_FAIL(nxe_context_register_op(ctx, &no_dot), NXE_ERROR_INVALID_ARGUMENT, "no '.'");
     nxe_custom_op no_compute = op;
     no_compute.compute = NULL;
     EXPECT_FAIL(nxe_context_register_op(ctx, &no_compute), NXE_ERROR_INVALID_ARGUMENT, "compute");
