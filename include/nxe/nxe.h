@@ -878,7 +878,8 @@ typedef struct nxe_custom_op {
 #define NXE_CUSTOM_OP_INIT                                                                         \
     {sizeof(nxe_custom_op), NULL, NULL, NULL, 0, 0, 0, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL}
 
-/* Registers a custom op in `ctx`; `op` and its strings are copied. NXE_ERROR_INVALID_ARGUMENT
+/* Registers a custom op in `ctx`; `op` and its strings are copied. Not while a graph of the
+ * context is being built or compiled, or a binary loaded with it, in another thread. NXE_ERROR_INVALID_ARGUMENT
  * (a NULL argument, a short struct_size, a name that is empty, too long, not UTF-8 or without
  * a '.', counts
  * out of range, no infer or compute, an attribute of unknown type, duplicated, or with a
