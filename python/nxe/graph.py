@@ -184,8 +184,9 @@ class Graph:
     raises InvalidGraphError) and are what ``compile`` and ``compile_to_binary`` enforce when
     they are given no limits of their own.
 
-    ``context`` (nxe.Context) is where op types registered with it are found; without one the
-    graph has a context of its own holding the ops of ``nxe.default_context()``.
+    ``context`` (nxe.Context) is where op types registered with it are found (``limits``, when
+    given, are then set on that context); without one the graph has a context of its own
+    holding the ops of ``nxe.default_context()``.
     """
 
     def __init__(self, limits: Limits | None = None, context: Any = None) -> None:
