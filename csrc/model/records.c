@@ -5,6 +5,7 @@
 
 #include "model/records.h"
 #include "graph/custom_ops.h"
+#include "graph/graph_internal.h"
 
 /* ---- quantization ---- */
 
@@ -350,6 +351,8 @@ nxe_status nxe_node_record_decode(nxe_reader *r, nxe_node *node)
     char *type = NULL, *name = NULL;
     nxe_status status = nxe_read_string(r, NXE_LIMIT_TYPE_NAME, &type);
     const nxe_op_def *def = status == NXE_OK ? nxe_context_find_op(r->ops, type) : NULL;
+    if (status == NXE_OK && !def && strchr(type, '.') && r->ops && r->ops->custom_placeholders)
+        def = nxe_custom_placeholder_def();
     if (status == NXE_OK && !def && strchr(type, '.'))
         /* A dotted name is how custom op types are named: the loading program lacks it. */
         status = nxe_error(NXE_ERROR_NOT_FOUND,

@@ -629,6 +629,38 @@ static nxe_status composed_run(const void *params, const nxe_value *inputs, int3
     return nxe_error(NXE_ERROR_INTERNAL, "a composed op was not expanded");
 }
 
+/* ---- placeholders ---- */
+
+static const nxe_op_param_info placeholder_params[] = {
+    {"values", "any tensors", NXE_MASK_ALL, 1, 1},
+};
+
+static nxe_status placeholder_infer(const nxe_node *node, const nxe_value *inputs,
+                                    int32_t num_inputs, nxe_value *outputs, int32_t num_outputs,
+                                    void *params)
+{
+    (void)inputs, (void)num_inputs, (void)outputs, (void)num_outputs, (void)params;
+    return nxe_node_error(node, NXE_ERROR_NOT_FOUND, "the op type is not registered");
+}
+
+static const nxe_op_def placeholder_def = {
+    .info = NXE_INFO_NOATTR("(custom op)", "a custom op type decoded without its registration",
+                            placeholder_params, placeholder_params),
+    .params_size = 1,
+    .infer = placeholder_infer,
+    .run = composed_run,
+};
+
+const nxe_op_def *nxe_custom_placeholder_def(void)
+{
+    return &placeholder_def;
+}
+
+bool nxe_custom_def_is_placeholder(const nxe_op_def *def)
+{
+    return def == &placeholder_def;
+}
+
 /* ---- attributes, loops and failures ---- */
 
 /* The declared attribute `name` of `type` and the value set on the node (NULL: the default). */

@@ -17,6 +17,11 @@ bool nxe_custom_def_has_callbacks(const nxe_op_def *def);
 /* The body of a composed op, NULL for any other def. */
 const nxe_graph *nxe_custom_def_body(const nxe_op_def *def);
 
+/* What a model file's check at open decodes an op type with a '.' as when no context is at
+ * hand: any inputs, outputs and attributes; its shape rule fails. */
+const nxe_op_def *nxe_custom_placeholder_def(void);
+bool nxe_custom_def_is_placeholder(const nxe_op_def *def);
+
 /* Reference counting of registered defs; both ignore built-in defs and NULL. */
 void nxe_custom_def_retain(const nxe_op_def *def);
 void nxe_custom_def_release(const nxe_op_def *def);

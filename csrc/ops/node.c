@@ -100,10 +100,10 @@ static nxe_status copy_attr(nxe_attr *attr, const nxe_attr *value, const char *w
 nxe_status nxe_node_set_attr(nxe_node *node, const nxe_attr *value, const char *where)
 {
     const nxe_op_attr_info *info = schema_attr(node->def, value->name);
-    if (!info)
+    if (!info && !nxe_custom_def_is_placeholder(node->def))
         return nxe_error(NXE_ERROR_NOT_FOUND, "%s: op '%s' ('%s') has no attribute '%s'", where,
                          nxe_node_type(node), node->name, value->name);
-    if (info->type != value->type)
+    if (info && info->type != value->type)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
                          "%s: attribute '%s' of op '%s' ('%s') is of type %s, not %s", where,
                          value->name, nxe_node_type(node), node->name, attr_type_name(info->type),

@@ -312,7 +312,31 @@ static void test_swish(void)
     EXPECT_OK(nxe_graph_compile_to_binary(g, NULL, NULL, &size));
     void *binary = malloc(size);
     EXPECT_OK(nxe_graph_compile_to_binary(g, NULL, binary, &size));
+
+    /* A model file names the ops too: building its graph needs a context that has them. */
+    size_t model_size = 0;
+    EXPECT_OK(nxe_graph_save_model(g, NULL, NULL, &model_size));
+    void *model_bytes = malloc(model_size);
+    EXPECT_OK(nxe_graph_save_model(g, NULL, model_bytes, &model_size));
     nxe_graph_release(g);
+    nxe_model *model = NULL;
+    EXPECT_OK(nxe_model_open_memory(model_bytes, model_size, NULL, &model));
+    free(model_bytes);
+    nxe_context *bare = NULL;
+    EXPECT_OK(nxe_context_create(&bare));
+    nxe_graph *rebuilt = NULL;
+    EXPECT_FAIL(nxe_model_build_graph(model, bare, &rebuilt), NXE_ERROR_NOT_FOUND,
+                "test.ScaledSwish");
+    EXPECT_TRUE(rebuilt == NULL);
+    nxe_context_release(bare);
+    EXPECT_OK(nxe_model_build_graph(model, ctx, &rebuilt));
+    nxe_model_release(model);
+    nxe_executable *from_model = NULL;
+    EXPECT_OK(nxe_graph_compile(rebuilt, NULL, &from_model));
+    nxe_graph_release(rebuilt);
+    if (from_model)
+        check_swish_run(from_model, "built from the model file");
+    nxe_executable_release(from_model);
 
     /* Without the context: the missing op is named. */
     nxe_executable *loaded = NULL;
