@@ -135,6 +135,40 @@ def test_callback_failures_become_statuses_with_their_messages(rng):
         ctx.register_op("Relu", same_as_input, compute, num_inputs=1)
 
 
+def test_prepare_runs_once_per_executable_and_compute_gets_its_result(rng):
+    ctx = nxe.Context()
+    prepared = []
+
+    def prepare(inputs, attrs):
+        assert inputs[0] is None  # not a constant
+        packed = np.ascontiguousarray(inputs[1].T) * attrs["gain"]  # the weights, packed once
+        prepared.append(packed)
+        return packed
+
+    def compute(inputs, attrs, packed):
+        return [inputs[0] @ packed]
+
+    def infer(inputs, attrs):
+        (rows, _), dtype, _ = inputs[0]
+        return [((rows, inputs[1][0][0]), dtype)]
+
+    ctx.register_op("py.ScaledMatMul", infer, compute, num_inputs=2, attrs={"gain": 1.0},
+                    prepare=prepare)
+    g = nxe.Graph(context=ctx)
+    w = rng.standard_normal((5, 3)).astype(np.float32)
+    y, = g.op("py.ScaledMatMul", [g.input("x", (4, 3)), g.constant(w)], gain=2.0)
+    g.mark_output(y, "y")
+    exe = g.compile()
+    x = rng.standard_normal((4, 3)).astype(np.float32)
+    for _ in range(3):
+        np.testing.assert_allclose(exe.run(x)["y"], x.astype(np.float64) @ (2 * w.T), **TOL)
+    assert len(prepared) == 1
+    with nxe.VirtualMachine(g.compile_to_binary(), context=ctx) as vm:
+        np.testing.assert_allclose(vm.executable.run(x)["y"], x.astype(np.float64) @ (2 * w.T),
+                                   **TOL)
+    assert len(prepared) == 2
+
+
 def test_default_context_ops_reach_every_graph(rng):
     nxe.register_op("py.DefaultTriple", same_as_input, lambda i, a: [i[0] * 3], num_inputs=1)
     g = nxe.Graph()

@@ -150,7 +150,7 @@ class _Registration:
     def __init__(self, name: str, infer: Callable[..., Any], compute: Callable[..., Any],
                  num_inputs: int, num_outputs: int, num_optional_inputs: int,
                  attrs: Mapping[str, Any] | None, domain: str | None,
-                 onnx_op_type: str | None) -> None:
+                 onnx_op_type: str | None, prepare: Callable[..., Any] | None = None) -> None:
         self.name = name
         self.domain = domain
         self.onnx_op_type = onnx_op_type or name
@@ -160,11 +160,17 @@ class _Registration:
         self.decls = _attr_decls(attrs)
         self._infer = infer
         self._compute = compute
+        self._prepare = prepare
+        self._states: dict[int, Any] = {}  # prepared states by token (the C state pointer)
+        self._next_token = 1
+        self._state_lock = threading.Lock()
         self._entries = 0  # C entries alive
         self._handle = ffi.new_handle(self)
         self._c_infer = ffi.callback("nxe_custom_infer_fn", self._infer_callback)
         self._c_compute = ffi.callback("nxe_custom_compute_fn", self._compute_callback)
         self._c_destroy = ffi.callback("void(void *)", _destroy_callback)
+        self._c_prepare = ffi.callback("nxe_custom_prepare_fn", self._prepare_callback)
+        self._c_release = ffi.callback("nxe_custom_release_fn", self._release_callback)
         self._keep: list[Any] = []
 
     def schema(self) -> dict[str, Any]:
@@ -208,10 +214,34 @@ class _Registration:
         except BaseException as error:  # noqa: BLE001 - every failure goes back to C
             return _fail(error)
 
+    def _prepare_callback(self, call, inputs, num_inputs, state):
+        try:
+            values = [_view(inputs[i], writable=False) for i in range(num_inputs)]
+            prepared = self._prepare(values, _read_attrs(call, self.decls))
+            with self._state_lock:
+                token = self._next_token
+                self._next_token += 1
+                self._states[token] = prepared
+            state[0] = ffi.cast("void *", token)
+            return lib.NXE_OK
+        except BaseException as error:  # noqa: BLE001 - every failure goes back to C
+            return _fail(error)
+
+    def _release_callback(self, user_data, state):
+        lock = getattr(self, "_state_lock", None)
+        if lock is not None and ffi is not None:
+            with lock:
+                self._states.pop(int(ffi.cast("uintptr_t", state)), None)
+
     def _compute_callback(self, call, inputs, num_inputs, outputs, num_outputs):
         try:
             arrays = [_view(inputs[i], writable=False) for i in range(num_inputs)]
-            result = self._compute(arrays, _read_attrs(call, self.decls))
+            if self._prepare is not None:
+                with self._state_lock:
+                    prepared = self._states.get(int(ffi.cast("uintptr_t", call.state)))
+                result = self._compute(arrays, _read_attrs(call, self.decls), prepared)
+            else:
+                result = self._compute(arrays, _read_attrs(call, self.decls))
             if isinstance(result, np.ndarray):
                 result = [result]
             result = list(result)
@@ -258,6 +288,9 @@ class _Registration:
         op.num_attrs = len(self.decls)
         op.infer = self._c_infer
         op.compute = self._c_compute
+        if self._prepare is not None:
+            op.prepare = self._c_prepare
+            op.release = self._c_release
         op.user_data = self._handle
         op.destroy = self._c_destroy
         with _LIVE_LOCK:
@@ -328,7 +361,8 @@ class Context:
     def register_op(self, name: str, infer: Callable[..., Any], compute: Callable[..., Any], *,
                     num_inputs: int, num_outputs: int = 1, num_optional_inputs: int = 0,
                     attrs: Mapping[str, Any] | None = None, domain: str | None = None,
-                    onnx_op_type: str | None = None) -> None:
+                    onnx_op_type: str | None = None,
+                    prepare: Callable[..., Any] | None = None) -> None:
         """Registers op type ``name``.
 
         ``infer(inputs, attrs)`` gets one ``(shape, dtype, value)`` per input (value: the
@@ -337,9 +371,11 @@ class Context:
         arrays and returns the outputs (arrays of the shapes infer gave). ``attrs`` declares
         the attributes: ``{"beta": 1.0}`` (a default, its type guessed) or ``{"axis": ("int",
         None)}`` (a required one). ``domain`` (and ``onnx_op_type``, default ``name``) is what
-        the ONNX importer maps to this op."""
+        the ONNX importer maps to this op. ``prepare(inputs, attrs)``, optional, runs once per
+        op when an executable is compiled or loaded, with the values of constant inputs (None
+        for the others); what it returns is handed to ``compute(inputs, attrs, prepared)``."""
         registration = _Registration(name, infer, compute, num_inputs, num_outputs,
-                                     num_optional_inputs, attrs, domain, onnx_op_type)
+                                     num_optional_inputs, attrs, domain, onnx_op_type, prepare)
         self._require_open()
         registration.install(self._handle)
         self._registrations.append(registration)
