@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "core/limits.h"
-#include "graph/graph_internal.h"
 #include "graph/custom_ops.h"
+#include "graph/graph_internal.h"
 
 /* ---- contexts ---- */
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "model/records.h"
+
 #include "graph/custom_ops.h"
 #include "graph/graph_internal.h"
 

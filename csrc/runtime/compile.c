@@ -8,9 +8,9 @@
 #include <unistd.h>
 
 #include "core/sha256.h"
+#include "graph/custom_ops.h"
 #include "graph/graph_internal.h"
 #include "model/records.h"
-#include "graph/custom_ops.h"
 #include "runtime/composed.h"
 #include "runtime/executable_internal.h"
 
