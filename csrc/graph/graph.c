@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/limits.h"
+#include "graph/custom_ops.h"
 #include "graph/graph_internal.h"
 
 /* ---- contexts ---- */
@@ -49,8 +50,10 @@ NXE_API nxe_status nxe_context_get_limits(const nxe_context *ctx, nxe_limits *ou
 
 NXE_API void nxe_context_release(nxe_context *ctx)
 {
-    if (ctx && atomic_fetch_sub(&ctx->refcount, 1) == 1)
+    if (ctx && atomic_fetch_sub(&ctx->refcount, 1) == 1) {
+        nxe_context_custom_free(ctx);
         nxe_free(ctx);
+    }
 }
 
 /* ---- graphs ---- */

@@ -12,6 +12,11 @@
 struct nxe_context {
     atomic_int refcount;
     nxe_limits limits; /* resolved: what its graphs may grow to and compile with by default */
+    /* registered op types (graph/custom_ops.c), newest first */
+    struct nxe_custom_entry *custom_ops;
+    /* set only while a model file is checked at open: op types with a '.' that nothing
+     * registers decode as placeholders (ops/custom.h) */
+    bool custom_placeholders;
 };
 
 struct nxe_tensor {

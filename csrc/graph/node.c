@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/limits.h"
+#include "graph/custom_ops.h"
 #include "graph/graph_internal.h"
 
 static const char *op_label_type(const nxe_op *op)
@@ -42,10 +43,11 @@ NXE_API nxe_status nxe_graph_add_op(nxe_graph *graph, const char *op_type, const
     if (!graph || !op_type)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "nxe_graph_add_op: %s is NULL",
                          graph ? "op_type" : "graph");
-    const nxe_op_def *def = nxe_op_def_find(op_type);
+    const nxe_op_def *def = nxe_context_find_op(graph->context, op_type);
     if (!def)
         return nxe_error(NXE_ERROR_NOT_FOUND,
-                         "nxe_graph_add_op: no op type '%s' is registered (see nxe_op_registry_*)",
+                         "nxe_graph_add_op: no op type '%s' is registered (see nxe_op_registry_* "
+                         "and nxe_context_register_op)",
                          op_type);
     const nxe_limits *limits = &graph->context->limits;
     if (graph->num_ops >= limits->max_ops)

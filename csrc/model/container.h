@@ -79,8 +79,9 @@ typedef struct nxe_reader {
     const uint8_t *data;
     size_t size;
     size_t pos;
-    const char *what;   /* names the section in messages */
-    size_t base_offset; /* file offset of data[0], for messages */
+    const char *what;              /* names the section in messages */
+    size_t base_offset;            /* file offset of data[0], for messages */
+    const struct nxe_context *ops; /* op types registered here are found before the built-ins */
 } nxe_reader;
 
 nxe_reader nxe_reader_make(const void *data, size_t size, const char *what, size_t base_offset);

@@ -157,6 +157,7 @@ nxe_status nxe_graph_decode(const uint8_t *bytes, size_t size, size_t file_offse
 {
     *out = NULL;
     nxe_reader r = nxe_reader_make(bytes, size, what, file_offset);
+    r.ops = ctx;
     nxe_graph *graph;
     nxe_status status = nxe_graph_create(ctx, &graph);
     if (status != NXE_OK)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/file_map.h"
+#include "graph/graph_internal.h"
 #include "model/graph_codec.h"
 #include "model/model.h"
 
@@ -341,6 +342,8 @@ static nxe_status check_graph(nxe_model *model)
     nxe_status status = nxe_context_create(&ctx);
     if (status != NXE_OK)
         return status;
+    /* Custom op types are checked when a graph is built in a context that has them. */
+    ctx->custom_placeholders = true;
     nxe_graph *graph = NULL;
     nxe_tensor **tensors = NULL;
     status = decode_graph(model, ctx, &graph);

@@ -5,6 +5,9 @@
 
 #include "model/records.h"
 
+#include "graph/custom_ops.h"
+#include "graph/graph_internal.h"
+
 /* ---- quantization ---- */
 
 void nxe_quant_encode(nxe_writer *w, const nxe_quant *quant)
@@ -348,8 +351,16 @@ nxe_status nxe_node_record_decode(nxe_reader *r, nxe_node *node)
     *node = (nxe_node){0};
     char *type = NULL, *name = NULL;
     nxe_status status = nxe_read_string(r, NXE_LIMIT_TYPE_NAME, &type);
-    const nxe_op_def *def = status == NXE_OK ? nxe_op_def_find(type) : NULL;
-    if (status == NXE_OK && !def)
+    const nxe_op_def *def = status == NXE_OK ? nxe_context_find_op(r->ops, type) : NULL;
+    if (status == NXE_OK && !def && strchr(type, '.') && r->ops && r->ops->custom_placeholders)
+        def = nxe_custom_placeholder_def();
+    if (status == NXE_OK && !def && strchr(type, '.'))
+        /* A dotted name is how custom op types are named: the loading program lacks it. */
+        status = nxe_error(NXE_ERROR_NOT_FOUND,
+                           "%s: op type '%s' is neither built in nor registered in the context "
+                           "given (nxe_load_options.context, nxe_context_register_op)",
+                           r->what, type);
+    else if (status == NXE_OK && !def)
         status = nxe_reader_error(r, "unknown op type '%s' (this library has no such op)", type);
     if (status == NXE_OK)
         status = nxe_read_string(r, NXE_LIMIT_NAME, &name);

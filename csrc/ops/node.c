@@ -5,13 +5,17 @@
 #include <string.h>
 
 #include "core/limits.h"
+#include "ops/custom.h"
 #include "ops/op_def.h"
 
 nxe_status nxe_node_init(nxe_node *node, const nxe_op_def *def, const char *name)
 {
     *node = (nxe_node){.def = def, .name = nxe_strdup(name)};
-    if (!node->name)
+    if (!node->name) {
+        *node = (nxe_node){0};
         return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "out of memory for op '%.48s'", name);
+    }
+    nxe_custom_def_retain(def); /* a registered op lives while its nodes do */
     return NXE_OK;
 }
 
@@ -30,6 +34,7 @@ void nxe_node_clear(nxe_node *node)
         nxe_attr_clear(&node->attrs[i]);
     nxe_free(node->attrs);
     nxe_free(node->name);
+    nxe_custom_def_release(node->def);
     *node = (nxe_node){0};
 }
 
@@ -95,10 +100,10 @@ static nxe_status copy_attr(nxe_attr *attr, const nxe_attr *value, const char *w
 nxe_status nxe_node_set_attr(nxe_node *node, const nxe_attr *value, const char *where)
 {
     const nxe_op_attr_info *info = schema_attr(node->def, value->name);
-    if (!info)
+    if (!info && !nxe_custom_def_is_placeholder(node->def))
         return nxe_error(NXE_ERROR_NOT_FOUND, "%s: op '%s' ('%s') has no attribute '%s'", where,
                          nxe_node_type(node), node->name, value->name);
-    if (info->type != value->type)
+    if (info && info->type != value->type)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
                          "%s: attribute '%s' of op '%s' ('%s') is of type %s, not %s", where,
                          value->name, nxe_node_type(node), node->name, attr_type_name(info->type),

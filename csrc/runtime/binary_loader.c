@@ -14,7 +14,8 @@ typedef struct load_request {
     bool verify;
     bool allow_recompile;
     uint64_t staging_bytes;
-    nxe_limits limits; /* resolved */
+    nxe_limits limits;    /* resolved */
+    nxe_context *context; /* custom ops the plan may name; NULL = built-ins only */
 } load_request;
 
 typedef struct plan_buffer {
@@ -577,7 +578,8 @@ static nxe_status load_request_from(const nxe_load_options *options, const char 
                               .verify = opts.verify != 0,
                               .allow_recompile = opts.allow_recompile != 0,
                               .staging_bytes = opts.staging_bytes,
-                              .limits = limits};
+                              .limits = limits,
+                              .context = opts.context};
     return NXE_OK;
 }
 
@@ -605,10 +607,11 @@ static nxe_status recompile(const nxe_container *container, const plan_prefix *p
     model_options.limits = &request->limits;
     nxe_status status = nxe_model_open_memory(container->base + embedded->offset,
                                               (size_t)embedded->size, &model_options, &model);
-    if (status == NXE_OK)
+    if (status == NXE_OK && !request->context)
         status = nxe_context_create(&context);
+    nxe_context *ops = request->context ? request->context : context; /* its custom ops */
     if (status == NXE_OK)
-        status = nxe_model_build_graph(model, context, &graph);
+        status = nxe_model_build_graph(model, ops, &graph);
     nxe_compile_request compile = {.num_threads = request->num_threads,
                                    .relax_precision = (int32_t)(prefix->flags & 1u),
                                    .winograd = (int32_t)(prefix->flags >> 1),
@@ -667,6 +670,7 @@ static nxe_status load_plan(const nxe_container *container, const load_request *
     }
     nxe_reader r = nxe_reader_make(container->base + plan->offset, (size_t)plan->size,
                                    "PLAN section", (size_t)plan->offset);
+    r.ops = request->context;
     plan_prefix prefix;
     nxe_status status = read_prefix(&r, &prefix);
     if (status != NXE_OK)

@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include "core/sha256.h"
+#include "graph/custom_ops.h"
 #include "graph/graph_internal.h"
 #include "model/records.h"
+#include "runtime/composed.h"
 #include "runtime/executable_internal.h"
 #include "runtime/relayout.h"
 #include "transform/quant_lower.h"
@@ -299,14 +301,20 @@ nxe_status nxe_compile_request_from(const nxe_graph *graph, const nxe_compile_op
 static nxe_status compile_graph(nxe_graph *graph, const nxe_compile_request *request, bool borrow,
                                 nxe_executable **out);
 
-/* Ordinary ops on quantized tensors compile from a lowered working copy of the graph
- * (transform/quant_lower.c), whose constants the plan then owns. */
+/* Composed ops compile as their bodies, in an expanded copy of the graph that is compiled
+ * through here again; ordinary ops on quantized tensors compile from a lowered working copy of
+ * the graph (transform/quant_lower.c), whose constants the plan then owns. */
 nxe_status nxe_compile_graph(nxe_graph *graph, const nxe_compile_request *request,
                              nxe_executable **out)
 {
     *out = NULL;
+    /* Composed ops compile as their bodies, in a copy of the graph (graph/custom_ops.c). */
+    nxe_graph *expanded = NULL;
+    nxe_status status = nxe_composed_expand(graph, &expanded);
+    if (status != NXE_OK || expanded)
+        return status != NXE_OK ? status : nxe_composed_compile(graph, expanded, request, out);
     nxe_graph *lowered = NULL;
-    nxe_status status = nxe_quant_lower(graph, request->limits.max_tensor_bytes, &lowered);
+    status = nxe_quant_lower(graph, request->limits.max_tensor_bytes, &lowered);
     if (status != NXE_OK || !lowered)
         return status == NXE_OK ? compile_graph(graph, request, true, out) : status;
     status = compile_graph(lowered, request, false, out);

@@ -5,6 +5,7 @@
  * (transform/memory_plan.c) and allocated for the steps that remain. */
 #include <string.h>
 
+#include "ops/custom.h"
 #include "runtime/executable_internal.h"
 #include "runtime/variable_writes.h"
 #include "transform/bands.h"
@@ -20,7 +21,8 @@ static nxe_status prepare_steps(nxe_executable *exe)
             .epilogue = {.scale = 1.0f, .activation = NXE_ACTIVATION_NONE, .bias_scale = 1.0f},
             .residual_input = -1,
         };
-        if (!step->node.def->prepare)
+        const bool custom = nxe_custom_def_has_callbacks(step->node.def);
+        if (!step->node.def->prepare && !custom)
             continue;
         /* Constants are the only inputs with data at this point. */
         for (int32_t j = 0; j < step->num_inputs; j++) {
@@ -31,8 +33,10 @@ static nxe_status prepare_steps(nxe_executable *exe)
         }
         size_t workspace = 0;
         nxe_status status =
-            step->node.def->prepare(step->params, step->input_values, step->num_inputs, &context,
-                                    &step->prepared, &workspace);
+            custom ? nxe_custom_prepare_step(&step->node, step->params, step->input_values,
+                                             step->num_inputs)
+                   : step->node.def->prepare(step->params, step->input_values, step->num_inputs,
+                                             &context, &step->prepared, &workspace);
         if (step->prepared && workspace > exe->workspace_bytes)
             exe->workspace_bytes = workspace;
         for (int32_t j = 0; j < step->num_inputs; j++)

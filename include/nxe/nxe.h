@@ -358,7 +358,8 @@ NXE_API nxe_status nxe_tensor_get_info(const nxe_tensor *tensor, nxe_tensor_info
 
 /* ---- Ops ------------------------------------------------------------------------------- */
 
-/* Adds an op of a registered type ("Conv2d", "Add", ...); `name` may be NULL (a name is
+/* Adds an op of a registered type ("Conv2d", "Add", ..., or since 0.10 one registered in the
+ * graph's context, looked up first: nxe_context_register_op); `name` may be NULL (a name is
  * generated) and is copied. The op belongs to the graph. NXE_ERROR_INVALID_ARGUMENT (a NULL
  * argument), NXE_ERROR_NOT_FOUND (no such op type), NXE_ERROR_INVALID_GRAPH (since 0.5: the
  * graph already has the max_ops of its context's limits), NXE_ERROR_OUT_OF_MEMORY; *out is then
@@ -683,6 +684,8 @@ typedef struct nxe_load_options {
  * options, a file above the limits' max_file_bytes), NXE_ERROR_INVALID_GRAPH (a plan above
  * max_ops), NXE_ERROR_SHAPE_MISMATCH (a tensor above max_tensor_bytes), NXE_ERROR_IO (the file
  * cannot be opened or mapped), NXE_ERROR_FORMAT (malformed, truncated or failing a checksum),
+ * NXE_ERROR_NOT_FOUND (since 0.10: the plan names a custom op type, one with a '.' in its name,
+ * that options->context does not register; the message names it),
  * NXE_ERROR_UNSUPPORTED (another format version, or an ISA or kernel ABI this machine lacks
  * without allow_recompile), NXE_ERROR_OUT_OF_MEMORY (also a run above max_arena_bytes), or a
  * code of nxe_graph_compile when recompiling; *out is then NULL. Since 0.1. */
@@ -772,7 +775,8 @@ NXE_API nxe_status nxe_model_tensor(const nxe_model *model, int32_t index, nxe_t
 /* Builds a new graph from the model in `ctx`; the graph remembers the model's fingerprint,
  * holds its own copy of the weights, and is released by the caller with nxe_graph_release.
  * NXE_ERROR_INVALID_ARGUMENT (a NULL argument), NXE_ERROR_FORMAT (a graph section that does
- * not decode), NXE_ERROR_NOT_FOUND (an op type this library lacks), the codes of
+ * not decode), NXE_ERROR_NOT_FOUND (an op type this library lacks, or since 0.10 a custom op
+ * type `ctx` does not register), the codes of
  * nxe_graph_add_tensor and the binding calls, NXE_ERROR_OUT_OF_MEMORY; *out is then NULL.
  * Since 0.1. */
 NXE_API nxe_status nxe_model_build_graph(const nxe_model *model, nxe_context *ctx, nxe_graph **out);
@@ -871,6 +875,147 @@ NXE_API nxe_status nxe_binding_clear(nxe_binding *binding);
  * run is not counted in nxe_executable_stats and may leave outputs partly written.
  * Since 0.10. */
 NXE_API nxe_status nxe_binding_run(nxe_binding *binding);
+
+/* ---- Custom ops ---------------------------------------------------------------------------
+ * Op types a program adds to one context: a shape rule and a compute function given as
+ * callbacks (nxe_context_register_op), or a subgraph of existing ops
+ * (nxe_context_register_composed_op). Graphs of the context find them by name before the
+ * built-in ops (nxe_graph_add_op, nxe_model_build_graph); the ONNX importer by domain and op
+ * type. A compiled binary names them: nxe_executable_load_* finds them in
+ * nxe_load_options.context. An op entry lives as long as the context or any graph, op or
+ * executable using it: releasing the context early is safe. Callbacks may be called from any
+ * thread, from several at once when executables run concurrently. */
+
+/* The attributes of one op instance, read with nxe_custom_attr_*; valid during the call it is
+ * handed to. Since 0.10. */
+typedef struct nxe_custom_attrs nxe_custom_attrs;
+
+/* One input or output as a callback sees it. Since 0.10. */
+typedef struct nxe_custom_tensor {
+    int32_t dtype; /* enum nxe_dtype; NXE_DTYPE_NONE: an absent optional input, or an output
+                      the shape rule must set */
+    int32_t ndim;  /* -1: an output the shape rule must set */
+    int64_t shape[NXE_MAX_RANK];
+    void *data;       /* shape rule and prepare: a CONSTANT input's bytes (read-only), else
+                         NULL; compute: the tensor's bytes (inputs read-only, outputs written) */
+    size_t data_size; /* bytes at data; 0 when data is NULL */
+} nxe_custom_tensor;
+
+/* What every callback receives. Since 0.10. */
+typedef struct nxe_custom_call {
+    uint32_t struct_size;          /* sizeof(nxe_custom_call) of the library */
+    void *user_data;               /* nxe_custom_op.user_data */
+    void *state;                   /* compute: what prepare made (NULL without prepare) */
+    const nxe_custom_attrs *attrs; /* the op's attributes */
+    const char *op_type;           /* the registered name */
+    const char *op_name;           /* the op's name in the graph */
+    void *pool;                    /* internal: what nxe_custom_parallel_for runs on */
+} nxe_custom_call;
+
+/* The shape rule, run when a graph compiles and when a binary loads: sets every output's
+ * dtype, ndim (0..NXE_MAX_RANK) and shape (no negative dimension) from the inputs'. Returns
+ * NXE_OK or a failure code (the message from nxe_custom_fail). Since 0.10. */
+typedef nxe_status (*nxe_custom_infer_fn)(const nxe_custom_call *call,
+                                          const nxe_custom_tensor *inputs, int32_t num_inputs,
+                                          nxe_custom_tensor *outputs, int32_t num_outputs);
+/* Optional: once per op of an executable, when it is compiled or loaded, after the shape rule:
+ * packs constant inputs (data set for them) into *state, which each compute receives and
+ * nxe_custom_release_fn frees when the executable is released. Since 0.10. */
+typedef nxe_status (*nxe_custom_prepare_fn)(const nxe_custom_call *call,
+                                            const nxe_custom_tensor *inputs, int32_t num_inputs,
+                                            void **state);
+/* Frees what prepare made (called only for a non-NULL state). Since 0.10. */
+typedef void (*nxe_custom_release_fn)(void *user_data, void *state);
+/* Computes the outputs, whose dtypes and shapes are those the shape rule set. Returns NXE_OK
+ * or a failure code; the run then fails with that code and the message given to
+ * nxe_custom_fail. Since 0.10. */
+typedef nxe_status (*nxe_custom_compute_fn)(const nxe_custom_call *call,
+                                            const nxe_custom_tensor *inputs, int32_t num_inputs,
+                                            nxe_custom_tensor *outputs, int32_t num_outputs);
+
+/* Since 0.10. */
+typedef struct nxe_custom_op {
+    uint32_t struct_size;             /* sizeof(nxe_custom_op) */
+    const char *name;                 /* op type, e.g. "my.Swish": 1-63 bytes of UTF-8 with a
+                                     '.' (built-in ops have none), not yet registered */
+    const char *domain;               /* ONNX domain the op answers to; NULL or "" = none */
+    const char *onnx_op_type;         /* ONNX op type it answers to; NULL = name */
+    int32_t num_inputs;               /* 0..64 */
+    int32_t num_optional_inputs;      /* the last ones of num_inputs may be left absent */
+    int32_t num_outputs;              /* 1..64 */
+    const nxe_op_attr_info *attrs;    /* the attributes it takes: name, type, default as JSON
+                                      (NULL = required; a string attribute has none) */
+    int32_t num_attrs;                /* 0..64 */
+    nxe_custom_infer_fn infer;        /* required */
+    nxe_custom_compute_fn compute;    /* required */
+    nxe_custom_prepare_fn prepare;    /* optional */
+    nxe_custom_release_fn release;    /* optional, with prepare */
+    void *user_data;                  /* handed to every callback; stays the caller's */
+    void (*destroy)(void *user_data); /* optional: called once the op entry is gone */
+} nxe_custom_op;
+/* Every field empty but struct_size. Since 0.10. */
+#define NXE_CUSTOM_OP_INIT                                                                         \
+    {sizeof(nxe_custom_op), NULL, NULL, NULL, 0, 0, 0, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL}
+
+/* Registers a custom op in `ctx`; `op` and its strings are copied. Not while a graph of the
+ * context is being built or compiled, or a binary loaded with it, in another thread. NXE_ERROR_INVALID_ARGUMENT
+ * (a NULL argument, a short struct_size, a name that is empty, too long, not UTF-8 or without
+ * a '.', counts
+ * out of range, no infer or compute, an attribute of unknown type, duplicated, or with a
+ * default that does not parse), NXE_ERROR_INVALID_STATE (the name is a built-in op or already
+ * registered, or the domain and ONNX op type answer for another op), NXE_ERROR_OUT_OF_MEMORY;
+ * nothing is then registered and `destroy` is not called. Since 0.10. */
+NXE_API nxe_status nxe_context_register_op(nxe_context *ctx, const nxe_custom_op *op);
+
+/* Registers op type `name` defined by `body`: its INPUT tensors, in the order they were added,
+ * are the op's inputs, its OUTPUT tensors its outputs, its CONSTANT tensors are copied into
+ * the op. The body must compile as it is (its shape rules are checked with its declared input
+ * shapes); using the op in a graph expands it into the body's ops (named "op/body-op") when
+ * the graph compiles, with shapes inferred from the tensors it is bound to. The body may use
+ * custom and composed ops (of any context), not VARIABLE tensors; the op has no attributes.
+ * `body` is copied and stays the caller's. NXE_ERROR_INVALID_ARGUMENT (a NULL argument, a bad
+ * name or domain as for nxe_context_register_op, a body with VARIABLE tensors),
+ * NXE_ERROR_INVALID_STATE (as for nxe_context_register_op), the codes of nxe_graph_compile for
+ * a body that does not compile, NXE_ERROR_OUT_OF_MEMORY; nothing is then registered.
+ * Since 0.10. */
+NXE_API nxe_status nxe_context_register_composed_op(nxe_context *ctx, const char *name,
+                                                    const char *domain, const nxe_graph *body);
+
+/* The op type registered in `ctx` that answers to ONNX (domain, op_type) (domain "" or
+ * "ai.onnx" for the default domain), as a string owned by the context, valid while it lives.
+ * NXE_ERROR_INVALID_ARGUMENT (a NULL argument), NXE_ERROR_NOT_FOUND (none); *name is then
+ * NULL. Since 0.10. */
+NXE_API nxe_status nxe_context_find_onnx_op(const nxe_context *ctx, const char *domain,
+                                            const char *op_type, const char **name);
+
+/* Attribute getters for callbacks: the value set on the op, else the registered default.
+ * NXE_ERROR_INVALID_ARGUMENT (a NULL argument, a required attribute left unset),
+ * NXE_ERROR_NOT_FOUND (the op declares no attribute of that name and type); the out-params
+ * are then unchanged. Strings and lists are the op's, valid during the callback. Since 0.10. */
+NXE_API nxe_status nxe_custom_attr_int(const nxe_custom_attrs *attrs, const char *name,
+                                       int64_t *value);
+NXE_API nxe_status nxe_custom_attr_float(const nxe_custom_attrs *attrs, const char *name,
+                                         double *value);
+NXE_API nxe_status nxe_custom_attr_string(const nxe_custom_attrs *attrs, const char *name,
+                                          const char **value);
+NXE_API nxe_status nxe_custom_attr_ints(const nxe_custom_attrs *attrs, const char *name,
+                                        const int64_t **values, int32_t *count);
+NXE_API nxe_status nxe_custom_attr_floats(const nxe_custom_attrs *attrs, const char *name,
+                                          const float **values, int32_t *count);
+
+/* Body of a parallel loop over items [begin, end). Since 0.10. */
+typedef void (*nxe_custom_range_fn)(void *arg, int64_t begin, int64_t end);
+/* From compute: runs fn over [0, count) on the executable's threads (the caller's included),
+ * in chunks of at least `grain` items (0 = 1), and returns when all are done; results must not
+ * depend on how the range is split. Elsewhere (call->pool NULL) it runs inline.
+ * NXE_ERROR_INVALID_ARGUMENT (call or fn NULL, a negative count or grain). Since 0.10. */
+NXE_API nxe_status nxe_custom_parallel_for(const nxe_custom_call *call, int64_t count,
+                                           int64_t grain, nxe_custom_range_fn fn, void *arg);
+/* For a failing callback: records `message` (NULL: none) as this thread's error message and
+ * returns `status`, so that `return nxe_custom_fail(NXE_ERROR_RUNTIME, "...");` ends it. The
+ * library then reports the failure prefixed with the op's type and name. Cannot fail.
+ * Since 0.10. */
+NXE_API nxe_status nxe_custom_fail(nxe_status status, const char *message);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,7 @@ from __future__ import annotations
 from ._binding import ffi, lib
 from ._dtypes import NAMES as DTYPES
 from .cpu import cpu_info
+from .custom_ops import Context, default_context, register_composed_op, register_op
 from .errors import (
     BufferTooSmallError,
     BusyError,
@@ -84,6 +85,7 @@ __all__ = [
     "BufferTooSmallError",
     "BusyError",
     "CancelledError",
+    "Context",
     "DeadlineError",
     "DtypeMismatchError",
     "Embedder",
@@ -119,7 +121,10 @@ __all__ = [
     "VirtualMachine",
     "api_version",
     "cpu_info",
+    "default_context",
     "ops",
+    "register_composed_op",
+    "register_op",
     "save_model",
     "set_log_callback",
     "version",

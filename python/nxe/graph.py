@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from . import _dtypes, registry
+from . import _dtypes, custom_ops, registry
 from ._binding import check, ffi, lib, text
 from .errors import InvalidStateError
 from .executable import Executable
@@ -183,21 +183,38 @@ class Graph:
     ``limits`` (nxe.Limits) bound the graph as it grows (``max_ops``: adding one op more
     raises InvalidGraphError) and are what ``compile`` and ``compile_to_binary`` enforce when
     they are given no limits of their own.
+
+    ``context`` (nxe.Context) is where op types registered with it are found (``limits``, when
+    given, are then set on that context); without one the graph has a context of its own
+    holding the ops of ``nxe.default_context()``.
     """
 
-    def __init__(self, limits: Limits | None = None) -> None:
+    def __init__(self, limits: Limits | None = None, context: Any = None) -> None:
         self._handle = None
         self._lock = threading.RLock()
+        self._context = context
         limits_struct = c_limits(limits)  # checked before anything is created
-        context = ffi.new("nxe_context **")
-        check(lib.nxe_context_create(context))
-        status = lib.nxe_context_set_limits(context[0], limits_struct)
         graph = ffi.new("nxe_graph **")
-        if status == lib.NXE_OK:
-            status = lib.nxe_graph_create(context[0], graph)
-        # The graph holds its own reference to the context.
-        lib.nxe_context_release(context[0])
-        check(status)
+        if context is not None:
+            context._require_open()
+            if limits is not None:
+                check(lib.nxe_context_set_limits(context._handle, limits_struct))
+            check(lib.nxe_graph_create(context._handle, graph))
+        else:
+            c_context = ffi.new("nxe_context **")
+            check(lib.nxe_context_create(c_context))
+            status = lib.nxe_context_set_limits(c_context[0], limits_struct)
+            if status == lib.NXE_OK and custom_ops._DEFAULT is not None:
+                try:
+                    custom_ops._DEFAULT.install_into(c_context[0])
+                except Exception:
+                    lib.nxe_context_release(c_context[0])
+                    raise
+            if status == lib.NXE_OK:
+                status = lib.nxe_graph_create(c_context[0], graph)
+            # The graph holds its own reference to the context.
+            lib.nxe_context_release(c_context[0])
+            check(status)
         self._handle = graph[0]
         self._used_names: set[str] = set()
         self._op_count = 0
@@ -210,6 +227,7 @@ class Graph:
         compiled from it can read and write them by name."""
         graph = cls.__new__(cls)
         graph._handle = handle
+        graph._context = None
         graph._lock = threading.RLock()
         graph._used_names = set()
         graph._op_count = 0
@@ -352,6 +370,14 @@ class Graph:
 
     # -- ops -----------------------------------------------------------------------------
 
+    def _custom_schema(self, op_type: str) -> dict[str, Any] | None:
+        """The schema of an op type registered from Python in the graph's context."""
+        for context in (self._context, custom_ops._DEFAULT if self._context is None else None):
+            schema = context.schema(op_type) if context is not None else None
+            if schema is not None:
+                return schema
+        return None
+
     def _fresh_name(self, base: str) -> str:
         while True:
             candidate = f"{base}_{self._op_count}"
@@ -375,7 +401,7 @@ class Graph:
                 name: str | None, outputs: Sequence[Tensor] | None,
                 attrs: dict[str, Any]) -> list[Tensor]:
         self._require_open()
-        schema = registry.find(op_type)
+        schema = registry.find(op_type) or self._custom_schema(op_type)
         # Everything Python can check is checked before the op exists, so a mistake caught
         # here leaves the graph as it was.
         for i, tensor in enumerate(inputs):

@@ -43,7 +43,8 @@ class VirtualMachine:
     kernel ABI this machine lacks be recompiled from the model embedded in it (otherwise that
     is an UnsupportedError); ``staging_bytes`` sets the staging capacity (0: the result area
     plus room for every input twice); ``limits`` (nxe.Limits) bounds the file, its plan and a
-    run's memory. Like Executable, it may be run from several threads at
+    run's memory; ``context`` (nxe.Context) holds the custom ops the binary names. Like
+    Executable, it may be run from several threads at
     once.
 
         with nxe.VirtualMachine("edsr.nxb") as vm:
@@ -54,7 +55,8 @@ class VirtualMachine:
 
     def __init__(self, source: str | os.PathLike[str] | bytes | bytearray | memoryview,
                  threads: int = 0, verify: bool = True, allow_recompile: bool = True,
-                 staging_bytes: int = 0, limits: Limits | None = None) -> None:
+                 staging_bytes: int = 0, limits: Limits | None = None,
+                 context: Any = None) -> None:
         self._executable: Executable | None = None
         options = ffi.new("nxe_load_options *")
         options.struct_size = ffi.sizeof("nxe_load_options")
@@ -64,6 +66,9 @@ class VirtualMachine:
         options.verify = 1 if verify else 0
         options.allow_recompile = 1 if allow_recompile else 0
         options.staging_bytes = operator.index(staging_bytes)
+        if context is not None:  # an nxe.Context: the custom ops the binary names
+            context._require_open()
+            options.context = context._handle
         out = ffi.new("nxe_executable **")
         if isinstance(source, (bytes, bytearray, memoryview)):
             data = ffi.from_buffer(source)

@@ -18,7 +18,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper, shape_inference
 
-from .. import _dtypes
+from .. import _dtypes, custom_ops
+from .._binding import check, ffi, lib
 from ..errors import (
     DtypeMismatchError,
     Error,
@@ -267,7 +268,7 @@ class _GraphBuilder:
     def __init__(self, model: OnnxModel, input_specs: dict[str, tuple[tuple[int, ...], str]]):
         self.model = model
         self.opset = model.opset
-        self.graph = Graph()
+        self.graph = Graph(context=model.context)
         self.known: dict[str, np.ndarray] = {**model.initializers, **model.added_constants}
         self.tensors: dict[str, Tensor] = {}
         self.folded_nodes = 0
@@ -470,7 +471,7 @@ class _GraphBuilder:
                 continue
             if _foldable(node, known_names):
                 known_names.update(o for o in node.output if o)
-            elif registry.find(node.op_type, node.domain) is None:
+            elif _converter_for(node, self.model.context) is None:
                 missing.append(node)
         if missing:
             listed = "; ".join(_missing_label(n) for n in missing)
@@ -836,7 +837,7 @@ class _GraphBuilder:
         return values
 
     def _convert(self, node: onnx.NodeProto) -> None:
-        convert = registry.find(node.op_type, node.domain)
+        convert = _converter_for(node, self.model.context)
         results = convert(ConversionContext(self, node), node)
         if isinstance(results, (Tensor, np.ndarray)) or not isinstance(results, Sequence):
             results = [results]
@@ -904,9 +905,10 @@ class OnnxModel:
     def __init__(self, model: onnx.ModelProto, threads: int = 0, *,
                  max_fold_bytes: int = DEFAULT_MAX_FOLD_BYTES,
                  cache_entries: int = DEFAULT_CACHE_ENTRIES,
-                 cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+                 cache_bytes: int = DEFAULT_CACHE_BYTES, context: Any = None) -> None:
         if max_fold_bytes < 0 or cache_entries < 1 or cache_bytes < 0:
             raise ValueError("max_fold_bytes and cache_bytes must be >= 0, cache_entries >= 1")
+        self.context = context  # nxe.Context: custom ops answering to (domain, op type)
         self.proto = model
         self.threads = threads
         self.max_fold_bytes = max_fold_bytes
@@ -1262,7 +1264,7 @@ class OnnxModel:
         Shape/Size, whatever the input shapes."""
         known = set(self.initializers) | set(self.parameter_inputs)
         result: list[tuple[str, str]] = []
-        _unsupported_in(self.proto.graph, known, result)
+        _unsupported_in(self.proto.graph, known, result, self.context)
         return result
 
 
@@ -1277,8 +1279,56 @@ def _foldable(node: onnx.NodeProto, known_names: set[str]) -> bool:
     return node.op_type in _SHAPE_ONLY and node.domain in ("", "ai.onnx")
 
 
+def _custom_output_types(ctx: ConversionContext, name: str, attrs: dict[str, Any]
+                         ) -> list[tuple[tuple[int, ...], str]]:
+    """(shape, dtype) of each output of custom op ``name`` on the node's inputs, from the op's
+    shape rule run on a graph of that op alone."""
+    probe = Graph(context=ctx.g._context)
+    inputs: list[Tensor | None] = []
+    for i in range(ctx.num_inputs):
+        if not ctx.has_input(i):
+            inputs.append(None)
+        elif ctx.const(i) is not None:
+            inputs.append(probe.constant(np.array(ctx.const(i), order="C")))
+        else:
+            inputs.append(probe.input(f"input{i}", ctx.shape(i), ctx.dtype(i)))
+    outputs = probe.op(name, inputs, num_outputs=len(ctx.node.output), **attrs)
+    for index, tensor in enumerate(outputs):
+        probe.mark_output(tensor, f"output{index}")
+    size = ffi.new("size_t *")
+    check(lib.nxe_graph_compile_to_binary(probe._handle, ffi.NULL, ffi.NULL, size))
+    types = [(tuple(t.shape), t.dtype) for t in outputs]
+    probe.close()
+    return types
+
+
+def _converter_for(node: onnx.NodeProto, context: Any) -> Any:
+    """The converter of a node: a built-in one, else one for the custom op of ``context`` (or
+    of nxe.default_context()) that answers to the node's (domain, op type); None if neither."""
+    convert = registry.find(node.op_type, node.domain)
+    if convert is not None:
+        return convert
+    context = context if context is not None else custom_ops._DEFAULT
+    name = context.onnx_op(node.domain, node.op_type) if context is not None else None
+    if name is None:
+        return None
+
+    def convert_custom(ctx: ConversionContext, node: onnx.NodeProto) -> list[Tensor]:
+        inputs = [ctx.input(i) for i in range(ctx.num_inputs)]
+        attrs = {a.name: _attribute_value(a) for a in node.attribute}
+        outputs = ctx.g.op(name, inputs, num_outputs=len(node.output), **attrs)
+        # ONNX inference knows nothing of the op: its own shape rule types its outputs, for
+        # the converters of the nodes that read them.
+        for output, (shape, dtype) in zip(node.output, _custom_output_types(ctx, name, attrs)):
+            if output and dtype in _ELEM_BY_NXE:
+                ctx._builder._types[output] = (shape, _ELEM_BY_NXE[dtype])
+        return outputs
+
+    return convert_custom
+
+
 def _unsupported_in(graph: onnx.GraphProto, known: set[str],
-                    result: list[tuple[str, str]]) -> None:
+                    result: list[tuple[str, str]], context: Any = None) -> None:
     """Appends to ``result`` the nodes of ``graph`` the importer cannot run (see
     OnnxModel.unsupported_nodes), adding to ``known`` the names that fold."""
     for node in graph.node:
@@ -1293,7 +1343,7 @@ def _unsupported_in(graph: onnx.GraphProto, known: set[str],
             for attribute in node.attribute:
                 if attribute.name in ("then_branch", "else_branch"):
                     inner = _with_initializers(attribute.g, body_known)
-                    _unsupported_in(attribute.g, inner, result)
+                    _unsupported_in(attribute.g, inner, result, context)
                     branches_known.append({o.name for o in attribute.g.output} <= inner)
             if branches_known and all(branches_known):
                 known.update(outputs)
@@ -1315,12 +1365,12 @@ def _unsupported_in(graph: onnx.GraphProto, known: set[str],
                 source = sources[index] if index < len(sources) else ""
                 if source is None or (source and source in known):
                     inner.add(body_input.name)
-            _unsupported_in(body, inner, result)
+            _unsupported_in(body, inner, result, context)
             if {o.name for o in body.output} <= inner:
                 known.update(outputs)
         elif _foldable(node, known):
             known.update(outputs)
-        elif registry.find(node.op_type, node.domain) is None:
+        elif _converter_for(node, context) is None:
             result.append(_op_and_name(node))
 
 
@@ -1572,13 +1622,15 @@ def _check_before_inference(node: onnx.NodeProto) -> None:
 def load(path_or_model: str | os.PathLike[str] | bytes | onnx.ModelProto,
          threads: int = 0, *, max_fold_bytes: int = DEFAULT_MAX_FOLD_BYTES,
          cache_entries: int = DEFAULT_CACHE_ENTRIES,
-         cache_bytes: int = DEFAULT_CACHE_BYTES) -> OnnxModel:
+         cache_bytes: int = DEFAULT_CACHE_BYTES, context: Any = None) -> OnnxModel:
     """Loads an ONNX model (a path, serialized bytes or a ModelProto) for running with nxe.
 
     Nothing is compiled yet: each distinct tuple of input shapes compiles on its first run.
     ``threads`` = 0 uses every online CPU. ``max_fold_bytes``, ``cache_entries`` and
     ``cache_bytes`` bound the work done for the model (see OnnxModel). A file that is not an
-    ONNX model is a FormatError; an invalid model an InvalidGraphError.
+    ONNX model is a FormatError; an invalid model an InvalidGraphError. ``context``
+    (nxe.Context) holds custom ops that answer to the (domain, op type) of nodes without a
+    built-in converter; without it those of ``nxe.default_context()`` do.
     """
     if isinstance(path_or_model, onnx.ModelProto):
         model = copy.deepcopy(path_or_model)
@@ -1593,7 +1645,7 @@ def load(path_or_model: str | os.PathLike[str] | bytes | onnx.ModelProto,
         except Exception as error:  # noqa: BLE001 - protobuf raises several decode errors
             raise FormatError(f"not an ONNX model: {type(error).__name__}: {error}") from error
     return OnnxModel(model, threads=threads, max_fold_bytes=max_fold_bytes,
-                     cache_entries=cache_entries, cache_bytes=cache_bytes)
+                     cache_entries=cache_entries, cache_bytes=cache_bytes, context=context)
 
 
 def unsupported_nodes(path_or_model: str | os.PathLike[str] | bytes | onnx.ModelProto
