@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "runtime/binary.h"
+#include "runtime/device.h"
 
 typedef struct load_request {
     int32_t num_threads;
@@ -15,6 +16,8 @@ typedef struct load_request {
     bool allow_recompile;
     uint64_t staging_bytes;
     nxe_limits limits; /* resolved */
+    /* Where it runs: checked; NULL = the default CPU. */
+    const nxe_device *device;
 } load_request;
 
 typedef struct plan_buffer {
@@ -572,7 +575,11 @@ static nxe_status load_request_from(const nxe_load_options *options, const char 
         return nxe_error(
             NXE_ERROR_INVALID_ARGUMENT, "%s: staging_bytes %llu exceeds the %llu-byte limit", where,
             (unsigned long long)opts.staging_bytes, (unsigned long long)NXE_LIMIT_TENSOR_BYTES);
-    *request = (load_request){.num_threads = opts.num_threads,
+    status = nxe_device_check(opts.device, where);
+    if (status != NXE_OK)
+        return status;
+    *request = (load_request){.device = opts.device,
+                              .num_threads = opts.num_threads,
                               .verify = opts.verify != 0,
                               .allow_recompile = opts.allow_recompile != 0,
                               .staging_bytes = opts.staging_bytes,
@@ -608,7 +615,8 @@ static nxe_status recompile(const nxe_container *container, const plan_prefix *p
         status = nxe_context_create(&context);
     if (status == NXE_OK)
         status = nxe_model_build_graph(model, context, &graph);
-    nxe_compile_request compile = {.num_threads = request->num_threads,
+    nxe_compile_request compile = {.device = request->device,
+                                   .num_threads = request->num_threads,
                                    .relax_precision = (int32_t)(prefix->flags & 1u),
                                    .winograd = (int32_t)(prefix->flags >> 1),
                                    .staging_bytes = request->staging_bytes,
@@ -713,8 +721,8 @@ static nxe_status load_plan(const nxe_container *container, const load_request *
         status = nxe_executable_init_staging(exe, request->staging_bytes,
                                              request->limits.max_arena_bytes, what);
     if (status == NXE_OK) {
-        status = nxe_thread_pool_create(
-            request->num_threads ? request->num_threads : nxe_default_thread_count(), &exe->pool);
+        status = nxe_device_make_pool(request->device, request->num_threads,
+                                      nxe_default_thread_count(), &exe->pool);
         if (status != NXE_OK)
             nxe_error_prefix("%s: ", what);
     }

@@ -10,6 +10,7 @@
 #include "core/sha256.h"
 #include "graph/graph_internal.h"
 #include "model/records.h"
+#include "runtime/device.h"
 #include "runtime/executable_internal.h"
 
 /* One step per op, in the inferred order: a copy of the op's node, its tensors and the params
@@ -268,6 +269,8 @@ nxe_status nxe_compile_request_from(const nxe_graph *graph, const nxe_compile_op
         if (options->struct_size >=
             offsetof(nxe_compile_options, winograd) + sizeof options->winograd)
             request->winograd = options->winograd;
+        if (options->struct_size >= offsetof(nxe_compile_options, device) + sizeof options->device)
+            request->device = options->device;
     }
     if (request->winograd != NXE_WINOGRAD_AUTO && request->winograd != NXE_WINOGRAD_OFF &&
         request->winograd != NXE_WINOGRAD_ON)
@@ -283,7 +286,7 @@ nxe_status nxe_compile_request_from(const nxe_graph *graph, const nxe_compile_op
     if (request->num_threads < 0 || request->num_threads > 1024)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: num_threads %d is outside [0, 1024]",
                          where, request->num_threads);
-    return NXE_OK;
+    return nxe_device_check(request->device, where);
 }
 
 nxe_status nxe_compile_graph(nxe_graph *graph, const nxe_compile_request *request,
@@ -319,8 +322,8 @@ nxe_status nxe_compile_graph(nxe_graph *graph, const nxe_compile_request *reques
         status = nxe_executable_init_staging(exe, request->staging_bytes,
                                              request->limits.max_arena_bytes, "compile");
     if (status == NXE_OK && !request->serialize_only)
-        status = nxe_thread_pool_create(
-            request->num_threads ? request->num_threads : nxe_default_thread_count(), &exe->pool);
+        status = nxe_device_make_pool(request->device, request->num_threads,
+                                      nxe_default_thread_count(), &exe->pool);
     if (status != NXE_OK) {
         nxe_executable_release(exe);
         return status;

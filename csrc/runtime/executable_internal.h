@@ -111,6 +111,8 @@ typedef struct nxe_compile_request {
     bool serialize_only;    /* the plan is written out, never run: constant and variable
                                  bytes are borrowed from the graph, and no arena, staging or
                                  threads are made */
+    /* Where it runs: checked (runtime/device.h); NULL = the default CPU. */
+    const nxe_device *device;
 } nxe_compile_request;
 
 /* Validates `options` (may be NULL; a 0.4 struct_size, without limits, is accepted) into a

@@ -12,6 +12,7 @@ from __future__ import annotations
 from ._binding import ffi, lib
 from ._dtypes import NAMES as DTYPES
 from .cpu import cpu_info
+from .device import Device, cpu_set, device, devices
 from .errors import (
     BufferTooSmallError,
     BusyError,
@@ -50,6 +51,8 @@ def __getattr__(name: str) -> object:
 
     if name in _ENGINE_NAMES:
         return getattr(import_module(".engine", __name__), name)
+    if name == "RemoteDevice":  # needs the optional grpcio (the `remote` extra)
+        return import_module(".remote", __name__).RemoteDevice
     if name == "Embedder":
         return import_module(".embedder", __name__).Embedder
     if name in ("Transcriber", "Transcription", "Segment"):
@@ -84,6 +87,7 @@ __all__ = [
     "BusyError",
     "CancelledError",
     "DeadlineError",
+    "Device",
     "DtypeMismatchError",
     "Embedder",
     "Encoding",
@@ -117,6 +121,9 @@ __all__ = [
     "VirtualMachine",
     "api_version",
     "cpu_info",
+    "cpu_set",
+    "device",
+    "devices",
     "ops",
     "save_model",
     "set_log_callback",

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._binding import check, ffi, lib
+from .device import device_handle
 from .errors import InvalidStateError
 from .executable import Executable, IoSpec
 from .limits import Limits, c_limits
@@ -54,7 +55,8 @@ class VirtualMachine:
 
     def __init__(self, source: str | os.PathLike[str] | bytes | bytearray | memoryview,
                  threads: int = 0, verify: bool = True, allow_recompile: bool = True,
-                 staging_bytes: int = 0, limits: Limits | None = None) -> None:
+                 staging_bytes: int = 0, limits: Limits | None = None,
+                 device: Any = None) -> None:
         self._executable: Executable | None = None
         options = ffi.new("nxe_load_options *")
         options.struct_size = ffi.sizeof("nxe_load_options")
@@ -64,6 +66,7 @@ class VirtualMachine:
         options.verify = 1 if verify else 0
         options.allow_recompile = 1 if allow_recompile else 0
         options.staging_bytes = operator.index(staging_bytes)
+        options.device = device_handle(device)  # a CPU device: pins the workers (nxe.devices())
         out = ffi.new("nxe_executable **")
         if isinstance(source, (bytes, bytearray, memoryview)):
             data = ffi.from_buffer(source)
