@@ -364,3 +364,65 @@ def test_the_committed_stubs_are_what_grpcio_tools_generates(tmp_path):
         assert path.read_bytes() == (installed / path.name).read_bytes()
     assert (installed / "nxe_remote.proto").read_bytes() == \
         (REPO / "python" / "nxe" / "remote" / "nxe_remote.proto").read_bytes()
+
+
+def test_the_c_abi_runs_on_the_remote_device(device):
+    """nxe_graph_compile and nxe_executable_load_memory with the remote device's handle: the
+    library's executable hands its runs to the transport nxe.RemoteDevice installed."""
+    from nxe._binding import check, ffi, lib
+
+    g = make_graph(17)
+    inputs = feeds(18)
+    local = g.compile().run(inputs)
+    loaded = device.health()["loaded"]
+    options = ffi.new("nxe_compile_options *")
+    options.struct_size = ffi.sizeof("nxe_compile_options")
+    options.device = device._handle
+    out = ffi.new("nxe_executable **")
+    check(lib.nxe_graph_compile(g._handle, options, out))
+    exe = nxe.Executable(out[0])
+    assert device.health()["loaded"] == loaded + 1
+    got = exe.run(inputs)
+    for name in local:
+        np.testing.assert_allclose(got[name], local[name], rtol=1e-6, atol=1e-6)
+    with pytest.raises(nxe.UnsupportedError, match="remote device"):
+        exe.run_nocopy(inputs)
+    del exe, got
+    import gc
+
+    gc.collect()
+    assert device.health()["loaded"] == loaded  # released: unloaded on the worker
+
+    vm = nxe.VirtualMachine(g.compile_to_binary(), device=device)
+    np.testing.assert_allclose(vm["main"](inputs["x"], inputs["s"])[0], local["y"], rtol=1e-6,
+                               atol=1e-6)
+    vm.close()
+
+    # A remote device listed without a transport cannot be compiled for.
+    listed = ffi.new("const nxe_device **")
+    check(lib.nxe_device_add_remote(b"127.0.0.1:9", ffi.NULL, listed))
+    options.device = listed[0]
+    assert lib.nxe_graph_compile(g._handle, options, out) == lib.NXE_ERROR_UNSUPPORTED
+    assert out[0] == ffi.NULL
+    transport = ffi.new("nxe_remote_transport *")
+    transport.struct_size = ffi.sizeof("nxe_remote_transport")
+    assert lib.nxe_device_add_remote(b"127.0.0.1:9", transport, listed) == \
+        lib.NXE_ERROR_INVALID_ARGUMENT  # no callbacks
+    assert lib.nxe_device_add_remote(b"", ffi.NULL, listed) == lib.NXE_ERROR_INVALID_ARGUMENT
+
+
+def test_the_c_abi_reports_a_dead_worker():
+    process, address = start_worker()
+    try:
+        device = remote.RemoteDevice(address, timeout=10)
+        g = make_graph(19)
+        vm = nxe.VirtualMachine(g.compile_to_binary(), device=device)
+        inputs = feeds(20)
+        vm["main"](inputs["x"], inputs["s"])
+        process.kill()
+        process.wait()
+        with pytest.raises(nxe.IoError, match="cannot be reached or went away"):
+            vm["main"](inputs["x"], inputs["s"])
+        vm.close()  # the unload fails quietly: the worker is gone
+    finally:
+        stop(process)

@@ -745,6 +745,15 @@ static nxe_status load_file_map(nxe_file_map *file, const load_request *request,
         nxe_container_parse(file->data, file->size, nxe_binary_magic, what, &container);
     if (status == NXE_OK)
         status = load_plan(&container, request, what, file, out);
+    if (status == NXE_OK && nxe_device_is_remote(request->device)) {
+        const nxe_file_map *bytes = file->data ? file : &(*out)->file; /* moved in or not */
+        status = nxe_device_place_remote(request->device, NULL, NULL, bytes->data, bytes->size,
+                                         *out, what);
+        if (status != NXE_OK) {
+            nxe_executable_release(*out);
+            *out = NULL;
+        }
+    }
     nxe_file_map_release(file);
     if (status == NXE_OK)
         nxe_log(NXE_LOG_INFO,

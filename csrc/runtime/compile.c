@@ -345,6 +345,13 @@ NXE_API nxe_status nxe_graph_compile(nxe_graph *graph, const nxe_compile_options
     nxe_status status = nxe_compile_request_from(graph, options, where, &request);
     if (status == NXE_OK)
         status = nxe_compile_graph(graph, &request, out);
+    if (status == NXE_OK && nxe_device_is_remote(request.device)) {
+        status = nxe_device_place_remote(request.device, graph, options, NULL, 0, *out, where);
+        if (status != NXE_OK) {
+            nxe_executable_release(*out);
+            *out = NULL;
+        }
+    }
     if (status != NXE_OK)
         return status;
     nxe_executable *exe = *out;

@@ -17,6 +17,7 @@
 #include "core/core.h"
 #include "dispatch.h"
 #include "runtime/device.h"
+#include "runtime/executable_internal.h"
 
 #define MAX_DEVICES 256
 #define MAX_CPUS 1024
@@ -260,7 +261,9 @@ nxe_status nxe_device_transport(const nxe_device *device, const char *where,
 nxe_status nxe_device_make_pool(const nxe_device *device, int32_t num_threads,
                                 int32_t default_threads, nxe_thread_pool **out)
 {
-    if (!device || device->kind != NXE_DEVICE_CPU)
+    if (device && device->kind == NXE_DEVICE_REMOTE) /* the local plan never runs */
+        return nxe_thread_pool_create(1, out);
+    if (!device)
         return nxe_thread_pool_create(num_threads ? num_threads : default_threads, out);
     int32_t threads = num_threads ? num_threads : device->num_cores;
     return nxe_thread_pool_create_pinned(threads, device->cores, device->num_cores, out);
@@ -484,4 +487,61 @@ NXE_API nxe_status nxe_device_add_remote(const char *address, const nxe_remote_t
 NXE_API nxe_status nxe_set_error_message(nxe_status status, const char *message)
 {
     return nxe_error(status, "%s", message ? message : "");
+}
+
+nxe_status nxe_device_place_remote(const nxe_device *device, nxe_graph *graph,
+                                   const nxe_compile_options *options, const void *binary,
+                                   size_t size, nxe_executable *exe, const char *where)
+{
+    nxe_remote_transport transport = {0};
+    nxe_status status = nxe_device_transport(device, where, &transport);
+    if (status != NXE_OK)
+        return status;
+    void *buffer = NULL;
+    if (!binary) {
+        status = nxe_graph_compile_to_binary(graph, options, NULL, &size);
+        if (status == NXE_OK || status == NXE_ERROR_BUFFER_TOO_SMALL) {
+            buffer = nxe_alloc(size ? size : 1);
+            status = buffer ? nxe_graph_compile_to_binary(graph, options, buffer, &size)
+                            : nxe_error(NXE_ERROR_OUT_OF_MEMORY,
+                                        "%s: out of memory for a %zu-byte binary", where, size);
+        }
+        binary = buffer;
+    }
+    uint64_t handle = 0;
+    if (status == NXE_OK) {
+        nxe_error(NXE_ERROR_INTERNAL, "the transport's load failed without a message");
+        status = transport.load(transport.user_data, binary, size, &handle);
+        if (status != NXE_OK)
+            nxe_error_prefix("%s: %s: load: ", where, device->name);
+    }
+    nxe_free(buffer);
+    if (status == NXE_OK) {
+        exe->remote = device;
+        exe->remote_handle = handle;
+    }
+    return status;
+}
+
+nxe_status nxe_device_remote_run(const nxe_executable *exe, const nxe_tensor_desc *inputs,
+                                 int32_t num_inputs, nxe_tensor_desc *outputs, int32_t num_outputs,
+                                 const char *where)
+{
+    nxe_remote_transport transport = {0};
+    nxe_status status = nxe_device_transport(exe->remote, where, &transport);
+    if (status != NXE_OK)
+        return status;
+    nxe_error(NXE_ERROR_INTERNAL, "the transport's run failed without a message");
+    status = transport.run(transport.user_data, exe->remote_handle, inputs, num_inputs, outputs,
+                           num_outputs);
+    if (status != NXE_OK)
+        nxe_error_prefix("%s: %s: ", where, exe->remote->name);
+    return status;
+}
+
+void nxe_device_remote_unload(const nxe_executable *exe)
+{
+    nxe_remote_transport transport = {0};
+    if (nxe_device_transport(exe->remote, "release", &transport) == NXE_OK)
+        transport.unload(transport.user_data, exe->remote_handle);
 }

@@ -24,4 +24,17 @@ nxe_status nxe_device_transport(const nxe_device *device, const char *where,
 nxe_status nxe_device_make_pool(const nxe_device *device, int32_t num_threads,
                                 int32_t default_threads, nxe_thread_pool **out);
 
+/* Makes a compiled executable (or one just loaded from `binary`, `size` bytes) run on a remote
+ * device: the binary goes to the transport's load, and exe->remote and exe->remote_handle are
+ * set. For a compile, `graph` and `options` give the binary (binary NULL). */
+nxe_status nxe_device_place_remote(const nxe_device *device, nxe_graph *graph,
+                                   const nxe_compile_options *options, const void *binary,
+                                   size_t size, struct nxe_executable *exe, const char *where);
+/* A run of a remote executable, its arguments already checked against its plan. */
+nxe_status nxe_device_remote_run(const struct nxe_executable *exe, const nxe_tensor_desc *inputs,
+                                 int32_t num_inputs, nxe_tensor_desc *outputs, int32_t num_outputs,
+                                 const char *where);
+/* Ends a remote executable's handle on its worker (the executable's release). */
+void nxe_device_remote_unload(const struct nxe_executable *exe);
+
 #endif

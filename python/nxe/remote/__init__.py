@@ -16,6 +16,7 @@ the worker's message. Needs the optional grpcio and protobuf packages (the `remo
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -122,8 +123,12 @@ class RemoteDevice(Device):
         else:
             self._channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
         self._stub = pb_grpc.NxeWorkerStub(self._channel)
+        # The C library's remote device runs over this client too: nxe_graph_compile and
+        # nxe_executable_load_* with this device, and so nxe.VirtualMachine(device=...).
+        transport = _CTransport(self)
         out = ffi.new("const nxe_device **")
-        check(lib.nxe_device_add_remote(address.encode(), ffi.NULL, out))
+        check(lib.nxe_device_add_remote(address.encode(), transport.struct, out))
+        _transports.append(transport)  # the library may call it for the process's life
         super().__init__(out[0])
         _remote_objects[self.name] = self
         self.uploads = 0  # binaries this client has sent
@@ -181,6 +186,75 @@ class RemoteDevice(Device):
 
     def __repr__(self) -> str:
         return f"<nxe.RemoteDevice {self.address}>"
+
+
+# Transports handed to the library: their callbacks must outlive every executable using them.
+_transports: list[_CTransport] = []
+
+
+class _CTransport:
+    """nxe_remote_transport over a RemoteDevice: the library's remote executables call it."""
+
+    def __init__(self, device: RemoteDevice) -> None:
+        self._device = device
+        self._loaded: dict[int, RemoteExecutable] = {}
+        self._ids = itertools.count(1)  # next() is atomic under the GIL
+        self._load = ffi.callback("nxe_status(void *, const void *, size_t, uint64_t *)",
+                                  self._on_load)
+        self._run = ffi.callback("nxe_status(void *, uint64_t, const nxe_tensor_desc *, int32_t, "
+                                 "nxe_tensor_desc *, int32_t)", self._on_run)
+        self._unload = ffi.callback("void(void *, uint64_t)", self._on_unload)
+        self.struct = ffi.new("nxe_remote_transport *")
+        self.struct.struct_size = ffi.sizeof("nxe_remote_transport")
+        self.struct.load = self._load
+        self.struct.run = self._run
+        self.struct.unload = self._unload
+
+    @staticmethod
+    def _fail(error: BaseException) -> int:
+        status = error.status if isinstance(error, Error) and error.status > 0 \
+            else lib.NXE_ERROR_INTERNAL
+        return lib.nxe_set_error_message(status, str(error).encode("utf-8", "replace"))
+
+    def _on_load(self, user_data: Any, binary: Any, size: int, handle: Any) -> int:
+        try:
+            executable = self._device.load(bytes(ffi.buffer(binary, size)))
+            key = next(self._ids)
+            self._loaded[key] = executable
+            handle[0] = key
+            return lib.NXE_OK
+        except BaseException as error:  # noqa: BLE001 - reported to the library
+            return self._fail(error)
+
+    def _on_run(self, user_data: Any, handle: int, inputs: Any, num_inputs: int, outputs: Any,
+                num_outputs: int) -> int:
+        try:
+            executable = self._loaded[handle]
+            arrays = []
+            for i, io in enumerate(executable._inputs):
+                desc = inputs[i]
+                dtype = _dtypes.numpy_of(io.dtype)
+                arrays.append(np.frombuffer(ffi.buffer(desc.data, desc.data_size), dtype,
+                                            count=int(np.prod(io.shape, dtype=np.int64)))
+                              .reshape(io.shape))
+            results = executable.run(*arrays)
+            for i, io in enumerate(executable._outputs):
+                array = np.ascontiguousarray(results[io.name])
+                if outputs[i].data_size < array.nbytes:
+                    raise InvalidArgumentError(f"output {i} holds {outputs[i].data_size} bytes, "
+                                               f"needs {array.nbytes}")
+                ffi.memmove(outputs[i].data, array, array.nbytes)
+            return lib.NXE_OK
+        except BaseException as error:  # noqa: BLE001 - reported to the library
+            return self._fail(error)
+
+    def _on_unload(self, user_data: Any, handle: int) -> None:
+        executable = self._loaded.pop(handle, None)
+        if executable is not None:
+            try:
+                executable.unload()
+            except Error:
+                pass  # the worker went away: nothing is left to free
 
 
 class RemoteExecutable:
