@@ -109,7 +109,8 @@ def _worker(args: argparse.Namespace) -> int:
         print(f"nxe worker: {error}", file=sys.stderr)
         return 1
     try:
-        return worker.serve(args.listen, token=args.token, tls_cert=args.tls_cert,
+        token = args.token if args.token is not None else os.environ.get("NXE_WORKER_TOKEN")
+        return worker.serve(args.listen, token=token, tls_cert=args.tls_cert,
                             tls_key=args.tls_key, max_workers=args.max_workers)
     except ValueError as error:
         print(f"nxe worker: {error}", file=sys.stderr)
@@ -211,8 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--tls-cert/--tls-key. Needs the `remote` extra (grpcio).")
     worker.add_argument("--listen", default="127.0.0.1:7543",
                         help="HOST:PORT to listen on (PORT 0 picks a free port, printed)")
-    worker.add_argument("--token", default=os.environ.get("NXE_WORKER_TOKEN"),
-                        help="shared token every call must carry (default: $NXE_WORKER_TOKEN)")
+    worker.add_argument("--token", help="shared token every call must carry (default: "
+                        "$NXE_WORKER_TOKEN; the environment keeps it out of `ps`)")
     worker.add_argument("--tls-cert", help="PEM certificate chain: serve TLS")
     worker.add_argument("--tls-key", help="PEM private key of --tls-cert")
     worker.add_argument("--max-workers", type=int, default=4, help="calls served at once")
