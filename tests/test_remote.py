@@ -426,3 +426,30 @@ def test_the_c_abi_reports_a_dead_worker():
         vm.close()  # the unload fails quietly: the worker is gone
     finally:
         stop(process)
+
+
+def test_tls(tmp_path):
+    import shutil
+
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl is needed to make the test's certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                    str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    process, address = start_worker("--tls-cert", str(cert), "--tls-key", str(key), "--token",
+                                    TOKEN)
+    try:
+        with remote.RemoteDevice(address, token=TOKEN, timeout=20,
+                                 root_certificates=cert) as device:
+            assert device.health()["status"] == "ok"
+            g = make_graph(21)
+            inputs = feeds(22)
+            np.testing.assert_allclose(g.compile(device=device).run(inputs)["y"],
+                                       g.compile().run(inputs)["y"], rtol=1e-6, atol=1e-6)
+        with remote.RemoteDevice(address, token=TOKEN, timeout=5) as plain:
+            with pytest.raises(remote.RemoteError):
+                plain.health()  # no TLS: the worker does not talk to it
+    finally:
+        stop(process)
