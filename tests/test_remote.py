@@ -184,6 +184,10 @@ def test_bad_requests_get_nxe_errors(device):
     request.inputs.add(name="s", dtype="f32", shape=[4, 8], data=b"\0" * 128)
     with pytest.raises(nxe.InvalidArgumentError, match="needs 256 bytes"):
         device._call("Run", request, "run")
+    request = pb.RunRequest(handle=exe.handle)  # 2**64 elements: wraps to 0 in int64
+    request.inputs.add(name="x", dtype="u8", shape=[2**62, 4], data=b"")
+    with pytest.raises(nxe.InvalidArgumentError, match="needs 18446744073709551616 bytes"):
+        device._call("Run", request, "run")
     request = pb.RunRequest(handle=exe.handle)
     request.inputs.add(name="x", dtype="q9", shape=[1], data=b"\0")
     with pytest.raises(nxe.InvalidArgumentError, match="dtype"):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+import math
 import signal
 import sys
 import threading
@@ -129,7 +130,7 @@ class Worker(pb_grpc.NxeWorkerServicer):
             if any(d < 0 for d in shape) or len(shape) > 6:
                 _abort(context, INVALID_ARGUMENT, f"run: input '{tensor.name}' has shape "
                        f"{list(shape)}")
-            expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            expected = math.prod(shape) * dtype.itemsize  # exact: no int64 wrap-around
             if len(tensor.data) != expected:
                 _abort(context, INVALID_ARGUMENT,
                        f"run: input '{tensor.name}' ({tensor.dtype} {list(shape)}) needs "
