@@ -457,3 +457,20 @@ def test_tls(tmp_path):
                 plain.health()  # no TLS: the worker does not talk to it
     finally:
         stop(process)
+
+
+def test_a_second_client_of_one_address_leaves_the_first_ones_executables_alone(worker):
+    g = make_graph(23)
+    inputs = feeds(24)
+    want = g.compile().run(inputs)["y"]
+    first = remote.RemoteDevice(worker, token=TOKEN, timeout=20)
+    vm = nxe.VirtualMachine(g.compile_to_binary(), device=first)
+    second = remote.RemoteDevice(worker, token=TOKEN, timeout=20)  # the same C device
+    assert second == first and nxe.device(second.name) is second
+    np.testing.assert_allclose(vm["main"](inputs["x"], inputs["s"])[0], want, rtol=1e-6,
+                               atol=1e-6)
+    vm.close()
+    other = nxe.VirtualMachine(g.compile_to_binary(), device=second)
+    np.testing.assert_allclose(other["main"](inputs["x"], inputs["s"])[0], want, rtol=1e-6,
+                               atol=1e-6)
+    other.close()

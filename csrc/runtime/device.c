@@ -518,6 +518,7 @@ nxe_status nxe_device_place_remote(const nxe_device *device, nxe_graph *graph,
     nxe_free(buffer);
     if (status == NXE_OK) {
         exe->remote = device;
+        exe->remote_transport = transport;
         exe->remote_handle = handle;
     }
     return status;
@@ -527,13 +528,10 @@ nxe_status nxe_device_remote_run(const nxe_executable *exe, const nxe_tensor_des
                                  int32_t num_inputs, nxe_tensor_desc *outputs, int32_t num_outputs,
                                  const char *where)
 {
-    nxe_remote_transport transport = {0};
-    nxe_status status = nxe_device_transport(exe->remote, where, &transport);
-    if (status != NXE_OK)
-        return status;
+    const nxe_remote_transport *transport = &exe->remote_transport;
     nxe_error(NXE_ERROR_INTERNAL, "the transport's run failed without a message");
-    status = transport.run(transport.user_data, exe->remote_handle, inputs, num_inputs, outputs,
-                           num_outputs);
+    nxe_status status = transport->run(transport->user_data, exe->remote_handle, inputs, num_inputs,
+                                       outputs, num_outputs);
     if (status != NXE_OK)
         nxe_error_prefix("%s: %s: ", where, exe->remote->name);
     return status;
@@ -541,7 +539,5 @@ nxe_status nxe_device_remote_run(const nxe_executable *exe, const nxe_tensor_des
 
 void nxe_device_remote_unload(const nxe_executable *exe)
 {
-    nxe_remote_transport transport = {0};
-    if (nxe_device_transport(exe->remote, "release", &transport) == NXE_OK)
-        transport.unload(transport.user_data, exe->remote_handle);
+    exe->remote_transport.unload(exe->remote_transport.user_data, exe->remote_handle);
 }

@@ -78,9 +78,10 @@ struct nxe_executable {
     uint8_t *created;         /* the created-input region: staging_bytes - io_bytes bytes */
     bool writes_variables;    /* a step produces a VARIABLE: runs hold the variables alone */
     nxe_run_pool *runs;       /* made by nxe_executable_alloc */
-    /* Placed on a remote device (runtime/device.c): runs go to its transport under this
-     * handle; the plan here only describes the I/O. NULL for local executables. */
+    /* Placed on a remote device (runtime/device.c): runs go to the transport it had then,
+     * under this handle; the plan here only describes the I/O. NULL for local executables. */
     const nxe_device *remote;
+    nxe_remote_transport remote_transport;
     uint64_t remote_handle;
 };
 

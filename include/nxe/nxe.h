@@ -866,9 +866,10 @@ typedef struct nxe_remote_transport {
 
 /* Lists the remote worker `address` ("host:port") as device "remote:<address>", its runs
  * carried by `transport` (copied; NULL: listed only, and compiling or loading for it is
- * NXE_ERROR_UNSUPPORTED). Adding an address again replaces its transport and returns the
- * same device. An executable compiled or loaded for a remote device keeps its plan here (its
- * I/O descriptions, nxe_executable_get_info) and hands every run to the transport.
+ * NXE_ERROR_UNSUPPORTED). Adding an address again returns the same device with the new
+ * transport, which executables placed from then on use (those placed before keep theirs).
+ * An executable compiled or loaded for a remote device keeps its plan here (its I/O
+ * descriptions, nxe_executable_get_info) and hands every run to the transport.
  * NXE_ERROR_INVALID_ARGUMENT (a NULL address or out, an empty or too long address, a short
  * struct_size, a transport without all three callbacks), NXE_ERROR_OUT_OF_MEMORY (also the
  * 256-device table full); *out is then NULL. Since 0.10. */
