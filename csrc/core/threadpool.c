@@ -13,8 +13,12 @@
  * The workers serve one caller at a time; a caller that finds them taken does not queue
  * behind it (runs of one executable from several threads would all wait on each other) but
  * runs its loop alone. */
+#define _GNU_SOURCE /* pthread_attr_setaffinity_np, cpu_set_t */
 #include <pthread.h>
 #include <stdatomic.h>
+#ifdef __linux__
+#include <sched.h>
+#endif
 
 #include "core/threadpool.h"
 #include "core/core.h"
@@ -132,6 +136,12 @@ static void *worker_main(void *arg)
 
 nxe_status nxe_thread_pool_create(int32_t num_threads, nxe_thread_pool **out)
 {
+    return nxe_thread_pool_create_pinned(num_threads, NULL, 0, out);
+}
+
+nxe_status nxe_thread_pool_create_pinned(int32_t num_threads, const int32_t *cores,
+                                         int32_t num_cores, nxe_thread_pool **out)
+{
     if (!out)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "thread pool: out must not be NULL");
     *out = NULL;
@@ -151,8 +161,32 @@ nxe_status nxe_thread_pool_create(int32_t num_threads, nxe_thread_pool **out)
             nxe_thread_pool_release(pool);
             return nxe_error(NXE_ERROR_OUT_OF_MEMORY, "thread pool: out of memory");
         }
+        pthread_attr_t attr;
+        pthread_attr_t *attributes = NULL;
+#ifdef __linux__
+        if (cores && num_cores > 0 && pthread_attr_init(&attr) == 0) {
+            cpu_set_t set;
+            CPU_ZERO(&set);
+            for (int32_t i = 0; i < num_cores; i++)
+                if (cores[i] >= 0 && cores[i] < CPU_SETSIZE)
+                    CPU_SET(cores[i], &set);
+            attributes = &attr;
+            if (pthread_attr_setaffinity_np(&attr, sizeof set, &set) != 0) {
+                pthread_attr_destroy(&attr);
+                nxe_thread_pool_release(pool);
+                return nxe_error(NXE_ERROR_INVALID_ARGUMENT,
+                                 "thread pool: the cores cannot be set as a thread's affinity");
+            }
+        }
+#else
+        (void)cores;
+        (void)num_cores;
+        (void)attr;
+#endif
         for (int32_t i = 0; i < num_threads - 1; i++) {
-            if (pthread_create(&pool->workers[i], NULL, worker_main, pool) != 0) {
+            if (pthread_create(&pool->workers[i], attributes, worker_main, pool) != 0) {
+                if (attributes)
+                    pthread_attr_destroy(attributes);
                 nxe_thread_pool_release(pool);
                 return nxe_error(NXE_ERROR_OUT_OF_MEMORY,
                                  "thread pool: could not start worker %d of %d", i + 1,
@@ -160,6 +194,8 @@ nxe_status nxe_thread_pool_create(int32_t num_threads, nxe_thread_pool **out)
             }
             pool->num_workers++;
         }
+        if (attributes)
+            pthread_attr_destroy(attributes);
     }
     *out = pool;
     return NXE_OK;

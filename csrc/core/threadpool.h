@@ -15,6 +15,11 @@ typedef void (*nxe_range_fn)(void *ctx, int64_t begin, int64_t end);
 
 /* num_threads counts the calling thread: 1 starts no worker. */
 nxe_status nxe_thread_pool_create(int32_t num_threads, nxe_thread_pool **out);
+/* The same, with every worker pinned to the CPUs cores[0 .. num_cores) on Linux
+ * (pthread_attr_setaffinity_np: a worker starts there); elsewhere the cores are ignored. The
+ * caller's thread, which works on every loop too, is left where it is. */
+nxe_status nxe_thread_pool_create_pinned(int32_t num_threads, const int32_t *cores,
+                                         int32_t num_cores, nxe_thread_pool **out);
 void nxe_thread_pool_release(nxe_thread_pool *pool);
 int32_t nxe_thread_pool_size(const nxe_thread_pool *pool);
 

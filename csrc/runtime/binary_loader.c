@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "runtime/binary.h"
+#include "runtime/device.h"
 
 typedef struct load_request {
     int32_t num_threads;
@@ -16,6 +17,8 @@ typedef struct load_request {
     uint64_t staging_bytes;
     nxe_limits limits;    /* resolved */
     nxe_context *context; /* custom ops the plan may name; NULL = built-ins only */
+    /* Where it runs: checked; NULL = the default CPU. */
+    const nxe_device *device;
 } load_request;
 
 typedef struct plan_buffer {
@@ -574,7 +577,11 @@ static nxe_status load_request_from(const nxe_load_options *options, const char 
         return nxe_error(
             NXE_ERROR_INVALID_ARGUMENT, "%s: staging_bytes %llu exceeds the %llu-byte limit", where,
             (unsigned long long)opts.staging_bytes, (unsigned long long)NXE_LIMIT_TENSOR_BYTES);
-    *request = (load_request){.num_threads = opts.num_threads,
+    status = nxe_device_check(opts.device, where);
+    if (status != NXE_OK)
+        return status;
+    *request = (load_request){.device = opts.device,
+                              .num_threads = opts.num_threads,
                               .verify = opts.verify != 0,
                               .allow_recompile = opts.allow_recompile != 0,
                               .staging_bytes = opts.staging_bytes,
@@ -612,7 +619,8 @@ static nxe_status recompile(const nxe_container *container, const plan_prefix *p
     nxe_context *ops = request->context ? request->context : context; /* its custom ops */
     if (status == NXE_OK)
         status = nxe_model_build_graph(model, ops, &graph);
-    nxe_compile_request compile = {.num_threads = request->num_threads,
+    nxe_compile_request compile = {.device = request->device,
+                                   .num_threads = request->num_threads,
                                    .relax_precision = (int32_t)(prefix->flags & 1u),
                                    .winograd = (int32_t)(prefix->flags >> 1),
                                    .staging_bytes = request->staging_bytes,
@@ -718,8 +726,8 @@ static nxe_status load_plan(const nxe_container *container, const load_request *
         status = nxe_executable_init_staging(exe, request->staging_bytes,
                                              request->limits.max_arena_bytes, what);
     if (status == NXE_OK) {
-        status = nxe_thread_pool_create(
-            request->num_threads ? request->num_threads : nxe_default_thread_count(), &exe->pool);
+        status = nxe_device_make_pool(request->device, request->num_threads,
+                                      nxe_default_thread_count(), &exe->pool);
         if (status != NXE_OK)
             nxe_error_prefix("%s: ", what);
     }
@@ -742,6 +750,15 @@ static nxe_status load_file_map(nxe_file_map *file, const load_request *request,
         nxe_container_parse(file->data, file->size, nxe_binary_magic, what, &container);
     if (status == NXE_OK)
         status = load_plan(&container, request, what, file, out);
+    if (status == NXE_OK && nxe_device_is_remote(request->device)) {
+        const nxe_file_map *bytes = file->data ? file : &(*out)->file; /* moved in or not */
+        status = nxe_device_place_remote(request->device, NULL, NULL, bytes->data, bytes->size,
+                                         *out, what);
+        if (status != NXE_OK) {
+            nxe_executable_release(*out);
+            *out = NULL;
+        }
+    }
     nxe_file_map_release(file);
     if (status == NXE_OK)
         nxe_log(NXE_LOG_INFO,

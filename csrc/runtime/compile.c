@@ -12,6 +12,7 @@
 #include "graph/graph_internal.h"
 #include "model/records.h"
 #include "runtime/composed.h"
+#include "runtime/device.h"
 #include "runtime/executable_internal.h"
 #include "runtime/relayout.h"
 #include "transform/quant_lower.h"
@@ -280,6 +281,8 @@ nxe_status nxe_compile_request_from(const nxe_graph *graph, const nxe_compile_op
         if (options->struct_size >=
             offsetof(nxe_compile_options, winograd) + sizeof options->winograd)
             request->winograd = options->winograd;
+        if (options->struct_size >= offsetof(nxe_compile_options, device) + sizeof options->device)
+            request->device = options->device;
     }
     if (request->winograd != NXE_WINOGRAD_AUTO && request->winograd != NXE_WINOGRAD_OFF &&
         request->winograd != NXE_WINOGRAD_ON)
@@ -295,7 +298,7 @@ nxe_status nxe_compile_request_from(const nxe_graph *graph, const nxe_compile_op
     if (request->num_threads < 0 || request->num_threads > 1024)
         return nxe_error(NXE_ERROR_INVALID_ARGUMENT, "%s: num_threads %d is outside [0, 1024]",
                          where, request->num_threads);
-    return NXE_OK;
+    return nxe_device_check(request->device, where);
 }
 
 static nxe_status compile_graph(nxe_graph *graph, const nxe_compile_request *request, bool borrow,
@@ -363,8 +366,8 @@ static nxe_status compile_graph(nxe_graph *graph, const nxe_compile_request *req
         status = nxe_executable_init_staging(exe, request->staging_bytes,
                                              request->limits.max_arena_bytes, "compile");
     if (status == NXE_OK && !request->serialize_only)
-        status = nxe_thread_pool_create(
-            request->num_threads ? request->num_threads : nxe_default_thread_count(), &exe->pool);
+        status = nxe_device_make_pool(request->device, request->num_threads,
+                                      nxe_default_thread_count(), &exe->pool);
     if (status != NXE_OK) {
         nxe_executable_release(exe);
         return status;
@@ -386,6 +389,13 @@ NXE_API nxe_status nxe_graph_compile(nxe_graph *graph, const nxe_compile_options
     nxe_status status = nxe_compile_request_from(graph, options, where, &request);
     if (status == NXE_OK)
         status = nxe_compile_graph(graph, &request, out);
+    if (status == NXE_OK && nxe_device_is_remote(request.device)) {
+        status = nxe_device_place_remote(request.device, graph, options, NULL, 0, *out, where);
+        if (status != NXE_OK) {
+            nxe_executable_release(*out);
+            *out = NULL;
+        }
+    }
     if (status != NXE_OK)
         return status;
     nxe_executable *exe = *out;

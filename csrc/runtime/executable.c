@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "runtime/device.h"
 #include "runtime/executable_internal.h"
 #include "transform/bands.h"
 
@@ -249,6 +250,8 @@ NXE_API void nxe_executable_release(nxe_executable *exe)
 {
     if (!exe)
         return;
+    if (exe->remote)
+        nxe_device_remote_unload(exe);
     nxe_thread_pool_release(exe->pool);
     run_pool_release(exe->runs);
     for (int32_t i = 0; exe->tensors && i < exe->num_tensors; i++) {
@@ -794,6 +797,12 @@ static nxe_status run(nxe_executable *exe, const nxe_tensor_desc *inputs, int32_
         check_run_args(exe, inputs, num_inputs, outputs, num_outputs, !nocopy, where);
     if (status != NXE_OK)
         return status;
+    if (exe->remote)
+        return nocopy ? nxe_error(NXE_ERROR_UNSUPPORTED,
+                                  "%s: the executable runs on a remote device; its results "
+                                  "arrive in the caller's buffers (nxe_executable_run)",
+                                  where)
+                      : nxe_device_remote_run(exe, inputs, num_inputs, outputs, num_outputs, where);
     nxe_run_context *context;
     bool was_held;
     uint64_t profile;

@@ -70,6 +70,11 @@ struct nxe_executable {
     uint8_t *created;         /* the created-input region: staging_bytes - io_bytes bytes */
     bool writes_variables;    /* a step produces a VARIABLE: runs hold the variables alone */
     nxe_run_pool *runs;       /* made by nxe_executable_alloc */
+    /* Placed on a remote device (runtime/device.c): runs go to the transport it had then,
+     * under this handle; the plan here only describes the I/O. NULL for local executables. */
+    const nxe_device *remote;
+    nxe_remote_transport remote_transport;
+    uint64_t remote_handle;
 };
 
 /* An executable with `num_tensors` zeroed tensor slots (constant index -1) and `num_steps`
@@ -103,6 +108,8 @@ typedef struct nxe_compile_request {
     bool serialize_only;    /* the plan is written out, never run: constant and variable
                                  bytes are borrowed from the graph, and no arena, staging or
                                  threads are made */
+    /* Where it runs: checked (runtime/device.h); NULL = the default CPU. */
+    const nxe_device *device;
 } nxe_compile_request;
 
 /* Validates `options` (may be NULL; a 0.4 struct_size, without limits, is accepted) into a

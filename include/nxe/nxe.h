@@ -1017,6 +1017,92 @@ NXE_API nxe_status nxe_custom_parallel_for(const nxe_custom_call *call, int64_t 
  * Since 0.10. */
 NXE_API nxe_status nxe_custom_fail(nxe_status status, const char *message);
 
+/* ---- Devices ----------------------------------------------------------------------------
+ * Where executables run. The library lists, once per process: "cpu", every CPU this process
+ * may run on; "cpu:numa<N>", each NUMA node's CPUs (from /sys/devices/system/node; a machine
+ * without that directory, or not Linux, lists one node 0 with every CPU). Core sets a caller
+ * makes ("cpu:cores0-3") and remote workers a host adds ("remote:host:port") are appended.
+ * Devices are owned by the library and live as long as the process; indexes never change.
+ * nxe_compile_options.device and nxe_load_options.device choose one: on Linux the
+ * executable's worker threads are pinned to the device's cores (pthread_setaffinity_np; the
+ * thread calling a run is the caller's and is left alone), and num_threads 0 means the
+ * device's core count. Elsewhere pinning is not done and the device only sets the default
+ * thread count. NULL keeps the behaviour before 0.10: no pinning, one thread per online CPU. */
+
+/* Since 0.10. */
+enum nxe_device_kind { NXE_DEVICE_CPU = 1, NXE_DEVICE_REMOTE = 2 };
+
+/* Since 0.10. */
+typedef struct nxe_device_info {
+    uint32_t struct_size; /* set by the caller: sizeof(nxe_device_info) */
+    const char *name;     /* "cpu", "cpu:numa0", "cpu:cores0-3", "remote:127.0.0.1:5000";
+                             owned by the library, lives as long as the process */
+    int32_t kind;         /* enum nxe_device_kind */
+    char isa[16];         /* CPU devices: the kernels' ISA level in use ("avx512", ...);
+                             remote devices: "" (the worker chooses its own) */
+    int32_t num_cores;    /* CPU devices: how many cores; remote devices: 0 */
+    const int32_t *cores; /* num_cores CPU numbers, ascending, owned by the library (lives as
+                             long as the process); NULL for remote devices */
+    int32_t numa_node;    /* "cpu:numa<N>": N; every other device: -1 */
+} nxe_device_info;
+
+/* Number of devices listed now (at least 2: "cpu" and "cpu:numa0"). NXE_ERROR_INVALID_ARGUMENT
+ * (count is NULL). Since 0.10. */
+NXE_API nxe_status nxe_device_count(int32_t *count);
+/* Device `index` (0 = "cpu", the default). NXE_ERROR_INVALID_ARGUMENT (out is NULL),
+ * NXE_ERROR_NOT_FOUND (index outside [0, count)); *out is then NULL. Since 0.10. */
+NXE_API nxe_status nxe_device_get(int32_t index, const nxe_device **out);
+/* The device named `name`; a name "cpu:cores<list>" (a list like "0-3,6") not listed yet is
+ * made as by nxe_device_create_cpu_set. NXE_ERROR_INVALID_ARGUMENT (a NULL argument, a core
+ * list that does not parse or names CPUs this process cannot run on), NXE_ERROR_NOT_FOUND (no
+ * such device), NXE_ERROR_OUT_OF_MEMORY (also the 256-device table full); *out is then NULL.
+ * Since 0.10. */
+NXE_API nxe_status nxe_device_find(const char *name, const nxe_device **out);
+/* Describes a device. NXE_ERROR_INVALID_ARGUMENT (a NULL argument, a short struct_size, or a
+ * device pointer the library did not hand out); *info is then unchanged. Since 0.10. */
+NXE_API nxe_status nxe_device_get_info(const nxe_device *device, nxe_device_info *info);
+/* The CPU device of the cores cores[0 .. num_cores) (any order, no repeats), named
+ * "cpu:cores<list>"; asking for a set already listed returns that device.
+ * NXE_ERROR_INVALID_ARGUMENT (a NULL argument, num_cores outside [1, 1024], a repeated core or
+ * one this process cannot run on), NXE_ERROR_OUT_OF_MEMORY (also the 256-device table full);
+ * *out is then NULL. Since 0.10. */
+NXE_API nxe_status nxe_device_create_cpu_set(const int32_t *cores, int32_t num_cores,
+                                             const nxe_device **out);
+
+/* How runs reach a remote worker: callbacks the host installs (Python's nxe.RemoteDevice
+ * installs a gRPC client; a C host writes its own or talks to `nxe worker`, see
+ * docs/architecture.md). Each returns an nxe_status; on failure it leaves its message with
+ * nxe_set_error_message (below). Called from the thread that compiles, loads, runs or
+ * releases; they may be called from several threads at once. Since 0.10. */
+typedef struct nxe_remote_transport {
+    uint32_t struct_size; /* sizeof(nxe_remote_transport) */
+    void *user_data;      /* handed to every callback, the host's */
+    /* Makes the compiled binary (`size` bytes, borrowed for the call) runnable on the worker
+     * and sets *handle to the host's name for it. */
+    nxe_status (*load)(void *user_data, const void *binary, size_t size, uint64_t *handle);
+    /* Runs it: inputs and outputs in the executable's order, outputs' data buffers sized as
+     * nxe_executable_output_desc says, filled by the callback. */
+    nxe_status (*run)(void *user_data, uint64_t handle, const nxe_tensor_desc *inputs,
+                      int32_t num_inputs, nxe_tensor_desc *outputs, int32_t num_outputs);
+    /* Ends `handle` (the executable's release); cannot fail. */
+    void (*unload)(void *user_data, uint64_t handle);
+} nxe_remote_transport;
+
+/* Lists the remote worker `address` ("host:port") as device "remote:<address>", its runs
+ * carried by `transport` (copied; NULL: listed only, and compiling or loading for it is
+ * NXE_ERROR_UNSUPPORTED). Adding an address again returns the same device with the new
+ * transport, which executables placed from then on use (those placed before keep theirs).
+ * An executable compiled or loaded for a remote device keeps its plan here (its I/O
+ * descriptions, nxe_executable_get_info) and hands every run to the transport.
+ * NXE_ERROR_INVALID_ARGUMENT (a NULL address or out, an empty or too long address, a short
+ * struct_size, a transport without all three callbacks), NXE_ERROR_OUT_OF_MEMORY (also the
+ * 256-device table full); *out is then NULL. Since 0.10. */
+NXE_API nxe_status nxe_device_add_remote(const char *address, const nxe_remote_transport *transport,
+                                         const nxe_device **out);
+/* Records `message` (UTF-8, copied) as this thread's last error and returns `status`: for
+ * callbacks (remote transports) reporting a failure. Cannot fail. Since 0.10. */
+NXE_API nxe_status nxe_set_error_message(nxe_status status, const char *message);
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,6 +13,7 @@ from ._binding import ffi, lib
 from ._dtypes import NAMES as DTYPES
 from .cpu import cpu_info
 from .custom_ops import Context, default_context, register_composed_op, register_op
+from .device import Device, cpu_set, device, devices
 from .errors import (
     BufferTooSmallError,
     BusyError,
@@ -52,6 +53,8 @@ def __getattr__(name: str) -> object:
 
     if name in _ENGINE_NAMES:
         return getattr(import_module(".engine", __name__), name)
+    if name == "RemoteDevice":  # needs the optional grpcio (the `remote` extra)
+        return import_module(".remote", __name__).RemoteDevice
     if name == "Embedder":
         return import_module(".embedder", __name__).Embedder
     if name in ("Transcriber", "Transcription", "Segment"):
@@ -87,6 +90,7 @@ __all__ = [
     "CancelledError",
     "Context",
     "DeadlineError",
+    "Device",
     "DtypeMismatchError",
     "Embedder",
     "Encoding",
@@ -122,6 +126,9 @@ __all__ = [
     "api_version",
     "cpu_info",
     "default_context",
+    "cpu_set",
+    "device",
+    "devices",
     "ops",
     "register_composed_op",
     "register_op",

@@ -68,10 +68,11 @@ def _example(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
-    from . import api_version, cpu_info, version
+    from . import api_version, cpu_info, devices, version
 
     cpu = cpu_info()
-    report = {"version": version(), "api_version": "{}.{}".format(*api_version()), **cpu}
+    report = {"version": version(), "api_version": "{}.{}".format(*api_version()), **cpu,
+              "devices": [device.as_dict() for device in devices()]}
     if args.json:
         print(json.dumps(report, indent=2, sort_keys=True))
         return 0
@@ -82,7 +83,38 @@ def _info(args: argparse.Namespace) -> int:
     print(f"why:          {cpu['reason']}")
     print("kernels:      " + ", ".join(f"{precision} {name}"
                                        for precision, name in cpu["kernels"].items()))
+    print("devices:")
+    for device in report["devices"]:
+        where = (f"{device['num_cores']} cores ({_core_list(device['cores'])}), "
+                 f"isa {device['isa']}" if device["kind"] == "cpu" else "remote worker")
+        print(f"  {device['name']:<20} {where}")
     return 0
+
+
+def _core_list(cores: list[int]) -> str:
+    """"0-3,6" for [0, 1, 2, 3, 6]."""
+    parts: list[list[int]] = []
+    for core in cores:
+        if parts and parts[-1][1] == core - 1:
+            parts[-1][1] = core
+        else:
+            parts.append([core, core])
+    return ",".join(f"{a}-{b}" if a != b else f"{a}" for a, b in parts)
+
+
+def _worker(args: argparse.Namespace) -> int:
+    try:
+        from .remote import worker
+    except ImportError as error:
+        print(f"nxe worker: {error}", file=sys.stderr)
+        return 1
+    try:
+        token = args.token if args.token is not None else os.environ.get("NXE_WORKER_TOKEN")
+        return worker.serve(args.listen, token=token, tls_cert=args.tls_cert,
+                            tls_key=args.tls_key, max_workers=args.max_workers)
+    except ValueError as error:
+        print(f"nxe worker: {error}", file=sys.stderr)
+        return 2
 
 
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -172,6 +204,20 @@ def build_parser() -> argparse.ArgumentParser:
         "its kernels run at, with the reason (NXE_ISA caps it)")
     info.add_argument("--json", action="store_true", help="print one JSON object instead")
     info.set_defaults(handler=_info)
+
+    worker = commands.add_parser(
+        "worker", help="serve compiled binaries to remote clients over gRPC (nxe.RemoteDevice)",
+        description="Runs compiled binaries for nxe.RemoteDevice clients (the NxeWorker gRPC "
+        "service, python/nxe/remote/nxe_remote.proto). A non-loopback address needs --token or "
+        "--tls-cert/--tls-key. Needs the `remote` extra (grpcio).")
+    worker.add_argument("--listen", default="127.0.0.1:7543",
+                        help="HOST:PORT to listen on (PORT 0 picks a free port, printed)")
+    worker.add_argument("--token", help="shared token every call must carry (default: "
+                        "$NXE_WORKER_TOKEN; the environment keeps it out of `ps`)")
+    worker.add_argument("--tls-cert", help="PEM certificate chain: serve TLS")
+    worker.add_argument("--tls-key", help="PEM private key of --tls-cert")
+    worker.add_argument("--max-workers", type=int, default=4, help="calls served at once")
+    worker.set_defaults(handler=_worker)
 
     cli_models.add_parsers(commands)
     for name in _COMMAND_MODULES:

@@ -24,6 +24,7 @@ import numpy as np
 
 from . import _dtypes, custom_ops, registry
 from ._binding import check, ffi, lib, text
+from .device import device_handle
 from .errors import InvalidStateError
 from .executable import Executable
 from .limits import Limits, c_limits
@@ -446,16 +447,24 @@ class Graph:
 
     @_locked
     def compile(self, threads: int = 0, relax: bool = False,
-                limits: Limits | None = None, winograd: str = "auto") -> Executable:
+                limits: Limits | None = None, winograd: str = "auto",
+                device: Any = None) -> Executable:
         """Infers shapes, validates and plans the graph. ``threads`` = 0 uses every online CPU;
         ``relax`` lets fp32 work run in bf16 with fp32 accumulation; ``limits`` (nxe.Limits)
         bounds the op count, each tensor's bytes and a run's memory (None: the graph's own
         limits, ``Graph(limits=...)``); ``winograd`` chooses how fp32 3x3 stride-1
         convolutions run: "auto" (a cost model per layer; the NXE_WINOGRAD environment
         variable may override it), "off" (the direct product: every output computed from its
-        receptive field alone) or "on" (Winograd F(4x4, 3x3) wherever it applies)."""
+        receptive field alone) or "on" (Winograd F(4x4, 3x3) wherever it applies).
+        ``device`` (nxe.devices(): a Device, its name, or None for the default CPU) chooses
+        where it runs: a CPU device's cores get the worker threads (``threads`` 0 = its core
+        count); an ``nxe.RemoteDevice`` compiles here and returns its remote executable."""
         self._require_open()
+        if getattr(device, "kind", None) == "remote":
+            binary = self.compile_to_binary(relax=relax, limits=limits, winograd=winograd)
+            return device.load(binary, threads=threads)
         options = _compile_options(threads, relax, winograd)
+        options.device = device_handle(device)
         limits_struct = c_limits(limits)  # kept alive through the call
         options.limits = limits_struct
         out = ffi.new("nxe_executable **")

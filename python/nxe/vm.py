@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._binding import check, ffi, lib
+from .device import device_handle
 from .errors import InvalidStateError
 from .executable import Executable, IoSpec
 from .limits import Limits, c_limits
@@ -56,7 +57,7 @@ class VirtualMachine:
     def __init__(self, source: str | os.PathLike[str] | bytes | bytearray | memoryview,
                  threads: int = 0, verify: bool = True, allow_recompile: bool = True,
                  staging_bytes: int = 0, limits: Limits | None = None,
-                 context: Any = None) -> None:
+                 context: Any = None, device: Any = None) -> None:
         self._executable: Executable | None = None
         options = ffi.new("nxe_load_options *")
         options.struct_size = ffi.sizeof("nxe_load_options")
@@ -69,6 +70,7 @@ class VirtualMachine:
         if context is not None:  # an nxe.Context: the custom ops the binary names
             context._require_open()
             options.context = context._handle
+        options.device = device_handle(device)  # a CPU device: pins the workers (nxe.devices())
         out = ffi.new("nxe_executable **")
         if isinstance(source, (bytes, bytearray, memoryview)):
             data = ffi.from_buffer(source)
