@@ -199,7 +199,12 @@ NXE_API nxe_status nxe_binding_run(nxe_binding *binding)
     for (int32_t i = 0; status == NXE_OK && i < exe->num_outputs; i++)
         if (!binding->output_bound[i])
             status = nxe_error(NXE_ERROR_INVALID_STATE, "%s: output %d is not bound", where, i);
-    if (status == NXE_OK)
+    /* A remote executable's steps run on the worker: its transport reads the bound inputs and
+     * writes the results straight into the bound output buffers. */
+    if (status == NXE_OK && exe->remote)
+        status = nxe_executable_run(exe, binding->inputs, exe->num_inputs, binding->outputs,
+                                    exe->num_outputs);
+    else if (status == NXE_OK)
         status = nxe_executable_run_bound(exe, binding->input_data, binding->output_data, where);
     unclaim(binding);
     return status;

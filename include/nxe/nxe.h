@@ -869,7 +869,8 @@ NXE_API nxe_status nxe_binding_clear(nxe_binding *binding);
  * place. Every input and output must be bound. Runs that write a VARIABLE take turns with the
  * executable's other runs; profiling records the run as any other. A thread's
  * nxe_executable_run_nocopy results stay valid across its bound runs (a bound run writes no
- * result area). NXE_ERROR_INVALID_ARGUMENT (NULL), NXE_ERROR_INVALID_STATE (an input or output
+ * result area). On a remote device the transport reads the bound inputs and writes the results
+ * into the bound outputs. NXE_ERROR_INVALID_ARGUMENT (NULL), NXE_ERROR_INVALID_STATE (an input or output
  * not bound, or another call using the binding), NXE_ERROR_OUT_OF_MEMORY (no run context could
  * be made), or the failing op's code (NXE_ERROR_RUNTIME for data-dependent failures); a failed
  * run is not counted in nxe_executable_stats and may leave outputs partly written.
