@@ -9,38 +9,8 @@
 
 #include <nxe/nxe.h>
 
+#include "expect.h"
 #include "f32_tensor.h"
-
-static int checks;
-static int failures;
-
-static void expect_status(nxe_status got, nxe_status expected, const char *needle, const char *what,
-                          int line)
-{
-    checks++;
-    if (got != expected) {
-        fprintf(stderr, "binary.c:%d: %s returned %s, expected %s (last error: \"%s\")\n", line,
-                what, nxe_status_name(got), nxe_status_name(expected), nxe_last_error());
-        failures++;
-        return;
-    }
-    if (expected != NXE_OK && needle && !strstr(nxe_last_error(), needle)) {
-        fprintf(stderr, "binary.c:%d: %s: message \"%s\" does not mention \"%s\"\n", line, what,
-                nxe_last_error(), needle);
-        failures++;
-    }
-}
-
-#define EXPECT_OK(call) expect_status((call), NXE_OK, NULL, #call, __LINE__)
-#define EXPECT_FAIL(call, status, needle) expect_status((call), (status), (needle), #call, __LINE__)
-#define EXPECT_TRUE(cond)                                                                          \
-    do {                                                                                           \
-        checks++;                                                                                  \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "binary.c:%d: %s is false\n", __LINE__, #cond);                        \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 /* ---- the graph: x[1,2,4,4] -> Conv2d 3x3 (3 filters, SAME) -> Reshape [1,3,16] -> MatMul
  * [16,5] -> y[1,3,5] ---- */

@@ -10,36 +10,7 @@
 
 #include <nxe/nxe.h>
 
-static int checks;
-static int failures;
-
-static void expect_status(nxe_status got, nxe_status expected, const char *needle, const char *what,
-                          int line)
-{
-    checks++;
-    if (got != expected) {
-        fprintf(stderr, "devices.c:%d: %s returned %s, expected %s (last error: \"%s\")\n", line,
-                what, nxe_status_name(got), nxe_status_name(expected), nxe_last_error());
-        failures++;
-        return;
-    }
-    if (expected != NXE_OK && needle && !strstr(nxe_last_error(), needle)) {
-        fprintf(stderr, "devices.c:%d: %s: message \"%s\" does not mention \"%s\"\n", line, what,
-                nxe_last_error(), needle);
-        failures++;
-    }
-}
-
-#define EXPECT_OK(call) expect_status((call), NXE_OK, NULL, #call, __LINE__)
-#define EXPECT_FAIL(call, status, needle) expect_status((call), (status), (needle), #call, __LINE__)
-#define EXPECT_TRUE(cond)                                                                          \
-    do {                                                                                           \
-        checks++;                                                                                  \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "devices.c:%d: %s is false\n", __LINE__, #cond);                       \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "expect.h"
 
 /* y = relu(x + b) over 2x3 f32. */
 static nxe_graph *make_graph(nxe_context *ctx)
