@@ -843,6 +843,25 @@ static nxe_status settle(pass *ps)
     return NXE_OK;
 }
 
+/* Moves the Transposes that read a graph input to the front of the list, in their order. They
+ * depend on nothing else, and left where their reader needed them they would stand between a
+ * step and the activation or residual Add that folds into it (a residual input read channels
+ * first lands right before its Add). */
+static void hoist_input_transposes(pass *ps)
+{
+    int32_t front = 0;
+    for (int32_t s = 0; s < ps->num_steps; s++) {
+        const nxe_exe_step *step = &ps->steps[s];
+        if (classify(step) != CLASS_TRANSPOSE || step->num_inputs != 1 || step->input_ids[0] < 0 ||
+            ps->plan->tensors[step->input_ids[0]].kind != NXE_TENSOR_INPUT)
+            continue;
+        const nxe_exe_step moved = *step;
+        memmove(&ps->steps[front + 1], &ps->steps[front],
+                sizeof(nxe_exe_step) * (size_t)(s - front));
+        ps->steps[front++] = moved;
+    }
+}
+
 nxe_status nxe_layout_pass(nxe_layout_plan *plan)
 {
     pass ps;
@@ -863,6 +882,7 @@ nxe_status nxe_layout_pass(nxe_layout_plan *plan)
     if (status == NXE_OK)
         status = settle(&ps);
     if (status == NXE_OK) {
+        hoist_input_transposes(&ps);
         /* The old list holds only moved-out (zeroed) or cleared steps. */
         nxe_exe_step *old = plan->steps;
         int32_t removed = plan->num_steps;
